@@ -211,8 +211,10 @@ Pattern Pattern::parse(std::string_view text, std::string_view argument) {
     p.kind = Granularity::hw24;
     p.n = a;
     p.m = b;
-  } else {
+  } else if (c.text[c.pos] == '/') {
     c.syntax("unknown suffix");
+  } else {
+    c.syntax("trailing characters");
   }
   if (!c.done()) c.syntax("trailing characters");
   p.validate(argument);
