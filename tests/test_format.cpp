@@ -334,6 +334,8 @@ TEST(Condense, VenomHandMade) {
   EXPECT_EQ(get_packed(c.columns.data(), 1, 3), 1u);
   EXPECT_EQ(get_packed(c.columns.data(), 2, 3), 3u);
   EXPECT_EQ(get_packed(c.columns.data(), 3, 3), 6u);
+  EXPECT_EQ(c.columns[0], 0xC8);  // docs/FORMAT.md section 10
+  EXPECT_EQ(c.columns[1], 0x0C);
   EXPECT_EQ(c.indices[0], 1 | 3 << 2);           // row 0: positions 1 (col 1), 3 (col 6)
   EXPECT_EQ(c.indices[5], 0 | 2 << 2);           // row 5: position 2 (col 3) + lowest free 0
   EXPECT_EQ(c.indices[31], 0 | 3 << 2);          // row 31: col 0, col 6

@@ -54,8 +54,9 @@ struct Geometry {
   std::int64_t row_end(std::int64_t g) const noexcept { return std::min<std::int64_t>(l.rows, (g + 1) * group); }
   /// Units of window w that hold at least one column inside the matrix.
   int real_units(std::int64_t w) const noexcept {
-    std::int64_t left = l.cols - w * wc;
-    return int(std::min<std::int64_t>(m, (left + unit - 1) / unit));
+    const std::int64_t left = l.cols - w * wc;
+    if (left >= wc) return m;  // every window but possibly the last
+    return int(unit == 1 ? left : (left + unit - 1) / unit);
   }
 };
 
@@ -64,9 +65,20 @@ template <class T>
 int nonzero_units(const MatrixView& d, const Geometry& g, std::int64_t r0, std::int64_t r1, std::int64_t w,
                   bool* nz) {
   const int real = g.real_units(w);
-  std::fill(nz, nz + g.m, false);
   const std::int64_t c0 = w * g.wc;
   int count = 0;
+  if (g.unit == 1) {  // columns: a branch-free OR over the group's rows
+    const T* row = static_cast<const T*>(d.data) + r0 * d.ld + c0;
+    for (int u = 0; u < real; ++u) nz[u] = nonzero(row[u]);
+    for (std::int64_t r = r0 + 1; r < r1; ++r) {
+      row += d.ld;
+      for (int u = 0; u < real; ++u) nz[u] = nz[u] | nonzero(row[u]);
+    }
+    for (int u = real; u < g.m; ++u) nz[u] = false;
+    for (int u = 0; u < real; ++u) count += nz[u];
+    return count;
+  }
+  std::fill(nz, nz + g.m, false);
   for (std::int64_t r = r0; r < r1 && count < real; ++r) {
     const T* row = static_cast<const T*>(d.data) + r * d.ld;
     for (int u = 0; u < real; ++u) {
@@ -128,9 +140,14 @@ std::int64_t scan_group(const MatrixView& d, const Geometry& g, std::int64_t gi,
       std::uint8_t* irow = out->indices.data() + gi * l.index_row_bytes;
       for (int j = 0; j < g.p.n; ++j) set_packed(irow, w * g.p.n + j, l.index_bits, unsigned(pick[j]));
       const std::int64_t c0 = w * g.wc;
+      const bool tail = c0 + g.wc > l.cols;
       for (std::int64_t r = r0; r < r1; ++r) {
         const T* src = static_cast<const T*>(d.data) + r * d.ld;
         T* dst = values + r * l.value_cols + w * vpw;
+        if (g.unit == 1 && !tail) {
+          for (int j = 0; j < g.p.n; ++j) dst[j] = src[c0 + pick[j]];
+          continue;
+        }
         for (int j = 0; j < g.p.n; ++j)
           for (int e = 0; e < g.unit; ++e) {
             const std::int64_t c = c0 + std::int64_t(pick[j]) * g.unit + e;
@@ -283,17 +300,21 @@ bool tail_bits_zero(const std::uint8_t* row, std::int64_t bytes, std::int64_t fr
 /// values below `limit`. On failure (and if msg) explains.
 bool check_packed_row(const std::uint8_t* row, std::int64_t fields, int bits, std::int64_t bytes, int per,
                       unsigned limit, std::string* msg) {
-  for (std::int64_t f = 0; f < fields; ++f) {
-    const unsigned x = get_packed(row, f, bits);
-    if (x >= limit) {
-      if (msg) *msg = "field " + s(f) + " (window " + s(f / per) + ") holds " + s(x) + ", must be < " + s(limit);
-      return false;
-    }
-    if (f % per && x <= get_packed(row, f - 1, bits)) {
-      if (msg)
-        *msg = "fields " + s(f - 1) + ".." + s(f) + " (window " + s(f / per) + ") are not strictly ascending (" +
-               s(get_packed(row, f - 1, bits)) + ", " + s(x) + ")";
-      return false;
+  for (std::int64_t w = 0, f = 0; f < fields; ++w) {
+    unsigned prev = 0;
+    for (int j = 0; j < per; ++j, ++f) {
+      const unsigned x = get_packed(row, f, bits);
+      if (x >= limit) {
+        if (msg) *msg = "field " + s(f) + " (window " + s(w) + ") holds " + s(x) + ", must be < " + s(limit);
+        return false;
+      }
+      if (j > 0 && x <= prev) {
+        if (msg)
+          *msg = "fields " + s(f - 1) + ".." + s(f) + " (window " + s(w) + ") are not strictly ascending (" + s(prev) +
+                 ", " + s(x) + ")";
+        return false;
+      }
+      prev = x;
     }
   }
   if (!tail_bits_zero(row, bytes, fields * bits)) {
@@ -323,12 +344,30 @@ DenseMatrix expand_impl(const CondensedMatrix& c) {
   DenseMatrix out(c.dtype, l.rows, l.cols);
   const T* values = reinterpret_cast<const T*>(c.values.data());
   T* dst = static_cast<T*>(out.data());
+  const Pattern& p = l.pattern;
+  const bool venom = p.kind == Granularity::venom;
+  const int per = venom ? kVenomKeep : p.n;        // index fields per window
+  const int unit = p.kind == Granularity::block ? p.bk : 1;
+  const int group = (p.kind == Granularity::vector || p.kind == Granularity::block) ? p.row_group() : 1;
+  const std::int64_t wc = p.window_cols();
 #pragma omp parallel for schedule(static) if (l.rows * l.value_cols > (1 << 15))
-  for (std::int64_t r = 0; r < l.rows; ++r)
-    for (std::int64_t slot = 0; slot < l.value_cols; ++slot) {
-      const std::int64_t col = c.column_of(r, slot);
-      if (col < l.cols) dst[r * l.cols + col] = values[r * l.value_cols + slot];
+  for (std::int64_t r = 0; r < l.rows; ++r) {
+    const std::uint8_t* irow = c.indices.data() + (r / group) * l.index_row_bytes;
+    const std::uint8_t* crow = venom ? c.columns.data() + (r / p.v) * l.colloc_row_bytes : nullptr;
+    const T* src = values + r * l.value_cols;
+    T* row = dst + r * l.cols;
+    std::int64_t f = 0;
+    for (std::int64_t w = 0; w < l.windows; ++w) {
+      const std::int64_t c0 = w * wc;
+      for (int j = 0; j < per; ++j, ++f) {
+        unsigned u = get_packed(irow, f, l.index_bits);
+        if (venom) u = get_packed(crow, w * kVenomSelect + u, l.colloc_bits);
+        const std::int64_t cb = c0 + std::int64_t(u) * unit;
+        for (int e = 0; e < unit; ++e, ++src)
+          if (cb + e < l.cols) row[cb + e] = *src;
+      }
     }
+  }
   return out;
 }
 
