@@ -521,6 +521,80 @@ TEST(CheckPattern, FindsPlantedViolations) {
   }
 }
 
+/// Brute force: violating group-windows, in order, straight from the definition.
+std::vector<std::pair<std::int64_t, std::int64_t>> brute_violations(const DenseMatrix& d, const Pattern& p) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  const int unit = p.kind == Granularity::block ? p.bk : 1;
+  const std::int64_t wc = p.window_cols();
+  for (std::int64_t r0 = 0; r0 < d.rows(); r0 += p.row_group()) {
+    const std::int64_t r1 = std::min(d.rows(), r0 + p.row_group());
+    for (std::int64_t c0 = 0; c0 < d.cols(); c0 += wc) {
+      std::set<std::int64_t> units;
+      bool row_over = false;
+      for (std::int64_t r = r0; r < r1; ++r) {
+        int in_row = 0;
+        for (std::int64_t c = c0; c < std::min(d.cols(), c0 + wc); ++c)
+          if (is_nonzero(d, r, c)) {
+            units.insert((c - c0) / unit);
+            ++in_row;
+          }
+        row_over |= in_row > 2;
+      }
+      const bool bad = p.kind == Granularity::venom ? (units.size() > 4 || row_over)
+                                                     : std::int64_t(units.size()) > p.n;
+      if (bad) out.push_back({r0, c0});
+    }
+  }
+  return out;
+}
+
+TEST(CheckPattern, MatchesBruteForceOnRandomMatrices) {
+  test::SplitMix rng(4242);
+  for (const Pattern& p : all_patterns()) {
+    for (double density : {0.02, 0.1, 0.4}) {
+      const std::int64_t rows = p.row_group() * 2 + std::int64_t(rng.below(std::uint64_t(p.row_group()))) + 1;
+      const std::int64_t cols = p.window_cols() * 2 + std::int64_t(rng.below(std::uint64_t(p.window_cols())));
+      DenseMatrix d(DType::f16, rows, cols);
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c)
+          if (rng.uniform() < density) d.set(r, c, rng.uniform() < 0.05 ? NAN : 1.0f);
+          else if (rng.uniform() < 0.05) d.set(r, c, -0.0f);
+      SCOPED_TRACE(p.str() + " density " + std::to_string(density));
+      const auto expect = brute_violations(d, p);
+      const PatternCheck chk = check_pattern(d.view(), p);
+      ASSERT_EQ(chk.violations, std::int64_t(expect.size()));
+      ASSERT_EQ(chk.ok, expect.empty());
+      if (expect.empty()) {
+        EXPECT_EQ(chk.first_row, -1);
+        EXPECT_TRUE(chk.message.empty());
+        CondensedMatrix c = condense(d.view(), p);
+        DenseMatrix e = expand(c);
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (std::int64_t col = 0; col < cols; ++col)
+            ASSERT_EQ(is_nonzero(e, r, col), is_nonzero(d, r, col));
+      } else {
+        EXPECT_EQ(chk.first_row, expect[0].first);
+        EXPECT_EQ(chk.first_col, expect[0].second);
+        EXPECT_FALSE(chk.message.empty());
+        EXPECT_THROW(condense(d.view(), p), PatternViolation);
+      }
+    }
+  }
+}
+
+TEST(CheckPattern, LargeMatrixParallelPathsAgree) {
+  // Big enough for the OpenMP paths; one planted violation near the end.
+  const Pattern p = Pattern::element(2, 8);
+  DenseMatrix d = random_pattern_matrix(p, DType::bf16, 301, 1203, 11, 0.2);
+  CondensedMatrix c = condense(d.view(), p);
+  EXPECT_TRUE(same_bytes(expand(c), d));
+  plant(d, p, 299, 140);
+  PatternCheck chk = check_pattern(d.view(), p);
+  EXPECT_EQ(chk.violations, 1);
+  EXPECT_EQ(chk.first_row, 299);
+  EXPECT_EQ(chk.first_col, 140 * 8);
+}
+
 TEST(CheckPattern, VenomRowRuleAndPartialSlab) {
   for (const char* text : {"32:2:4", "32:2:8", "64:2:16"}) {
     const Pattern p = Pattern::parse(text);

@@ -14,6 +14,7 @@
 #include <numeric>
 #include <vector>
 
+#include "sparsenm/error.hpp"
 #include "sparsenm/matrix.hpp"
 #include "sparsenm/pattern.hpp"
 
@@ -62,6 +63,7 @@ namespace sparsenm {
 inline DenseMatrix random_pattern_matrix(const Pattern& p, DType dtype, std::int64_t rows, std::int64_t cols,
                                          std::uint64_t seed, double zero_fraction_of_kept = 0.0) {
   p.validate("pattern");
+  if (!is_weight_dtype(dtype)) throw InvalidArgument("dtype", "random_pattern_matrix needs f32, f16 or bf16");
   DenseMatrix out(dtype, rows, cols);
   test::SplitMix rng(seed * 0x2545f4914f6cdd1dull + 0x1234567);
   const int unit = p.kind == Granularity::block ? p.bk : 1;
