@@ -748,6 +748,39 @@ TEST(Validate, RejectsWrongSizesAndLayout) {
   expect_format_error(bad, "values hold");
 }
 
+TEST(Validate, RandomCorruptionIsRejectedOrHarmless) {
+  // Flip random bits in indices / columns / values: validate() either throws FormatError or the
+  // matrix is still valid, in which case expand() must work and put every stored value inside
+  // the matrix. Never a crash (this test matters most under ASan).
+  test::SplitMix rng(31337);
+  for (const char* text : {"2:4", "3:7", "2:8/vw4", "1:5/bw2x3", "32:2:10", "64:2:256"}) {
+    const Pattern p = Pattern::parse(text);
+    const CondensedMatrix good = sample(text, p.row_group() + 3, p.window_cols() * 2 + 3, DType::f16);
+    int rejected = 0;
+    for (int trial = 0; trial < 200; ++trial) {
+      CondensedMatrix c = good;
+      std::vector<std::uint8_t>* target = &c.indices;
+      if (!c.columns.empty() && (trial & 1)) target = &c.columns;
+      const std::size_t byte = std::size_t(rng.below(target->size()));
+      (*target)[byte] = std::uint8_t((*target)[byte] ^ (1u << rng.below(8)));
+      if (trial % 5 == 0) {  // and sometimes a value past the end of the row's last window
+        const std::size_t v = std::size_t(rng.below(c.values.size()));
+        c.values[v] = std::byte(std::uint8_t(c.values[v]) ^ 0x40);
+      }
+      try {
+        c.validate();
+      } catch (const FormatError&) {
+        ++rejected;
+        continue;
+      }
+      DenseMatrix e = expand(c);
+      EXPECT_EQ(e.rows(), c.rows());
+      EXPECT_EQ(e.cols(), c.cols());
+    }
+    EXPECT_GT(rejected, 0) << text;
+  }
+}
+
 TEST(Allocate, SizesAndErrors) {
   FormatLayout l = FormatLayout::of(Pattern::venom(32, 8), 40, 20);
   CondensedMatrix c = CondensedMatrix::allocate(l, DType::bf16);

@@ -225,3 +225,33 @@ TEST(Pattern, ParseDefaultArgumentName) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Pattern, RandomTextNeverMisbehaves) {
+  // Random strings over the grammar's alphabet: each either parses to a valid pattern whose
+  // str() parses back to it, or throws InvalidArgument naming the argument. Nothing else.
+  const char alphabet[] = "0123456789::://vwbxh x2\0";
+  std::uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state >> 33;
+  };
+  int parsed = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string t;
+    const int len = int(next() % 12);
+    for (int k = 0; k < len; ++k) t.push_back(alphabet[next() % (sizeof alphabet - 1)]);
+    try {
+      Pattern p = Pattern::parse(t, "fuzz");
+      ASSERT_NO_THROW(p.validate());
+      ASSERT_EQ(Pattern::parse(p.str()), p) << t;
+      ++parsed;
+    } catch (const InvalidArgument& e) {
+      ASSERT_EQ(e.argument(), "fuzz") << t;
+    }
+  }
+  EXPECT_GT(parsed, 0);
+}
+
+}  // namespace
