@@ -6,6 +6,9 @@
 // condensed weights already in the input, and the input's metadata are copied unchanged.
 // Selection: a tensor is selected when --include (ECMAScript regex, searched anywhere in the
 // name) matches or is absent, and --exclude does not match.
+// Summary columns: sparsity = fraction of zeros after pruning; dense/condensed = bytes of the
+// dense tensor and of values + indices (+ columns); kept |w| = sum |w| kept / sum |w| before
+// (L1); kept w^2 = sum w^2 kept / sum w^2 before (squared L2). Totals are over all pruned tensors.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
@@ -63,7 +66,7 @@ int run_prune(const PruneOptions& o) {
 
   SafetensorsFile out;
   out.metadata = in.metadata;
-  Table table({"tensor", "shape", "dtype", "pattern", "sparsity", "dense", "condensed", "ratio", "kept L1", "kept L2"},
+  Table table({"tensor", "shape", "dtype", "pattern", "sparsity", "dense", "condensed", "ratio", "kept |w|", "kept w^2"},
               {false, false, false, false, true, true, true, true, true, true});
   Progress progress("pruning", selected.size());
   std::size_t dense_total = 0, condensed_total = 0, copied_bytes = 0;

@@ -56,6 +56,7 @@ def decode_element(values, indices, n, m, rows, cols):
     dense = np.zeros((rows, cols), dtype=np.float64)
     for r in range(rows):
         stream = int.from_bytes(indices[r].tobytes(), "little")
+        assert stream >> (windows * n * bits) == 0, f"row {r}: unused index bits are not zero"
         for w in range(windows):
             last = -1
             for j in range(n):
