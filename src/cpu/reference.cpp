@@ -6,7 +6,8 @@
 //       Xt[kt][MT]      X tile transposed to the accumulator type (zero lanes past m), shared
 //       parallel over the rows r of W:
 //         decode row r's stored slots of this window range once: (column, value) pairs in
-//         storage order (window, then ascending slot); padding slots (column >= cols) dropped
+//         storage order (window, then ascending slot); a padding slot (column >= cols, value 0)
+//         points at an extra all-zero row of Xt, so it adds +0 and never touches X
 //         acc[0..MT) += value * Xt[column][0..MT)   for every slot, in that order
 //
 // Every output element is therefore the sum over stored slots with column < cols, in a fixed
@@ -20,7 +21,9 @@
 #include "sparsenm/reference.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -31,7 +34,7 @@
 namespace sparsenm {
 namespace {
 
-constexpr int kMaxTile = 32;                     // rows of X per tile
+constexpr int kMaxTile = 32;                     // rows of X per tile (f32; f64: 16)
 constexpr std::size_t kXtileBytes = 512u * 1024;  // budget of the transposed X tile (L2 is ~1 MB)
 
 std::string dims(std::int64_t r, std::int64_t c) { return std::to_string(r) + "x" + std::to_string(c); }
@@ -74,9 +77,44 @@ void check_operands(const MatrixView& x, const CondensedMatrix& w, const MatrixV
   }
 }
 
+// fp16 -> f32 without branches (vectorisable): the 15 magnitude bits moved into f32 position
+// give the value times 2^-112 for normals and subnormals alike; Inf/NaN get the f32 exponent.
+inline float half_to_float(std::uint16_t h) noexcept {
+  const std::uint32_t mag = std::uint32_t(h & 0x7fffu) << 13;
+  const std::uint32_t scaled = std::bit_cast<std::uint32_t>(std::bit_cast<float>(mag) * 0x1p112f);
+  const std::uint32_t special = 0u - std::uint32_t((h & 0x7c00u) == 0x7c00u);  // all ones for Inf/NaN
+  const std::uint32_t u = (scaled & ~special) | ((mag | 0x7f800000u) & special);
+  return std::bit_cast<float>(u | (std::uint32_t(h & 0x8000u) << 16));
+}
+
+// Converts `count` contiguous stored values to f32.
 template <DType D>
-inline float load_value(const std::byte* p, std::int64_t i) noexcept {
-  return load_as_float(D, p, std::size_t(i));
+void convert_values(const std::byte* src, std::int64_t count, float* dst) noexcept {
+  if constexpr (D == DType::f32) {
+    std::memcpy(dst, src, std::size_t(count) * 4);
+  } else {
+    for (std::int64_t i = 0; i < count; ++i) {
+      std::uint16_t h;
+      std::memcpy(&h, src + 2 * i, 2);
+      if constexpr (D == DType::f16)
+        dst[i] = half_to_float(h);
+      else
+        dst[i] = std::bit_cast<float>(std::uint32_t(h) << 16);
+    }
+  }
+}
+
+// Field j of a packed index row (format.hpp's get_packed), with one unaligned 8-byte load and
+// no data-dependent branch wherever 8 bytes remain in the buffer.
+inline unsigned field(const std::uint8_t* row, std::int64_t j, int bits, const std::uint8_t* end) noexcept {
+  const std::int64_t bit = j * bits;
+  const std::uint8_t* p = row + (bit >> 3);
+  if (end - p >= 8) {
+    std::uint64_t word;
+    std::memcpy(&word, p, 8);
+    return unsigned(word >> (bit & 7)) & ((1u << bits) - 1u);
+  }
+  return get_packed(row, j, bits);
 }
 
 // Shapes of the slot walk, taken once from the layout.
@@ -93,70 +131,58 @@ Walk make_walk(const CondensedMatrix& w) {
               p.row_group(), l.index_row_bytes, l.colloc_row_bytes, l.value_cols};
 }
 
-// Decodes row r's stored slots of windows [w0, w1) into (column - c0, value), storage order,
-// padding slots dropped. Returns the count.
+// Decodes row r's stored slots of windows [w0, w1) in storage order (window, then slot):
+// cols[s] = column - c0 (c0 = w0 * window_cols), vals[s] = value as f32. A padding slot
+// (column >= cols) gets `zero_row`, a row of the X tile that holds zeros and no X value.
+// Returns the slot count, (w1 - w0) * values_per_window.
 template <DType D>
-int decode_row(const CondensedMatrix& w, const Walk& k, std::int64_t r, std::int64_t w0, std::int64_t w1,
-               std::int32_t* cols, float* vals) {
-  const std::byte* values = w.values.data();
-  const std::int64_t vrow = r * k.value_cols;
-  const std::int64_t c0 = w0 * k.wcols;
-  int count = 0;
+std::int64_t decode_row(const CondensedMatrix& w, const Walk& k, std::int64_t r, std::int64_t w0, std::int64_t w1,
+                        std::int32_t zero_row, std::int32_t* cols, float* vals) {
+  const std::int64_t count = (w1 - w0) * k.vpw;
+  const std::int64_t dsize = std::int64_t(dtype_size(D));
+  convert_values<D>(w.values.data() + (r * k.value_cols + w0 * k.vpw) * dsize, count, vals);
+  // Locals, not k's fields: the stores through `cols` could alias them otherwise.
+  const std::int64_t c0 = w0 * k.wcols, ncols = k.cols, m = k.m, wcols = k.wcols;
+  const int n = k.n, bits = k.bits, bk = k.bk;
+  const std::uint8_t* const end = w.indices.data() + w.indices.size();
+  std::int32_t* out = cols;
+  auto put = [&](std::int64_t col) { *out++ = col < ncols ? std::int32_t(col - c0) : zero_row; };
   switch (k.kind) {
     case Granularity::element:
     case Granularity::hw24:
     case Granularity::vector: {
       const std::uint8_t* idx = w.indices.data() + (r / k.group) * k.index_row_bytes;
-      for (std::int64_t win = w0; win < w1; ++win) {
-        const std::int64_t base = win * k.m;
-        for (int s = 0; s < k.n; ++s) {
-          const std::int64_t slot = win * k.n + s;
-          const std::int64_t col = base + get_packed(idx, slot, k.bits);
-          if (col >= k.cols) continue;  // padding slot (last window only)
-          cols[count] = std::int32_t(col - c0);
-          vals[count++] = load_value<D>(values, vrow + slot);
-        }
-      }
+      for (std::int64_t win = w0; win < w1; ++win)
+        for (int i = 0; i < n; ++i) put(win * m + field(idx, win * n + i, bits, end));
       break;
     }
     case Granularity::block: {
       const std::uint8_t* idx = w.indices.data() + (r / k.group) * k.index_row_bytes;
-      for (std::int64_t win = w0; win < w1; ++win) {
-        for (int s = 0; s < k.n; ++s) {
-          const std::int64_t field = win * k.n + s;
-          const std::int64_t base = win * k.wcols + std::int64_t(get_packed(idx, field, k.bits)) * k.bk;
-          for (int j = 0; j < k.bk; ++j) {
-            const std::int64_t col = base + j;
-            if (col >= k.cols) continue;
-            cols[count] = std::int32_t(col - c0);
-            vals[count++] = load_value<D>(values, vrow + field * k.bk + j);
-          }
+      for (std::int64_t win = w0; win < w1; ++win)
+        for (int i = 0; i < n; ++i) {
+          const std::int64_t base = win * wcols + std::int64_t(field(idx, win * n + i, bits, end)) * bk;
+          for (int j = 0; j < bk; ++j) put(base + j);
         }
-      }
       break;
     }
     case Granularity::venom: {
       const std::uint8_t* idx = w.indices.data() + r * k.index_row_bytes;
       const std::uint8_t* loc = w.columns.data() + (r / k.group) * k.colloc_row_bytes;
-      for (std::int64_t win = w0; win < w1; ++win) {
-        const std::int64_t base = win * k.m;
-        for (int s = 0; s < 2; ++s) {
-          const std::int64_t slot = win * 2 + s;
-          const unsigned pos = get_packed(idx, slot, 2);
-          const std::int64_t col = base + get_packed(loc, win * 4 + pos, k.colloc_bits);
-          if (col >= k.cols) continue;
-          cols[count] = std::int32_t(col - c0);
-          vals[count++] = load_value<D>(values, vrow + slot);
+      const std::uint8_t* const loc_end = w.columns.data() + w.columns.size();
+      const int cbits = k.colloc_bits;
+      for (std::int64_t win = w0; win < w1; ++win)
+        for (int i = 0; i < 2; ++i) {
+          const unsigned pos = field(idx, win * 2 + i, 2, end);
+          put(win * m + field(loc, win * 4 + pos, cbits, loc_end));
         }
-      }
       break;
     }
   }
   return count;
 }
 
-using DecodeFn = int (*)(const CondensedMatrix&, const Walk&, std::int64_t, std::int64_t, std::int64_t,
-                         std::int32_t*, float*);
+using DecodeFn = std::int64_t (*)(const CondensedMatrix&, const Walk&, std::int64_t, std::int64_t, std::int64_t,
+                                  std::int32_t, std::int32_t*, float*);
 
 DecodeFn decoder(DType t) {
   switch (t) {
@@ -166,21 +192,40 @@ DecodeFn decoder(DType t) {
   }
 }
 
-// acc[0..MT) += vals[s] * xt[cols[s]][0..MT), s ascending.
+// acc[0..MT) += vals[s] * xt[cols[s]][0..MT), s ascending. The MT lanes live in registers as
+// 16-byte vectors (GCC/Clang vector extensions; SSE2 at least), one broadcast per slot.
 template <class T, int MT>
-void accumulate(const std::int32_t* cols, const float* vals, int count, const T* xt, T* acc) {
-  T a[MT];
-  for (int j = 0; j < MT; ++j) a[j] = acc[j];
-  for (int s = 0; s < count; ++s) {
-    const T v = T(vals[s]);
-    const T* xr = xt + std::size_t(cols[s]) * MT;
-    for (int j = 0; j < MT; ++j) a[j] += v * xr[j];
+void accumulate(const std::int32_t* cols, const float* vals, std::int64_t count, const T* xt, T* acc) {
+  constexpr int L = 16 / int(sizeof(T));  // lanes per vector
+  if constexpr (MT < L) {
+    T a[MT];
+    for (int j = 0; j < MT; ++j) a[j] = acc[j];
+    for (std::int64_t s = 0; s < count; ++s) {
+      const T v = T(vals[s]);
+      const T* xr = xt + std::size_t(cols[s]) * MT;
+      for (int j = 0; j < MT; ++j) a[j] += v * xr[j];
+    }
+    for (int j = 0; j < MT; ++j) acc[j] = a[j];
+  } else {
+    typedef T V __attribute__((vector_size(16)));
+    constexpr int NV = MT / L;
+    V a[NV];
+    std::memcpy(a, acc, sizeof a);
+    for (std::int64_t s = 0; s < count; ++s) {
+      const V v = V{} + T(vals[s]);
+      const T* xr = xt + std::size_t(cols[s]) * MT;
+      for (int q = 0; q < NV; ++q) {
+        V x;
+        std::memcpy(&x, xr + q * L, 16);
+        a[q] += v * x;
+      }
+    }
+    std::memcpy(acc, a, sizeof a);
   }
-  for (int j = 0; j < MT; ++j) acc[j] = a[j];
 }
 
 template <class T>
-using AccumulateFn = void (*)(const std::int32_t*, const float*, int, const T*, T*);
+using AccumulateFn = void (*)(const std::int32_t*, const float*, std::int64_t, const T*, T*);
 
 template <class T>
 AccumulateFn<T> accumulator(int mt) {
@@ -194,9 +239,11 @@ AccumulateFn<T> accumulator(int mt) {
   }
 }
 
+template <class T>
 int tile_width(std::int64_t left) {
+  const int most = sizeof(T) == 4 ? kMaxTile : kMaxTile / 2;  // keeps the f64 lanes in registers
   int mt = 1;
-  while (mt < left && mt < kMaxTile) mt *= 2;
+  while (mt < left && mt < most) mt *= 2;
   return mt;
 }
 
@@ -210,14 +257,16 @@ void run_reference(const MatrixView& x, const CondensedMatrix& w, Store&& store)
   const DecodeFn decode = decoder(w.dtype);
 
   // Windows per k tile: the transposed X tile (wcols * MT * sizeof(T) per window) fits the budget.
-  const int mt_max = tile_width(m);
+  const int mt_max = tile_width<T>(m);
   const std::int64_t per_window = walk.wcols * mt_max * std::int64_t(sizeof(T));
   const std::int64_t tile_windows = std::clamp<std::int64_t>(std::int64_t(kXtileBytes) / per_window, 1, windows);
   const std::int64_t k_tiles = (windows + tile_windows - 1) / tile_windows;
   const std::int64_t tile_cols = tile_windows * walk.wcols;
   const std::int64_t max_slots = tile_windows * walk.vpw;
 
-  std::vector<T> xt(std::size_t(tile_cols) * mt_max);
+  // One extra zero row past the tile (index tile_cols): where padding slots point.
+  std::vector<T> xt(std::size_t(tile_cols + 1) * mt_max);
+  const auto zero_row = std::int32_t(tile_cols);
   std::vector<T> acc(k_tiles > 1 ? std::size_t(rows) * mt_max : 0);
 
   // Threads only where there is work enough to pay for the barriers (two per tile).
@@ -230,7 +279,7 @@ void run_reference(const MatrixView& x, const CondensedMatrix& w, Store&& store)
 
     for (std::int64_t i0 = 0; i0 < m; i0 += mt_max) {
       const std::int64_t mc = std::min<std::int64_t>(mt_max, m - i0);
-      const int mt = tile_width(mc);
+      const int mt = tile_width<T>(mc);
       const AccumulateFn<T> acc_fn = accumulator<T>(mt);
       for (std::int64_t t = 0; t < k_tiles; ++t) {
         const std::int64_t w0 = t * tile_windows, w1 = std::min(windows, w0 + tile_windows);
@@ -247,7 +296,7 @@ void run_reference(const MatrixView& x, const CondensedMatrix& w, Store&& store)
         for (std::int64_t r = 0; r < rows; ++r) {
           T* a = last && first ? local : acc.data() + std::size_t(r) * mt;
           if (first) std::fill(a, a + mt, T(0));
-          const int count = decode(w, walk, r, w0, w1, slot_cols.data(), slot_vals.data());
+          const std::int64_t count = decode(w, walk, r, w0, w1, zero_row, slot_cols.data(), slot_vals.data());
           acc_fn(slot_cols.data(), slot_vals.data(), count, xt.data(), a);
           if (last)
             for (std::int64_t j = 0; j < mc; ++j) store(i0 + j, r, a[j]);
