@@ -183,6 +183,13 @@ TEST(Plan, CudaBackendWithoutDevice) {
   const DenseMatrix x = random_matrix(DType::f16, 1, 32, 9);
   DenseMatrix y(DType::f16, 1, 8);
   EXPECT_THROW(matmul(x.view(), w, y.mutable_view(), Backend::cuda), Unsupported);
+  // Forcing a CUDA kernel (present in CUDA builds) without a device.
+  d.backend = Backend::automatic;
+  for (const auto& c : detail::kernel_registry().candidates()) {
+    if (c.backend != Backend::cuda) continue;
+    d.kernel = c.name;
+    EXPECT_THROW(Plan::create(w, d), Unsupported) << c.name;
+  }
 }
 
 TEST(Plan, RunRejectsNullPointers) {
