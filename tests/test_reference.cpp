@@ -263,6 +263,33 @@ TEST(Reference, PaddingSlotNeverReadAcrossKTiles) {
   }
 }
 
+// Rows of X never mix: NaN in every element of X row 0 leaves every other output row
+// bit-identical to a clean run, across several tiles of X rows of different widths, with
+// padding slots in the last window (1 real column there, so a padding slot in every row).
+TEST(Reference, RowsOfXNeverMixAcrossTiles) {
+  for (const char* text : {"2:8", "32:2:8", "2:8/bw4x2", "3:5/vw2"}) {
+    const Pattern p = Pattern::parse(text);
+    const std::int64_t rows = 35, cols = 3 * p.window_cols() + (p.kind == Granularity::block ? p.bk : 1);
+    const CondensedMatrix w = condense(random_pattern_matrix(p, DType::bf16, rows, cols, 50).view(), p);
+    for (std::int64_t m : {37, 70}) {
+      SCOPED_TRACE(std::string(text) + " m = " + std::to_string(m));
+      const DenseMatrix clean = random_matrix(DType::bf16, m, cols, 51);
+      DenseMatrix poisoned = clean;
+      for (std::int64_t c = 0; c < cols; ++c) poisoned.set(0, c, std::numeric_limits<float>::quiet_NaN());
+      for (Accumulate acc : {Accumulate::f32, Accumulate::f64}) {
+        DenseMatrix a(DType::f32, m, rows), b(DType::f32, m, rows);
+        reference_matmul(clean.view(), w, a.mutable_view(), acc);
+        reference_matmul(poisoned.view(), w, b.mutable_view(), acc);
+        const auto* pa = static_cast<const std::byte*>(a.data());
+        const auto* pb = static_cast<const std::byte*>(b.data());
+        const std::size_t row_bytes = std::size_t(rows) * 4;
+        EXPECT_EQ(std::memcmp(pa + row_bytes, pb + row_bytes, a.size_bytes() - row_bytes), 0) << int(acc);
+        EXPECT_TRUE(std::isnan(b.at(0, 0))) << int(acc);
+      }
+    }
+  }
+}
+
 // ---- error paths -----------------------------------------------------------------------------
 
 struct Fixture {

@@ -7,7 +7,7 @@
 //       parallel over the rows r of W:
 //         decode row r's stored slots of this window range once: (column, value) pairs in
 //         storage order (window, then ascending slot); a padding slot (column >= cols, value 0)
-//         points at an extra all-zero row of Xt, so it adds +0 and never touches X
+//         points at an all-zero row past the tile, so it adds +0 and never touches X
 //         acc[0..MT) += value * Xt[column][0..MT)   for every slot, in that order
 //
 // Every output element is therefore the sum over stored slots with column < cols, in a fixed
@@ -264,9 +264,9 @@ void run_reference(const MatrixView& x, const CondensedMatrix& w, Store&& store)
   const std::int64_t tile_cols = tile_windows * walk.wcols;
   const std::int64_t max_slots = tile_windows * walk.vpw;
 
-  // One extra zero row past the tile (index tile_cols): where padding slots point.
+  // Xt plus mt_max zeros at offset tile_cols * mt_max, which no X tile ever writes (a tile of
+  // width mt fills [0, tile_cols * mt)): the row padding slots point at, whatever mt.
   std::vector<T> xt(std::size_t(tile_cols + 1) * mt_max);
-  const auto zero_row = std::int32_t(tile_cols);
   std::vector<T> acc(k_tiles > 1 ? std::size_t(rows) * mt_max : 0);
 
   // Threads only where there is work enough to pay for the barriers (two per tile).
@@ -281,6 +281,7 @@ void run_reference(const MatrixView& x, const CondensedMatrix& w, Store&& store)
       const std::int64_t mc = std::min<std::int64_t>(mt_max, m - i0);
       const int mt = tile_width<T>(mc);
       const AccumulateFn<T> acc_fn = accumulator<T>(mt);
+      const auto zero_row = std::int32_t(tile_cols * (mt_max / mt));
       for (std::int64_t t = 0; t < k_tiles; ++t) {
         const std::int64_t w0 = t * tile_windows, w1 = std::min(windows, w0 + tile_windows);
         const std::int64_t c0 = w0 * walk.wcols, c1 = std::min(cols, w1 * walk.wcols);
