@@ -130,7 +130,9 @@ void choose(const CondensedMatrix& w, const MatmulDesc& desc, Backend backend, P
     const KernelCandidate* pick = it != ok.end() ? *it : ok.front();
     impl.kernel = pick->name;
     impl.instance = pick->create(w, desc);
-    impl.reason = (backend == Backend::cpu ? "cpu backend: reference kernel" : "only supported candidate") + tail;
+    impl.reason = (backend == Backend::cpu ? "cpu backend: " + pick->name + " (CPU kernels are not timed)"
+                                           : "only supported candidate: " + pick->name) +
+                  tail;
     return;
   }
 
