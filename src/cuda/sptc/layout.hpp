@@ -81,7 +81,7 @@ struct Packed24 {
 };
 
 /// One kept slot: its group along sparse-k, its position in the group (0..3), its value bits.
-/// `slot_of(r, j)` must fill the 2*groups slots of row r in order (group-major, positions
+/// `row_slots(r, slots)` must fill the 2*groups slots of row r in order (group-major, positions
 /// strictly ascending inside a group).
 struct Slot {
   std::int64_t group;
@@ -92,7 +92,7 @@ struct Slot {
 /// Packs rows x (groups*4) with exactly 2 slots per group per row. row_align: a multiple of 64
 /// (the CTA's row tile). Throws std::invalid_argument on a bad slot (the caller converts).
 inline Packed24 pack24(std::int64_t rows, std::int64_t groups, int row_align,
-                       const std::function<Slot(std::int64_t, std::int64_t)>& slot_of) {
+                       const std::function<void(std::int64_t, std::vector<Slot>&)>& row_slots) {
   if (rows < 1 || groups < 1) throw std::invalid_argument("pack24: rows and groups must be >= 1");
   if (row_align < kRowBlock || row_align % kRowBlock)
     throw std::invalid_argument("pack24: row_align must be a positive multiple of 64");
@@ -103,9 +103,13 @@ inline Packed24 pack24(std::int64_t rows, std::int64_t groups, int row_align,
   p.k_pad = round_up(p.k, kBlockK);
   p.values.assign(std::size_t(p.rows_pad * p.value_cols()), 0);
   p.meta.assign(std::size_t(p.k_pad / kBlockK * (p.rows_pad / kRowBlock) * 128), kPadWord);
+  std::vector<Slot> slots;
   for (std::int64_t r = 0; r < rows; ++r) {
+    slots.assign(std::size_t(2 * groups), Slot{-1, 0, 0});
+    row_slots(r, slots);
+    if (slots.size() != std::size_t(2 * groups)) throw std::invalid_argument("pack24: row_slots changed the slot count");
     for (std::int64_t gi = 0; gi < groups; ++gi) {
-      Slot s0 = slot_of(r, 2 * gi), s1 = slot_of(r, 2 * gi + 1);
+      Slot s0 = slots[std::size_t(2 * gi)], s1 = slots[std::size_t(2 * gi + 1)];
       if (s0.group != gi || s1.group != gi || s0.pos < 0 || s1.pos > 3 || s0.pos >= s1.pos)
         throw std::invalid_argument("pack24: row " + std::to_string(r) + " group " + std::to_string(gi) +
                                     ": slots must be 2 ascending positions in 0..3 of that group");
