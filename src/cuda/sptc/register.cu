@@ -65,16 +65,15 @@ class Sptc24Instance : public KernelInstance {
   }
   std::size_t workspace_bytes() const override { return workspace_.size(); }
 
-  /// Largest tile that still gives every SM a CTA (132 on H100/H200), else the smallest.
+  /// Tile heuristic from the H200 run (bench/results/NVIDIA_H200-sptc-*.jsonl): 128x256 wins once
+  /// it fills ~1.4 waves of CTAs (all m >= 2048 cases), 128x128 below that, 64x128 for tiny grids.
   static cs::WgTile choose_tile(std::int64_t n, std::int64_t m) {
     int sms = 132;
     int dev = 0;
     if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    const cs::WgTile order[] = {cs::WgTile::m128n256, cs::WgTile::m128n128, cs::WgTile::m64n128};
-    for (cs::WgTile t : order) {
-      const std::int64_t bm = cs::wg_tile_rows(t), bn = (t == cs::WgTile::m128n256) ? 256 : 128;
-      if (((n + bm - 1) / bm) * ((m + bn - 1) / bn) >= sms) return t;
-    }
+    auto tiles = [&](std::int64_t bm, std::int64_t bn) { return double(((n + bm - 1) / bm) * ((m + bn - 1) / bn)); };
+    if (tiles(128, 256) >= 1.4 * sms) return cs::WgTile::m128n256;
+    if (tiles(128, 128) >= 0.75 * sms) return cs::WgTile::m128n128;
     return cs::WgTile::m64n128;
   }
 
