@@ -20,8 +20,8 @@
 
 namespace sparsenm::prune_detail {
 
-/// fp16 -> float for all 65536 patterns (built once, thread-safe).
-const float* fp16_table() noexcept;
+/// fp16 -> float for all 65536 patterns (filled during static initialisation).
+extern const float* const kFp16Table;
 
 struct F16 {
   using bits = std::uint16_t;
@@ -31,7 +31,7 @@ struct F16 {
     key_t k = b & 0x7fffu;
     return k > 0x7c00u ? 0x7c00u : k;
   }
-  static float to_float(bits b) noexcept { return fp16_table()[b]; }
+  static float to_float(bits b) noexcept { return kFp16Table[b]; }
 };
 
 struct BF16 {

@@ -19,14 +19,17 @@ namespace sparsenm {
 
 namespace prune_detail {
 
-const float* fp16_table() noexcept {
-  static const std::vector<float> table = [] {
-    std::vector<float> t(65536);
-    for (std::uint32_t i = 0; i < 65536; ++i) t[i] = fp16_bits_to_float(std::uint16_t(i));
-    return t;
-  }();
-  return table.data();
-}
+namespace {
+struct Fp16Table {
+  float v[65536];
+  Fp16Table() noexcept {
+    for (std::uint32_t i = 0; i < 65536; ++i) v[i] = fp16_bits_to_float(std::uint16_t(i));
+  }
+};
+const Fp16Table fp16_table_storage;
+}  // namespace
+
+const float* const kFp16Table = fp16_table_storage.v;
 
 void check_input(const MatrixView& w, const char* argument) {
   check_view(w, argument);
