@@ -484,7 +484,7 @@ TEST(PruneDeterminism, SameBytesWhateverTheThreadCount) {
   const int saved = omp_get_max_threads();
   for (const char* pat : {"2:8", "2:4", "16:32", "2:8/vw4", "2:4/bw4x4", "32:2:8", "32:2:20"}) {
     const Pattern p = Pattern::parse(pat);
-    const DenseMatrix w = random_matrix(DType::f16, 100, 200, 5);
+    const DenseMatrix w = random_matrix(DType::f16, 260, 300, 5);  // above the parallel threshold
     omp_set_num_threads(1);
     PruneReport r1, r2;
     const CondensedMatrix a = prune(w.view(), p, &r1);

@@ -79,6 +79,12 @@ decltype(auto) dispatch(DType t, F&& f) {
 /// check_view + at least one row and one column.
 void check_input(const MatrixView& w, const char* argument);
 
+/// Below this many elements the pruners stay on one thread: a parallel region costs more than
+/// the work (and much more on a busy machine).
+constexpr std::int64_t kParallelMinElements = std::int64_t(1) << 16;
+/// Venom spends far more time per element: fork sooner.
+constexpr std::int64_t kParallelMinVenom = std::int64_t(1) << 12;
+
 constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
 
 }  // namespace sparsenm::prune_detail

@@ -3,8 +3,10 @@
 //
 // Speed (28672 x 8192 fp16 to 2:8 is the yardstick): rows are split over OpenMP threads; per
 // window the magnitude keys are integers taken straight from the bits (common.hpp), packed with
-// the position into unique composites, and the top n come from n vectorisable max-reductions
-// (n <= 4) or one nth_element. Kept bits are copied unchanged; there is no allocation per row.
+// the position into unique composites; the top n come from a one-pass register list (n <= 4),
+// rank counting (m <= 64) or nth_element (larger windows). Full windows and the tail window
+// are separate loops (no padding checks in the hot one); kept bits are copied unchanged, index
+// fields go through a 64-bit bit writer; there is no allocation per row.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -68,6 +70,21 @@ inline void top_small(const C* c, int count, int pbits, int* out) noexcept {
   }
 }
 
+// Larger n, windows up to 64: rank counting. rank_i = number of composites above c_i; the kept
+// positions (rank < n) come out already ascending. m compares per element, branch-free and
+// vectorisable, where nth_element would branch on the data.
+template <class C>
+inline void rank_select(const C* c, int count, int n, int* out) noexcept {
+  int k = 0;
+  for (int i = 0; i < count; ++i) {
+    const C ci = c[i];
+    int rank = 0;
+    for (int j = 0; j < count; ++j) rank += c[j] > ci;
+    out[k] = i;
+    k += rank < n;
+  }
+}
+
 template <class E, bool kDense, int kM, int kN>
 void element_rows(const MatrixView& w, int n_runtime, int m_runtime, const Output& out) {
   using bits = typename E::bits;
@@ -93,7 +110,7 @@ void element_rows(const MatrixView& w, int n_runtime, int m_runtime, const Outpu
     ibits = c.layout.index_bits;
   }
 
-#pragma omp parallel for schedule(dynamic, 16)
+#pragma omp parallel for schedule(dynamic, 16) if (rows * cols >= kParallelMinElements)
   for (std::int64_t r = 0; r < rows; ++r) {
     const bits* row = in + r * w.ld;
     comp_t comp[256];
@@ -106,6 +123,8 @@ void element_rows(const MatrixView& w, int n_runtime, int m_runtime, const Outpu
       for (int i = 0; i < m; ++i) comp[i] = ((comp_t(E::key(x[i])) << pbits) | comp_t(m - 1 - i)) + 1;
       if constexpr (kN > 0)
         top_small<kN>(comp, m, pbits, pos);
+      else if (m <= 64)
+        rank_select(comp, m, n, pos);
       else
         select_top_composite(comp, m, n, pbits, pos);
       if constexpr (kDense) {
@@ -172,6 +191,7 @@ void element_dispatch_m(const MatrixView& w, int n, int m, const Output& out) {
     case 4: return element_dispatch_n<E, kDense, 4>(w, n, m, out);
     case 8: return element_dispatch_n<E, kDense, 8>(w, n, m, out);
     case 16: return element_dispatch_n<E, kDense, 16>(w, n, m, out);
+    case 32: return element_dispatch_n<E, kDense, 32>(w, n, m, out);
     default: return element_dispatch_n<E, kDense, 0>(w, n, m, out);
   }
 }

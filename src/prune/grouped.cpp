@@ -35,7 +35,7 @@ void vector_groups(const MatrixView& w, int n, int m, int v, const Output& out) 
   bits* dense = static_cast<bits*>(out.dense);
   CondensedMatrix* cm = out.condensed;
 
-#pragma omp parallel
+#pragma omp parallel if (rows * cols >= kParallelMinElements)
   {
     std::vector<double> score(static_cast<std::size_t>(cols));
     int pos[256], scratch[256];
@@ -86,7 +86,7 @@ void block_groups(const MatrixView& w, int n, int m, int bn, int bk, const Outpu
   bits* dense = static_cast<bits*>(out.dense);
   CondensedMatrix* cm = out.condensed;
 
-#pragma omp parallel
+#pragma omp parallel if (rows * cols >= kParallelMinElements)
   {
     std::vector<double> score(static_cast<std::size_t>(real_blocks));
     int pos[256], scratch[256];

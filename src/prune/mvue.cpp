@@ -119,7 +119,7 @@ DenseMatrix mvue24(const MatrixView& g, std::uint64_t seed) {
   DenseMatrix out(g.dtype, g.rows, g.cols);
   const std::int64_t rows = g.rows, cols = g.cols, groups = prune_detail::ceil_div(cols, 4);
   void* dst = out.data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * cols >= prune_detail::kParallelMinElements)
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t j = 0; j < groups; ++j) {
       float x[4], y[4];

@@ -52,7 +52,7 @@ Sums matrix_sums(DType dtype, const void* data, std::int64_t rows, std::int64_t 
     using E = decltype(traits);
     using bits = typename E::bits;
     const auto* p = static_cast<const bits*>(data);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMinElements)
     for (std::int64_t r = 0; r < rows; ++r) {
       Sums s;
       const bits* row = p + r * ld;

@@ -73,7 +73,7 @@ std::vector<std::uint8_t> transposable_24_mask(const MatrixView& w) {
   const std::int64_t brows = prune_detail::ceil_div(rows, 4), bcols = prune_detail::ceil_div(cols, 4);
   std::vector<std::uint8_t> mask(std::size_t(rows) * std::size_t(cols), 0);
   const auto& patterns = prune_detail::transposable_patterns();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * cols >= prune_detail::kParallelMinElements)
   for (std::int64_t bi = 0; bi < brows; ++bi) {
     for (std::int64_t bj = 0; bj < bcols; ++bj) {
       double mag[4][4];

@@ -318,7 +318,7 @@ void venom_slabs(const MatrixView& w, int V, int m, const Output& out) {
   bits* dense = static_cast<bits*>(out.dense);
   CondensedMatrix* cm = out.condensed;
 
-#pragma omp parallel
+#pragma omp parallel if (rows * cols >= kParallelMinVenom)
   {
     // Column-major magnitudes of one V x M block (venom.hpp); V is a multiple of 8.
     std::vector<double> mag(std::size_t(V) * std::size_t(m), 0.0);
