@@ -3,7 +3,7 @@
 //
 // Method: std::chrono::steady_clock around each prune() call (output allocation included, its
 // release excluded); one warm-up call, then `reps` timed calls (at most 5: a call takes about a
-// second), median and minimum reported. The weight is random (random_matrix, the run's seed),
+// second; at most 3 when the warm-up took over 3 s), median and minimum reported. The weight is random (random_matrix, the run's seed),
 // fresh per case. bytes = dense input read + condensed output written (values + indices +
 // column sets). The output of the last call is validated (CondensedMatrix::validate) and one
 // extra untimed call with a PruneReport records the retained L2 in the row's note.
@@ -55,10 +55,16 @@ void run_prune_suite(Context& ctx) {
       for (const std::string& text : patterns) {
         const Pattern p = Pattern::parse(text, "patterns");
         const FormatLayout layout = FormatLayout::of(p, n, k);
-        for (int i = 0; i < warmup; ++i) (void)prune(w.view(), p);
+        int case_reps = reps;
+        for (int i = 0; i < warmup; ++i) {
+          const auto t0 = std::chrono::steady_clock::now();
+          (void)prune(w.view(), p);
+          const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          if (s > 3.0) case_reps = std::min(case_reps, 3);  // slow patterns (V:2:16): fewer runs
+        }
         std::vector<double> ms;
         CondensedMatrix out;
-        for (int i = 0; i < reps; ++i) {
+        for (int i = 0; i < case_reps; ++i) {
           out = CondensedMatrix{};  // release the previous result outside the timed region
           const auto t0 = std::chrono::steady_clock::now();
           out = prune(w.view(), p);
@@ -81,7 +87,7 @@ void run_prune_suite(Context& ctx) {
         row.impl = "sparsenm:prune_cpu";
         row.ms_median = median(ms);
         row.ms_min = *std::min_element(ms.begin(), ms.end());
-        row.reps = reps;
+        row.reps = case_reps;
         row.bytes = double(w.size_bytes() + layout.value_bytes(dtype) + layout.index_bytes() + layout.colloc_bytes());
         char note[160];
         std::snprintf(note, sizeof note, "host CPU, %d OpenMP threads; output validated; retained L2 %.4f, L1 %.4f",
