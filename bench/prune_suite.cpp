@@ -2,11 +2,12 @@
 // condensed format (no dense temporary), on the host.
 //
 // Method: std::chrono::steady_clock around each prune() call (output allocation included, its
-// release excluded); one warm-up call, then `reps` timed calls (at most 5: a call takes about a
-// second; at most 3 when the warm-up took over 3 s), median and minimum reported. The weight is random (random_matrix, the run's seed),
-// fresh per case. bytes = dense input read + condensed output written (values + indices +
-// column sets). The output of the last call is validated (CondensedMatrix::validate) and one
-// extra untimed call with a PruneReport records the retained L2 in the row's note.
+// release excluded); one warm-up call, then `reps` timed calls (at most 5, since a call takes
+// about a second; at most 3 when the warm-up took over 3 s), median and minimum reported. The
+// weight is random (random_matrix, the run's seed), fresh per case. bytes = dense input read +
+// condensed output written (values + indices + column sets). The output of the last call is
+// validated (CondensedMatrix::validate) and one extra untimed call with a PruneReport records
+// the retained L2 / L1 in the row's note.
 //
 // Defaults: (n, k) = (28672, 8192) fp16; patterns 2:8 (the yardstick: <= 2 s on a 2-core
 // host), 2:4, 1:8, 2:16, 2:8/vw16, 2:8/bw16x16, 128:2:8, 64:2:16. --quick: 2:8 and 2:4 only.
