@@ -1,0 +1,33 @@
+// sparsenm — EW-N:M SpMV: host-side configuration and dispatch (no kernel code here).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "cuda/ew/spmv_layout.hpp"
+#include "cuda/ew/spmv_traits.cuh"
+
+namespace sparsenm::cuda::ew {
+
+/// Launch shape chosen at plan time.
+struct SpmvConfig {
+  int mr = 1;          ///< X rows per pass: 1, 4 or 8
+  int smem_bytes = 0;  ///< dynamic shared memory per CTA
+  bool specialised = false;  ///< N and M folded in at compile time
+};
+
+using SpmvLaunchFn = void (*)(const SpmvArgs&, const SpmvConfig&, cudaStream_t);
+
+/// The instance for (dtype, mr, bits, N, M): a specialised one when compiled, else the generic
+/// one for `bits`. Never null for valid inputs (mr in {1, 4, 8}, bits 1..8).
+SpmvLaunchFn find_spmv(DType dtype, int mr, int bits, int pn, int pm, bool* specialised = nullptr);
+
+/// Why (layout, dtype, m) cannot run on ew_spmv ("" if it can): m must be 1..8 and one tile's
+/// X span must fit the shared-memory budget.
+std::string spmv_unsupported(const SpmvLayout& l, DType dtype, long long m);
+
+/// Plan-time choice of mr, split-k, phases and shared memory for `sms` multiprocessors.
+/// Fills the launch fields of `a` (everything but pointers and y_dtype).
+SpmvConfig plan_spmv(const SpmvLayout& l, DType dtype, int m, int sms, SpmvArgs& a);
+
+}  // namespace sparsenm::cuda::ew

@@ -1,0 +1,109 @@
+// sparsenm — EW-N:M SpMV: instance table and plan-time launch configuration.
+#include <algorithm>
+
+#include "cuda/ew/spmv.hpp"
+
+namespace sparsenm::cuda::ew {
+
+template <class Tr>
+void launch_spmv(const SpmvArgs& a, const SpmvConfig& cfg, cudaStream_t stream);  // spmv_launch.cuh
+
+namespace {
+
+template <class T, int MR>
+SpmvLaunchFn find_typed(int bits, int pn, int pm, bool* spec) {
+#define SPEC(N, M) \
+  if (pn == N && pm == M) { *spec = true; return &launch_spmv<SpmvTraits<T, MR, spmv_bits(M), N, M>>; }
+#include "cuda/ew/spmv_instances.def"
+#undef SPEC
+  *spec = false;
+  switch (bits) {
+    case 1: return &launch_spmv<SpmvTraits<T, MR, 1>>;
+    case 2: return &launch_spmv<SpmvTraits<T, MR, 2>>;
+    case 3: return &launch_spmv<SpmvTraits<T, MR, 3>>;
+    case 4: return &launch_spmv<SpmvTraits<T, MR, 4>>;
+    case 5: return &launch_spmv<SpmvTraits<T, MR, 5>>;
+    case 6: return &launch_spmv<SpmvTraits<T, MR, 6>>;
+    case 7: return &launch_spmv<SpmvTraits<T, MR, 7>>;
+    case 8: return &launch_spmv<SpmvTraits<T, MR, 8>>;
+    default: return nullptr;
+  }
+}
+
+template <class T>
+SpmvLaunchFn find_mr(int mr, int bits, int pn, int pm, bool* spec) {
+  switch (mr) {
+    case 1: return find_typed<T, 1>(bits, pn, pm, spec);
+    case 4: return find_typed<T, 4>(bits, pn, pm, spec);
+    case 8: return find_typed<T, 8>(bits, pn, pm, spec);
+    default: return nullptr;
+  }
+}
+
+int mr_for(long long m) { return m <= 1 ? 1 : m <= 4 ? 4 : 8; }
+constexpr int kSmemBudget = 96 * 1024;  // per CTA; keeps >= 2 CTAs per SM
+constexpr int kRowsPerCta = 256, kSlots = 32;
+
+/// Shared bytes for X of `tiles` consecutive tiles (worst-case alignment), per column width xb.
+long long span_bytes(const SpmvLayout& l, long long tiles, int xb) {
+  const long long windows = (tiles * kSlots + l.n - 1) / l.n + 1;
+  return windows * l.m * xb;
+}
+
+}  // namespace
+
+SpmvLaunchFn find_spmv(DType dtype, int mr, int bits, int pn, int pm, bool* specialised) {
+  bool spec = false;
+  SpmvLaunchFn f = nullptr;
+  switch (dtype) {
+    case DType::f16: f = find_mr<__half>(mr, bits, pn, pm, &spec); break;
+    case DType::bf16: f = find_mr<__nv_bfloat16>(mr, bits, pn, pm, &spec); break;
+    case DType::f32: f = find_mr<float>(mr, bits, pn, pm, &spec); break;
+    default: break;
+  }
+  if (specialised) *specialised = spec;
+  return f;
+}
+
+std::string spmv_unsupported(const SpmvLayout& l, DType dtype, long long m) {
+  if (m < 1 || m > 8) return "ew_spmv serves m = 1..8 (got m = " + std::to_string(m) + ")";
+  const int xb = mr_for(m) * int(dtype_size(dtype));
+  if (span_bytes(l, 1, xb) > kSmemBudget)
+    return "ew_spmv: the X span of one 32-slot tile (" + std::to_string(span_bytes(l, 1, xb)) +
+           " B) exceeds the shared-memory budget for pattern " + std::to_string(l.n) + ":" + std::to_string(l.m);
+  if (l.rows > (1ll << 30) || l.cols > (1ll << 30)) return "ew_spmv: rows and cols must be < 2^30";
+  return {};
+}
+
+SpmvConfig plan_spmv(const SpmvLayout& l, DType dtype, int m, int sms, SpmvArgs& a) {
+  SpmvConfig cfg;
+  cfg.mr = mr_for(m);
+  const int xb = cfg.mr * int(dtype_size(dtype));
+  a.n = int(l.rows);
+  a.k = int(l.cols);
+  a.m = m;
+  a.pn = l.n;
+  a.pm = l.m;
+  a.tiles = int(l.tiles);
+  a.row_groups = int(l.row_groups);
+  // Split k across a cluster until the grid covers ~2 CTAs per SM (at most 8, the portable
+  // cluster size, and at least 4 tiles per split).
+  const long long row_ctas = (l.rows + kRowsPerCta - 1) / kRowsPerCta;
+  long long ks = std::max<long long>(1, (2ll * sms + row_ctas - 1) / row_ctas);
+  ks = std::min<long long>({ks, 8, std::max<long long>(1, l.tiles / 4)});
+  a.ksplit = int(ks);
+  a.tiles_per_split = int((l.tiles + ks - 1) / ks);
+  // Tiles per shared-memory phase: as many as fit the budget (the whole split when possible).
+  long long tpp = a.tiles_per_split;
+  while (tpp > 1 && span_bytes(l, tpp, xb) > kSmemBudget) tpp = (tpp + 1) / 2;
+  a.tiles_per_phase = int(std::max<long long>(1, tpp));
+  long long smem = (span_bytes(l, a.tiles_per_phase, xb) + 15) / 16 * 16;
+  if (ks > 1) smem = std::max<long long>(smem, 4ll * kRowsPerCta * cfg.mr);  // fp32 partials
+  cfg.smem_bytes = int(smem);
+  bool spec = false;
+  find_spmv(dtype, cfg.mr, l.bits, l.n, l.m, &spec);
+  cfg.specialised = spec;
+  return cfg;
+}
+
+}  // namespace sparsenm::cuda::ew
