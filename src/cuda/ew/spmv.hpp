@@ -27,7 +27,10 @@ SpmvLaunchFn find_spmv(DType dtype, int mr, int bits, int pn, int pm, bool* spec
 std::string spmv_unsupported(const SpmvLayout& l, DType dtype, long long m);
 
 /// Plan-time choice of mr, split-k, phases and shared memory for `sms` multiprocessors.
-/// Fills the launch fields of `a` (everything but pointers and y_dtype).
-SpmvConfig plan_spmv(const SpmvLayout& l, DType dtype, int m, int sms, SpmvArgs& a);
+/// Fills the launch fields of `a` (everything but pointers and y_dtype). smem_budget: bytes of
+/// shared memory per CTA for staged X (0 = the default 96 KiB; tests lower it to force phases).
+/// max_split: cap on the split-k cluster size (0 = 8).
+SpmvConfig plan_spmv(const SpmvLayout& l, DType dtype, int m, int sms, SpmvArgs& a, int smem_budget = 0,
+                     int max_split = 0);
 
 }  // namespace sparsenm::cuda::ew

@@ -75,7 +75,10 @@ std::string spmv_unsupported(const SpmvLayout& l, DType dtype, long long m) {
   return {};
 }
 
-SpmvConfig plan_spmv(const SpmvLayout& l, DType dtype, int m, int sms, SpmvArgs& a) {
+SpmvConfig plan_spmv(const SpmvLayout& l, DType dtype, int m, int sms, SpmvArgs& a, int smem_budget,
+                     int max_split) {
+  const long long budget = smem_budget > 0 ? smem_budget : kSmemBudget;
+  const long long cap = max_split > 0 ? std::min(max_split, 8) : 8;
   SpmvConfig cfg;
   cfg.mr = mr_for(m);
   const int xb = cfg.mr * int(dtype_size(dtype));
@@ -90,12 +93,12 @@ SpmvConfig plan_spmv(const SpmvLayout& l, DType dtype, int m, int sms, SpmvArgs&
   // cluster size, and at least 4 tiles per split).
   const long long row_ctas = (l.rows + kRowsPerCta - 1) / kRowsPerCta;
   long long ks = std::max<long long>(1, (2ll * sms + row_ctas - 1) / row_ctas);
-  ks = std::min<long long>({ks, 8, std::max<long long>(1, l.tiles / 4)});
+  ks = std::min<long long>({ks, cap, std::max<long long>(1, l.tiles / 4)});
   a.ksplit = int(ks);
   a.tiles_per_split = int((l.tiles + ks - 1) / ks);
   // Tiles per shared-memory phase: as many as fit the budget (the whole split when possible).
   long long tpp = a.tiles_per_split;
-  while (tpp > 1 && span_bytes(l, tpp, xb) > kSmemBudget) tpp = (tpp + 1) / 2;
+  while (tpp > 1 && span_bytes(l, tpp, xb) > budget) tpp = (tpp + 1) / 2;
   a.tiles_per_phase = int(std::max<long long>(1, tpp));
   long long smem = (span_bytes(l, a.tiles_per_phase, xb) + 15) / 16 * 16;
   if (ks > 1) smem = std::max<long long>(smem, 4ll * kRowsPerCta * cfg.mr);  // fp32 partials

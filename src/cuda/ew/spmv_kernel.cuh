@@ -196,7 +196,7 @@ __device__ __forceinline__ void compute_tile(const Tile<Tr>& tile, float (&acc)[
 template <class Tr>
 __global__ void __launch_bounds__(Tr::kThreads) ew_spmv_kernel(const __grid_constant__ SpmvArgs a) {
   using T = typename Tr::Elem;
-  constexpr int MR = Tr::MR, XB = Tr::kXBytes;
+  constexpr int MR = Tr::MR;
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int group = blockIdx.x * Tr::kWarps + warp;

@@ -51,7 +51,7 @@ struct SpmvTraits {
   static constexpr int kIdxLoads = kIdxWords / kIdxVec;
   static constexpr int kXBytes = MR * int(sizeof(T));            // bytes of X per column in smem
   static constexpr int kRedBytes = MR * kRowsPerCta * 4;         // split-k partials (fp32)
-  static_assert(NN == 0 || kSlots % NN == 0, "compile-time N must divide the tile");
+  static_assert(kSlots % (NN > 0 ? NN : 1) == 0, "compile-time N must divide the tile");
   static_assert(B >= 1 && B <= 8, "index bits 1..8");
 };
 
