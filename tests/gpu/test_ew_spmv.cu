@@ -202,3 +202,14 @@ TEST(EwSpmv, NanInfFollowTheProductSemantics) {
 }
 
 }  // namespace
+
+namespace {
+// Small cases run under compute-sanitizer (memcheck, racecheck) on the device: split-k clusters
+// with DSMEM reduction, multi-phase staging, odd M, tails.
+TEST(EwSpmvSmoke, SanitizerSmoke) {
+  EW_REQUIRE_DEVICE();
+  check_case({Pattern::element(2, 8), 33, 4099, 3, DType::f16, DType::f16, 0, 8}, 9001);
+  check_case({Pattern::element(3, 10), 70, 3001, 8, DType::f32, DType::f32, 2048, 4}, 9002);
+  check_case({Pattern::element(1, 16), 257, 515, 1, DType::bf16, DType::f32, 0, 1}, 9003);
+}
+}  // namespace

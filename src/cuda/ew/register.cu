@@ -1,4 +1,4 @@
-// sparsenm — the EW-N:M family's plan candidates: "cuda:ew_spmv" (m <= 8) [and "cuda:ew_spmm"].
+// sparsenm — the EW-N:M family's plan candidates: "cuda:ew_spmv" (m <= 8) and "cuda:ew_spmm" (any m).
 #include <memory>
 
 #include "cuda/common.cuh"
@@ -57,6 +57,35 @@ class EwSpmvInstance final : public KernelInstance {
   cuda::ew::SpmvLaunchFn launch_ = nullptr;
 };
 
+class EwSpmmInstance final : public KernelInstance {
+ public:
+  EwSpmmInstance(const CondensedMatrix& w, const MatmulDesc& d) {
+    const cuda::ew::SpmvPacked p = cuda::ew::pack_spmv(w);
+    values_ = cuda::DeviceBuffer(p.values.size());
+    values_.upload(p.values.data(), p.values.size());
+    indices_ = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
+    indices_.upload(p.indices.data(), indices_.size());
+    cfg_ = cuda::ew::plan_spmm(p.layout, w.dtype, int(d.m), args_);
+    args_.values = values_.get();
+    args_.indices = indices_.as<std::uint32_t>();
+    args_.y_dtype = y_code(d.y_dtype);
+    launch_ = cuda::ew::find_spmm(w.dtype, p.layout.bits, p.layout.n, p.layout.m);
+    if (!launch_) throw Unsupported("ew_spmm: no compiled instance for " + w.pattern().str());
+  }
+  void run(const void* x, void* y, void* stream) const override {
+    cuda::ew::SpmvArgs a = args_;
+    a.x = x;
+    a.y = y;
+    launch_(a, cfg_, static_cast<cudaStream_t>(stream));
+  }
+
+ private:
+  cuda::DeviceBuffer values_, indices_;
+  cuda::ew::SpmvArgs args_;
+  cuda::ew::SpmvConfig cfg_;
+  cuda::ew::SpmvLaunchFn launch_ = nullptr;
+};
+
 }  // namespace
 
 void register_ew_kernels(KernelRegistry& r) {
@@ -71,6 +100,18 @@ void register_ew_kernels(KernelRegistry& r) {
     return std::make_unique<EwSpmvInstance>(w, d);
   };
   r.add(std::move(spmv));
+
+  KernelCandidate spmm;
+  spmm.name = "cuda:ew_spmm";
+  spmm.backend = Backend::cuda;
+  spmm.unsupported = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+    if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmm " + why;
+    return cuda::ew::spmm_unsupported(cuda::ew::SpmvLayout::of(w.layout, w.dtype), w.dtype, d.m);
+  };
+  spmm.create = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwSpmmInstance>(w, d);
+  };
+  r.add(std::move(spmm));
 }
 
 }  // namespace sparsenm::detail

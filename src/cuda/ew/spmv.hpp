@@ -33,4 +33,15 @@ std::string spmv_unsupported(const SpmvLayout& l, DType dtype, long long m);
 SpmvConfig plan_spmv(const SpmvLayout& l, DType dtype, int m, int sms, SpmvArgs& a, int smem_budget = 0,
                      int max_split = 0);
 
+// ---- SpMM (any m; spmm_kernel.cuh) ----
+
+constexpr int kSpmmRows = 16;  ///< X rows per CTA
+
+/// The SpMM instance for (dtype, bits, N, M): specialised when compiled, else generic by bits.
+SpmvLaunchFn find_spmm(DType dtype, int bits, int pn, int pm, bool* specialised = nullptr);
+/// Why ew_spmm cannot serve (layout, dtype, m) ("" if it can).
+std::string spmm_unsupported(const SpmvLayout& l, DType dtype, long long m);
+/// Plan-time launch configuration of the SpMM kernel (fills `a` but pointers and y_dtype).
+SpmvConfig plan_spmm(const SpmvLayout& l, DType dtype, int m, SpmvArgs& a, int smem_budget = 0);
+
 }  // namespace sparsenm::cuda::ew

@@ -89,10 +89,11 @@ SpmvConfig plan_spmv(const SpmvLayout& l, DType dtype, int m, int sms, SpmvArgs&
   a.pm = l.m;
   a.tiles = int(l.tiles);
   a.row_groups = int(l.row_groups);
-  // Split k across a cluster until the grid covers ~2 CTAs per SM (at most 8, the portable
-  // cluster size, and at least 4 tiles per split).
+  // Split k across a cluster until the grid holds ~4 CTAs per SM (at most 8, the portable
+  // cluster size, and at least 4 tiles per split): small work units balance the SMs' shares of
+  // HBM bandwidth to the end of the kernel.
   const long long row_ctas = (l.rows + kRowsPerCta - 1) / kRowsPerCta;
-  long long ks = std::max<long long>(1, (2ll * sms + row_ctas - 1) / row_ctas);
+  long long ks = std::max<long long>(1, (4ll * sms + row_ctas - 1) / row_ctas);
   ks = std::min<long long>({ks, cap, std::max<long long>(1, l.tiles / 4)});
   a.ksplit = int(ks);
   a.tiles_per_split = int((l.tiles + ks - 1) / ks);

@@ -30,6 +30,7 @@ struct SpmvArgs {
   int tiles_per_split = 0;                 ///< tiles each split CTA owns
   int tiles_per_phase = 0;                 ///< tiles whose X span fits the shared buffer
   int y_dtype = 0;                         ///< 0 f32, 1 f16, 2 bf16
+  int x_ld = 0;                            ///< SpMM: pitch (elements) of a staged X row in smem
 };
 
 /// T: value / X dtype (float, __half, __nv_bfloat16). MR: X rows held per pass (1, 4 or 8; the
