@@ -6,6 +6,7 @@ namespace sparsenm::bench {
 #if defined(SPARSENM_WITH_CUDA)
 Suite spmv_suite();  // bench/ew_suites.cu
 Suite spmm_suite();  // bench/ew_suites.cu
+Suite sptc_suite();  // bench/sptc_suite.cu
 #endif
 
 const std::vector<Suite>& suites() {
@@ -14,6 +15,7 @@ const std::vector<Suite>& suites() {
 #if defined(SPARSENM_WITH_CUDA)
     v.push_back(spmv_suite());
     v.push_back(spmm_suite());
+    v.push_back(sptc_suite());
 #endif
     return v;
   }();
