@@ -164,6 +164,8 @@ __global__ void flush_kernel(const float4* p, std::size_t n, float* sink) {
   if (acc == 1234.5f) *sink = acc;  // never true for the zero buffer; keeps the loads alive
 }
 
+__global__ void empty_kernel() {}
+
 class Timer {
  public:
   Timer() {
@@ -199,6 +201,10 @@ class Timer {
     for (auto& e : ev) cudaEventDestroy(e);
     std::sort(ms.begin(), ms.end());
     return {ms[ms.size() / 2], ms.front()};
+  }
+  /// The same method around an empty kernel: what launch + events cost on their own.
+  std::pair<double, double> empty(int warmup, int reps) {
+    return time([] { empty_kernel<<<1, 32>>>(); }, warmup, reps);
   }
   std::string note() const { return "L2 flushed before each run (read of " + std::to_string(flush_bytes_ >> 20) + " MiB = 2x L2)"; }
 
@@ -399,6 +405,17 @@ void run_grids(Context& ctx, const std::string& suite, const std::vector<Grid>& 
                const std::vector<std::string>& ours) {
   Timer timer;
   Libs libs;
+  {  // the launch floor under the same method (no implementation can be faster than this)
+    const auto [med, mn] = timer.empty(ctx.options.warmup, ctx.options.reps);
+    Row r;
+    r.suite = suite;
+    r.op = "launch";
+    r.impl = "empty_kernel";
+    r.ms_median = med, r.ms_min = mn, r.reps = ctx.options.reps;
+    r.note = "empty kernel <<<1, 32>>> timed like every implementation; " + timer.note();
+    ctx.emit(r);
+    std::printf("  launch floor (empty kernel, same method): %.4f ms median, %.4f ms min\n", med, mn);
+  }
   std::uint64_t seed = ctx.options.seed * 1000003ull;
   for (const Grid& g : grids)
     for (const Shape& s : g.shapes)

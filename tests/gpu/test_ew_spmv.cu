@@ -130,8 +130,12 @@ TEST(EwSpmv, EveryFamilyMemberF16) {
   for (auto nm : std::vector<std::pair<int, int>>{{1, 2}, {2, 4}, {1, 4}, {3, 4}, {4, 8}, {2, 8}, {1, 8}, {2, 16},
                                                   {1, 16}, {3, 32}, {8, 32}, {16, 32}, {2, 5}, {3, 7}, {3, 10},
                                                   {7, 100}, {1, 256}, {100, 256}, {31, 32}})
-    for (int m : {1, 3})
+    for (int m : {1, 3}) {
+      if (nm == std::pair<int, int>{1, 256} && m == 3) continue;  // one tile's X span exceeds the budget (below)
       check_case({Pattern::element(nm.first, nm.second), 300, 1000 + nm.second / 3, m, DType::f16, DType::f16}, ++seed);
+    }
+  const auto wide = cuda::ew::SpmvLayout::of(ew_layout(Pattern::element(1, 256), 300, 1085), DType::f16);
+  EXPECT_NE(cuda::ew::spmv_unsupported(wide, DType::f16, 3), "");
   check_case({Pattern::hw24(), 77, 130, 1, DType::f16, DType::f16}, ++seed);
 }
 

@@ -57,7 +57,8 @@ SpmvLaunchFn find_spmm(DType dtype, int bits, int pn, int pm, bool* specialised)
 std::string spmm_unsupported(const SpmvLayout& l, DType dtype, long long m) {
   if (m < 1) return "ew_spmm needs m >= 1";
   if (m > (1ll << 30) / std::max<long long>(1, l.rows)) return "ew_spmm: m * n must be < 2^30";
-  const long long bytes = phase_cols(l, 1) * kSpmmRows * (long long)dtype_size(dtype);
+  const long long bytes = phase_cols(l, 1) * kSpmmRows * 4ll;  // X staged as fp32
+  (void)dtype;
   if (bytes > kSpmmSmemBudget)
     return "ew_spmm: the X span of one 32-slot tile (" + std::to_string(bytes) + " B) exceeds the shared-memory budget";
   return {};
@@ -65,7 +66,7 @@ std::string spmm_unsupported(const SpmvLayout& l, DType dtype, long long m) {
 
 SpmvConfig plan_spmm(const SpmvLayout& l, DType dtype, int m, SpmvArgs& a, int smem_budget) {
   const long long budget = smem_budget > 0 ? smem_budget : kSpmmSmemBudget;
-  const long long es = (long long)dtype_size(dtype);
+  const long long es = 4;  // X staged as fp32
   SpmvConfig cfg;
   cfg.mr = kSpmmRows;
   a.n = int(l.rows);

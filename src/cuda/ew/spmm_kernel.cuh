@@ -8,7 +8,8 @@
 //   is 512 contiguous bytes). X staged per phase as [MR rows][x_ld columns] in the weight dtype,
 //   the columns of the windows the phase's tiles touch; zero past k and past m.
 // Tiling: CTA = 8 warps = 256 rows of W (n) x MR = 16 rows of X (m); grid (ceil(n/256),
-//   ceil(m/16)). Each lane owns one W row and MR fp32 accumulators; per stored slot it decodes
+//   ceil(m/16)). X is staged as fp32 (converted once; per-product fp16 conversion would cap the
+//   kernel at 16 FMA/clock/SM). Each lane owns one W row and MR fp32 accumulators; per stored slot it decodes
 //   the index once and issues MR shared loads + MR FMAs (the weight value stays in a register).
 // Coalescing: W as in SpMV (each W byte is read once per m tile of 16, from L2 after the first).
 //   X staging reads X rows along k (coalesced) and writes consecutive shared words.
@@ -31,29 +32,29 @@ namespace detail {
 
 template <class Tr>
 __device__ __forceinline__ void compute_spmm_tile(const Tile<Tr>& tile, float (&acc)[Tr::MR],
-                                                  const typename Tr::Elem* xs, int ld, int t, int w0, int pn, int pm) {
+                                                  const float* xs, int ld, int t, int w0, int pn, int pm) {
   using T = typename Tr::Elem;
   constexpr int MR = Tr::MR, B = Tr::B;
   const int sb = t * Tr::kSlots;
   if constexpr (Tr::NN > 0) {
-    const T* base = xs + (sb / Tr::NN - w0) * Tr::MM;
+    const float* base = xs + (sb / Tr::NN - w0) * Tr::MM;
 #pragma unroll
     for (int j = 0; j < Tr::kSlots; ++j) {
-      const T* p = base + field<B>(tile.i, j) + (j / Tr::NN) * Tr::MM;
+      const float* p = base + field<B>(tile.i, j) + (j / Tr::NN) * Tr::MM;
       const float w = value_at<T>(tile.v, j);
 #pragma unroll
-      for (int r = 0; r < MR; ++r) acc[r] = fmaf(w, to_f<T>(p[r * ld]), acc[r]);
+      for (int r = 0; r < MR; ++r) acc[r] = fmaf(w, p[r * ld], acc[r]);
     }
   } else {
     const int wq = sb / pn;
     int c = sb - wq * pn;
-    const T* base = xs + (wq - w0) * pm;
+    const float* base = xs + (wq - w0) * pm;
 #pragma unroll
     for (int j = 0; j < Tr::kSlots; ++j) {
-      const T* p = base + field<B>(tile.i, j);
+      const float* p = base + field<B>(tile.i, j);
       const float w = value_at<T>(tile.v, j);
 #pragma unroll
-      for (int r = 0; r < MR; ++r) acc[r] = fmaf(w, to_f<T>(p[r * ld]), acc[r]);
+      for (int r = 0; r < MR; ++r) acc[r] = fmaf(w, p[r * ld], acc[r]);
       if (++c == pn) {
         c = 0;
         base += pm;
@@ -69,7 +70,7 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmm_kernel(const __grid_cons
   using T = typename Tr::Elem;
   constexpr int MR = Tr::MR;
   extern __shared__ __align__(16) unsigned char smem[];
-  T* xs = reinterpret_cast<T*>(smem);
+  float* xs = reinterpret_cast<float*>(smem);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int group = blockIdx.x * Tr::kWarps + warp;
   const bool active = group < a.row_groups;
@@ -91,8 +92,8 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmm_kernel(const __grid_cons
     for (int e = threadIdx.x; e < ncols * MR; e += Tr::kThreads) {
       const int r = e / ncols, c = e - r * ncols;
       const int col = c0 + c;
-      T v = T(0.0f);
-      if (m0 + r < a.m && col < a.k) v = x[std::size_t(m0 + r) * a.k + col];
+      float v = 0.0f;
+      if (m0 + r < a.m && col < a.k) v = detail::to_f<T>(x[std::size_t(m0 + r) * a.k + col]);
       xs[r * ld + c] = v;
     }
     __syncthreads();

@@ -17,16 +17,25 @@ struct SpmvConfig {
 };
 
 using SpmvLaunchFn = void (*)(const SpmvArgs&, const SpmvConfig&, cudaStream_t);
+/// Resident CTAs per SM of an instance at `smem_bytes` of dynamic shared memory.
+using SpmvOccupancyFn = int (*)(int smem_bytes);
 
 /// The instance for (dtype, mr, bits, N, M): a specialised one when compiled, else the generic
 /// one for `bits`. Never null for valid inputs (mr in {1, 4, 8}, bits 1..8).
 SpmvLaunchFn find_spmv(DType dtype, int mr, int bits, int pn, int pm, bool* specialised = nullptr);
+/// The occupancy query of the same instance.
+SpmvOccupancyFn find_spmv_occupancy(DType dtype, int mr, int bits, int pn, int pm);
 
 /// Why (layout, dtype, m) cannot run on ew_spmv ("" if it can): m must be 1..8 and one tile's
 /// X span must fit the shared-memory budget.
 std::string spmv_unsupported(const SpmvLayout& l, DType dtype, long long m);
 
-/// Plan-time choice of mr, split-k, phases and shared memory for `sms` multiprocessors.
+/// Bytes of staged X per column for `mr` rows (fp32; 48 B for mr = 8).
+constexpr int spmv_x_bytes(int mr) { return mr == 8 ? 48 : 4 * mr; }
+
+/// Plan-time choice of mr, split-k, phases and shared memory for `sms` multiprocessors: the
+/// largest split (<= 8, the portable cluster size) whose grid still fits one wave of resident
+/// CTAs, so no CTA waits for a second wave.
 /// Fills the launch fields of `a` (everything but pointers and y_dtype). smem_budget: bytes of
 /// shared memory per CTA for staged X (0 = the default 96 KiB; tests lower it to force phases).
 /// max_split: cap on the split-k cluster size (0 = 8).

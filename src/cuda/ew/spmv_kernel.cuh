@@ -7,8 +7,10 @@
 //   W values : [row group of 32][tile of 32 slots][16-byte vector][lane][16 B]
 //   W indices: [row group][tile][index load][lane][1, 2 or 4 words]; the lane's b words hold its
 //              32 b-bit in-window indices as one little-endian bitstream (canonical packing).
-//   X        : staged in shared memory, transposed to [column][MR] in the weight dtype, for the
-//              columns the CTA's tiles touch (zero past k and for rows past m).
+//   X        : staged in shared memory as fp32, transposed to [column][MR] (MR = 8: padded to 12
+//              floats), for the columns the CTA's tiles touch (zero past k and past m). Converting
+//              once at staging matters: fp16 -> fp32 conversion runs at 16 lanes/clock/SM on
+//              Hopper, and converting X per product capped m = 8 at ~1.8 slots/clock/SM (run 1).
 // Tiling: a CTA is 8 warps = 256 consecutive output rows (lane = row) x a range of tiles along k
 //   (split-k: `ksplit` CTAs of one thread-block cluster share the rows; their fp32 partials are
 //   summed through distributed shared memory, no atomics, no second kernel). Each lane streams its
@@ -17,16 +19,16 @@
 //   or 32 consecutive index vectors: every byte of W is read once, in full sectors.
 // Bank conflicts: all lanes process the same slot j of their own rows at the same time, and slot
 //   j lies in the same M-window for every row, so the 32 X reads of one LDS fall inside M
-//   consecutive columns = M * MR * sizeof(T) bytes. When that span is <= 128 bytes (e.g. fp16
-//   m=1 any M <= 64; fp16 m=8 M <= 8; fp32 m=1 M <= 32) the reads are conflict-free (distinct
-//   words in distinct banks, equal words broadcast) — the §3.2.1 argument generalised from
-//   M = 32 fp32. Wider windows conflict at most span/128 ways.
+//   consecutive staged columns. MR = 1 (4 B per column): conflict-free for M <= 32 (distinct words
+//   in distinct banks, equal words broadcast) — the §3.2.1 argument, for any such M. MR = 4
+//   (16 B) and MR = 8 (48 B stride, two 16-byte reads): conflict-free for M <= 8; wider windows
+//   can put two of a quarter-warp's 8 lanes in one bank group (at most M/8 ways).
 // Index decode: the tile's slot j and bit offset j*b are compile-time constants (unrolled), so a
 //   field is one shift+mask (or a funnel shift when it straddles two words); with N and M known
 //   at compile time the window offset (j / N) * M folds into the LDS immediate.
-// Limits: HBM bandwidth for W (the floor: condensed bytes / copy bandwidth). Issue rate is the
-//   next limit at m = 8 (per slot: 1 LDS + 8 converts + 8 FFMA), and shared-memory bandwidth when
-//   M * MR * sizeof(T) > 128 B. Tails: rows past n and slots past the row's stored slots are
+// Limits: HBM bandwidth for W (the floor: condensed bytes / copy bandwidth) at m = 1..4. At m = 8
+//   shared-memory bandwidth: 32 B of X per slot = 8 wavefronts per warp-slot, i.e. at most
+//   4 slots/clock/SM, against the ~7 slots/clock/SM that HBM delivers for fp16 at b = 3. Tails: rows past n and slots past the row's stored slots are
 //   zero in the packed weight; padding slots of the last window (column >= k) multiply the zeros
 //   stored in shared memory past k, so global X is never read past k.
 #pragma once
@@ -78,38 +80,16 @@ __device__ __forceinline__ void h2_to_f2(std::uint32_t w, float& a, float& b) {
   b = f.y;
 }
 
-/// Reads MR X values of one column from shared memory (byte address p) as floats.
-template <class T, int MR>
+/// Reads the MR fp32 X values of one staged column (byte address p, 16-byte aligned for MR >= 4).
+template <int MR>
 __device__ __forceinline__ void load_x(const unsigned char* p, float (&xv)[MR]) {
-  if constexpr (sizeof(T) == 4) {
-    if constexpr (MR == 1) {
-      xv[0] = *reinterpret_cast<const float*>(p);
-    } else {
-#pragma unroll
-      for (int q = 0; q < MR / 4; ++q) {
-        const float4 f = reinterpret_cast<const float4*>(p)[q];
-        xv[4 * q] = f.x, xv[4 * q + 1] = f.y, xv[4 * q + 2] = f.z, xv[4 * q + 3] = f.w;
-      }
-    }
+  if constexpr (MR == 1) {
+    xv[0] = *reinterpret_cast<const float*>(p);
   } else {
-    if constexpr (MR == 1) {
-      xv[0] = to_f<T>(*reinterpret_cast<const T*>(p));
-    } else {
-      std::uint32_t w[MR / 2];
-      if constexpr (MR == 8) {
-        const uint4 u = *reinterpret_cast<const uint4*>(p);
-        w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
-      } else if constexpr (MR == 4) {
-        const uint2 u = *reinterpret_cast<const uint2*>(p);
-        w[0] = u.x, w[1] = u.y;
-      } else {
-        w[0] = *reinterpret_cast<const std::uint32_t*>(p);
-      }
 #pragma unroll
-      for (int q = 0; q < MR / 2; ++q) {
-        if constexpr (std::is_same_v<T, __half>) h2_to_f2(w[q], xv[2 * q], xv[2 * q + 1]);
-        else bf2_to_f2(w[q], xv[2 * q], xv[2 * q + 1]);
-      }
+    for (int q = 0; q < MR / 4; ++q) {
+      const float4 f = reinterpret_cast<const float4*>(p)[q];
+      xv[4 * q] = f.x, xv[4 * q + 1] = f.y, xv[4 * q + 2] = f.z, xv[4 * q + 3] = f.w;
     }
   }
 }
@@ -165,7 +145,7 @@ __device__ __forceinline__ void compute_tile(const Tile<Tr>& tile, float (&acc)[
     for (int j = 0; j < Tr::kSlots; ++j) {
       const unsigned idx = field<B>(tile.i, j);
       float xv[MR];
-      load_x<T, MR>(base + (idx + (j / Tr::NN) * Tr::MM) * XB, xv);
+      load_x<MR>(base + (idx + (j / Tr::NN) * Tr::MM) * XB, xv);
       const float w = value_at<T>(tile.v, j);
 #pragma unroll
       for (int r = 0; r < MR; ++r) acc[r] = fmaf(w, xv[r], acc[r]);
@@ -179,7 +159,7 @@ __device__ __forceinline__ void compute_tile(const Tile<Tr>& tile, float (&acc)[
     for (int j = 0; j < Tr::kSlots; ++j) {
       const unsigned idx = field<B>(tile.i, j);
       float xv[MR];
-      load_x<T, MR>(base + idx * XB, xv);
+      load_x<MR>(base + idx * XB, xv);
       const float w = value_at<T>(tile.v, j);
 #pragma unroll
       for (int r = 0; r < MR; ++r) acc[r] = fmaf(w, xv[r], acc[r]);
@@ -217,24 +197,30 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmv_kernel(const __grid_cons
     const int c0 = w0 * pm, ncols = (w1 - w0) * pm;
 
     detail::Tile<Tr> ta, tb;
-    if (active) detail::load_tile<Tr>(ta, a, group, lane, ph);  // in flight while X is staged
+    if (active) {  // two tiles in flight while X is staged
+      detail::load_tile<Tr>(ta, a, group, lane, ph);
+      if (ph + 1 < pe) detail::load_tile<Tr>(tb, a, group, lane, ph + 1);
+    }
     if (ph != t_begin) __syncthreads();
-    // Stage X[0..MR)[c0, c0 + ncols) as [column][MR]; zeros past k and for rows past m.
-    T* xs = reinterpret_cast<T*>(smem);
+    // Stage X[0..MR)[c0, c0 + ncols) as fp32 [column][kXStride] (converted once here, not per
+    // product); zeros past k and for rows past m.
+    float* xs = reinterpret_cast<float*>(smem);
     for (int e = threadIdx.x; e < ncols * MR; e += Tr::kThreads) {
       const int r = e / ncols, c = e - r * ncols;
       const int col = c0 + c;
-      T v = T(0.0f);
-      if (r < a.m && col < a.k) v = x[std::size_t(r) * a.k + col];
-      xs[c * MR + r] = v;
+      float v = 0.0f;
+      if (r < a.m && col < a.k) v = detail::to_f<T>(x[std::size_t(r) * a.k + col]);
+      xs[c * Tr::kXStride + r] = v;
     }
     __syncthreads();
     if (active) {
-      for (int t = ph; t < pe; t += 2) {
-        if (t + 1 < pe) detail::load_tile<Tr>(tb, a, group, lane, t + 1);
+      for (int t = ph; t < pe; t += 2) {  // each buffer is refilled as soon as it is consumed
         detail::compute_tile<Tr>(ta, acc, smem, t, w0, pn, pm);
         if (t + 2 < pe) detail::load_tile<Tr>(ta, a, group, lane, t + 2);
-        if (t + 1 < pe) detail::compute_tile<Tr>(tb, acc, smem, t + 1, w0, pn, pm);
+        if (t + 1 < pe) {
+          detail::compute_tile<Tr>(tb, acc, smem, t + 1, w0, pn, pm);
+          if (t + 3 < pe) detail::load_tile<Tr>(tb, a, group, lane, t + 3);
+        }
       }
     }
   }

@@ -29,9 +29,20 @@ void launch_spmv(const SpmvArgs& a, const SpmvConfig& cfg, cudaStream_t stream) 
   SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&lc, kernel, a));
 }
 
+template <class Tr>
+int occupancy_spmv(int smem_bytes) {
+  auto kernel = ew_spmv_kernel<Tr>;
+  if (smem_bytes > 48 * 1024)
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+  int blocks = 0;
+  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, Tr::kThreads, std::size_t(smem_bytes)));
+  return blocks;
+}
+
 }  // namespace sparsenm::cuda::ew
 
 /// Explicit instantiation of one kernel instance (T, MR, B, NN, MM) and its table entry.
 #define SPARSENM_EW_SPMV_INSTANCE(T, MR, B, NN, MM) \
   template void ::sparsenm::cuda::ew::launch_spmv<::sparsenm::cuda::ew::SpmvTraits<T, MR, B, NN, MM>>( \
-      const ::sparsenm::cuda::ew::SpmvArgs&, const ::sparsenm::cuda::ew::SpmvConfig&, cudaStream_t);
+      const ::sparsenm::cuda::ew::SpmvArgs&, const ::sparsenm::cuda::ew::SpmvConfig&, cudaStream_t); \
+  template int ::sparsenm::cuda::ew::occupancy_spmv<::sparsenm::cuda::ew::SpmvTraits<T, MR, B, NN, MM>>(int);

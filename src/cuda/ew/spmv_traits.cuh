@@ -50,7 +50,10 @@ struct SpmvTraits {
   static constexpr int kIdxWords = kSlots * B / 32;              // = B
   static constexpr int kIdxVec = B % 4 == 0 ? 4 : (B % 2 == 0 ? 2 : 1);
   static constexpr int kIdxLoads = kIdxWords / kIdxVec;
-  static constexpr int kXBytes = MR * int(sizeof(T));            // bytes of X per column in smem
+  // X is staged in shared memory as fp32, [column][kXStride]: MR values per column, padded to 12
+  // floats (48 B) for MR = 8 so the two 16-byte reads of 8 lanes land in 8 distinct bank groups.
+  static constexpr int kXStride = MR == 8 ? 12 : MR;
+  static constexpr int kXBytes = kXStride * 4;                   // bytes of X per column in smem
   static constexpr int kRedBytes = MR * kRowsPerCta * 4;         // split-k partials (fp32)
   static_assert(kSlots % (NN > 0 ? NN : 1) == 0, "compile-time N must divide the tile");
   static_assert(B >= 1 && B <= 8, "index bits 1..8");
