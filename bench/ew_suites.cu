@@ -446,6 +446,7 @@ Suite spmv_suite() {
                        {DType::f16},
                        {1, 8}});
       grids.push_back({{{28672, 8192}}, {"2:8", "8:32"}, {DType::bf16, DType::f32}, {1, 8}});
+      grids.push_back({{{12288, 12288}}, {"2:8", "1:16"}, {DType::f16}, {2, 4}});
     } else {
       grids.push_back({pick(o.shapes, kShapes), pick(o.patterns, kEwPatterns),
                        o.dtypes.empty() ? std::vector<DType>{DType::f16, DType::bf16, DType::f32} : dtypes_of(o.dtypes),
@@ -465,7 +466,7 @@ Suite spmm_suite() {
     const Options& o = ctx.options;
     std::vector<Grid> grids;
     if (o.quick && o.shapes.empty() && o.patterns.empty() && o.dtypes.empty() && o.ms.empty()) {
-      grids.push_back({{{4096, 4096}, {11008, 4096}}, {"2:8", "8:32", "3:32", "1:8"}, {DType::f32}, {1024, 4096}});
+      grids.push_back({{{4096, 4096}, {11008, 4096}}, {"2:8", "8:32", "3:32", "1:8", "4:32"}, {DType::f32}, {1024, 4096}});
       grids.push_back({{{11008, 4096}}, {"2:8", "8:32", "3:32"}, {DType::f16}, {32, 1024}});
     } else {
       grids.push_back({pick(o.shapes, kShapes), pick(o.patterns, kEwPatterns),

@@ -10,7 +10,7 @@ void launch_spmm(const SpmvArgs& a, const SpmvConfig& cfg, cudaStream_t stream);
 
 namespace {
 
-constexpr int kSpmmSmemBudget = 64 * 1024;
+constexpr int kSpmmSmemBudget = kSpmmLd * kSpmmRows * 4;
 
 template <class T>
 SpmvLaunchFn find_typed(int bits, int pn, int pm, bool* spec) {
@@ -57,10 +57,10 @@ SpmvLaunchFn find_spmm(DType dtype, int bits, int pn, int pm, bool* specialised)
 std::string spmm_unsupported(const SpmvLayout& l, DType dtype, long long m) {
   if (m < 1) return "ew_spmm needs m >= 1";
   if (m > (1ll << 30) / std::max<long long>(1, l.rows)) return "ew_spmm: m * n must be < 2^30";
-  const long long bytes = phase_cols(l, 1) * kSpmmRows * 4ll;  // X staged as fp32
   (void)dtype;
-  if (bytes > kSpmmSmemBudget)
-    return "ew_spmm: the X span of one 32-slot tile (" + std::to_string(bytes) + " B) exceeds the shared-memory budget";
+  if (phase_cols(l, 1) > kSpmmLd)
+    return "ew_spmm: the X span of one 32-slot tile (" + std::to_string(phase_cols(l, 1)) +
+           " columns) exceeds the staged pitch of " + std::to_string(kSpmmLd) + " columns";
   return {};
 }
 
@@ -78,15 +78,14 @@ SpmvConfig plan_spmm(const SpmvLayout& l, DType dtype, int m, SpmvArgs& a, int s
   a.row_groups = int(l.row_groups);
   a.ksplit = 1;
   a.tiles_per_split = a.tiles;
-  // Phase: the most tiles whose X span fits the budget, but at most ~48 KiB so that several
-  // CTAs share an SM and one CTA's staging overlaps another's compute.
-  const long long target = std::min<long long>(budget, 48 * 1024);
+  // Phase: the most tiles whose X span fits the fixed pitch (smem_budget, when given, narrows it
+  // further: tests use it to force many phases).
+  const long long cols = std::min<long long>(kSpmmLd, std::max<long long>(phase_cols(l, 1), budget / (kSpmmRows * es)));
   long long tpp = 1;
-  while (tpp < l.tiles && phase_cols(l, tpp * 2) * kSpmmRows * es <= target) tpp *= 2;
-  tpp = std::min<long long>(tpp, std::max<long long>(1, l.tiles));
+  while (tpp < l.tiles && phase_cols(l, tpp + 1) <= cols) ++tpp;
   a.tiles_per_phase = int(tpp);
-  a.x_ld = int(phase_cols(l, tpp));
-  cfg.smem_bytes = int(a.x_ld * kSpmmRows * es);
+  a.x_ld = kSpmmLd;
+  cfg.smem_bytes = int(kSpmmLd * kSpmmRows * es);
   bool spec = false;
   find_spmm(dtype, l.bits, l.n, l.m, &spec);
   cfg.specialised = spec;

@@ -8,7 +8,8 @@
 //   is 512 contiguous bytes). X staged per phase as [MR rows][x_ld columns] in the weight dtype,
 //   the columns of the windows the phase's tiles touch; zero past k and past m.
 // Tiling: CTA = 8 warps = 256 rows of W (n) x MR = 16 rows of X (m); grid (ceil(n/256),
-//   ceil(m/16)). X is staged as fp32 (converted once; per-product fp16 conversion would cap the
+//   ceil(m/16)). X rows have a compile-time pitch (kSpmmLd) so a shared load is one LDS with an
+//   immediate offset. X is staged as fp32 (converted once; per-product fp16 conversion would cap the
 //   kernel at 16 FMA/clock/SM). Each lane owns one W row and MR fp32 accumulators; per stored slot it decodes
 //   the index once and issues MR shared loads + MR FMAs (the weight value stays in a register).
 // Coalescing: W as in SpMV (each W byte is read once per m tile of 16, from L2 after the first).
@@ -75,7 +76,8 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmm_kernel(const __grid_cons
   const int group = blockIdx.x * Tr::kWarps + warp;
   const bool active = group < a.row_groups;
   const int pn = Tr::NN ? Tr::NN : a.pn, pm = Tr::MM ? Tr::MM : a.pm;
-  const int m0 = blockIdx.y * MR, ld = a.x_ld;
+  const int m0 = blockIdx.y * MR;
+  constexpr int ld = kSpmmLd;
   float acc[MR];
 #pragma unroll
   for (int r = 0; r < MR; ++r) acc[r] = 0.0f;

@@ -45,6 +45,9 @@ SpmvConfig plan_spmv(const SpmvLayout& l, DType dtype, int m, int sms, SpmvArgs&
 // ---- SpMM (any m; spmm_kernel.cuh) ----
 
 constexpr int kSpmmRows = 16;  ///< X rows per CTA
+/// Pitch (floats) of a staged X row: compile-time so every shared load takes an immediate offset
+/// (r * pitch) instead of an address add. Holds one tile's span up to 1:32 (33 windows of 32).
+constexpr int kSpmmLd = 1088;
 
 /// The SpMM instance for (dtype, bits, N, M): specialised when compiled, else generic by bits.
 SpmvLaunchFn find_spmm(DType dtype, int bits, int pn, int pm, bool* specialised = nullptr);
