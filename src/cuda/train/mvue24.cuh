@@ -1,0 +1,195 @@
+// sparsenm — MVUE 2:4 of the output-activation gradient along the token dimension, fused with
+// hw24 compression (seed 003 eq. 6; Chmiel et al. 2023). Estimator and RNG: train.hpp.
+//
+// Output: hw24 of MVUE(dZ^T), [features][tokens/2] values + 4 bits per window of 4 tokens:
+// exactly the sparse operand of dW = MVUE(dZ^T) . X.
+// feature_major input (dZ^T [features][tokens]): thread = 8 consecutive tokens of one feature
+//   (one 16-byte load for f16/bf16, two for f32) -> 4 values (8-byte store) + 1 index byte;
+//   a warp reads 512 contiguous bytes and writes 256 + 32. Grid-stride over (feature, chunk).
+// token_major input (dZ [tokens][features]): CTA tile = 128 tokens x 64 features. Thread
+//   (fp = tid % 32, tg = tid / 32) reads features 2fp, 2fp+1 of tokens 16tg..16tg+15 with
+//   4-byte (f16) / 8-byte (f32) loads: a warp reads 128 B (256 B) contiguous per token row.
+//   Results are staged in TileT (64 feature rows x 32 windows) and written as 128-byte rows.
+// Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
+// Compute per group: ~30 fp32 ops + one Philox-4x32-10 (10 rounds of 2 32x32->64 multiplies):
+// ~25 instructions per element, within the issue budget at copy speed (checked in the bench).
+#pragma once
+#include <cstdint>
+
+#include "cuda/common.cuh"
+#include "cuda/train/pattern24.cuh"
+#include "cuda/train/philox.hpp"
+#include "cuda/train/tile_t.cuh"
+#include "cuda/train/train_common.cuh"
+
+namespace sparsenm::train::detail {
+
+struct Mvue24Traits {
+  static constexpr int kThreads = 256, kTileTokens = 128, kTileFeatures = 64;
+};
+
+/// MVUE of one group; returns positions (lo < hi) and the float values to store.
+struct MvueOut {
+  int lo, hi;
+  float vlo, vhi;
+};
+__device__ __forceinline__ MvueOut mvue_group(float x0, float x1, float x2, float x3, float u) {
+  const float a0 = fabsf(x0), a1 = fabsf(x1), a2 = fabsf(x2), a3 = fabsf(x3);
+  const float a[4] = {a0, a1, a2, a3};  // constant indices only (no local memory)
+  auto A = [&](int i) { return sel4(a0, a1, a2, a3, i); };
+  auto X = [&](int i) { return sel4(x0, x1, x2, x3, i); };
+  const float S = __fadd_rn(__fadd_rn(__fadd_rn(a[0], a[1]), a[2]), a[3]);
+  if (!(S <= 3.402823466e38f)) return {0, 1, __int_as_float(0x7fc00000), __int_as_float(0x7fc00000)};
+  if (S == 0.f) return {0, 1, 0.f, 0.f};
+  int m = 0;
+  float am = a[0];
+#pragma unroll
+  for (int i = 1; i < 4; ++i)
+    if (a[i] > am) {
+      am = a[i];
+      m = i;
+    }
+  const float R = __fsub_rn(S, am);
+  if (__fadd_rn(am, am) >= S) {
+    int j = -1;
+    float vj = 0.f;
+    if (R == 0.f) {
+      j = m == 0 ? 1 : 0;
+    } else {
+      // the three others ascending: o0 < o1 < o2
+      const int o0 = m == 0 ? 1 : 0, o1 = m <= 1 ? 2 : 1, o2 = m <= 2 ? 3 : 2;
+      const float c1 = __fdiv_rn(A(o0), R);
+      const float c2 = __fadd_rn(c1, __fdiv_rn(A(o1), R));
+      j = u < c1 ? o0 : (u < c2 ? o1 : o2);
+      vj = A(j) == 0.f ? 0.f : copysignf(R, X(j));
+    }
+    const float xm = X(m);
+    return m < j ? MvueOut{m, j, xm, vj} : MvueOut{j, m, vj, xm};
+  }
+  const float c1 = __fdiv_rn(__fadd_rn(a[0], a[0]), S);
+  const float c2 = __fadd_rn(c1, __fdiv_rn(__fadd_rn(a[1], a[1]), S));
+  const float c3 = __fadd_rn(c2, __fdiv_rn(__fadd_rn(a[2], a[2]), S));
+  const float u2 = __fadd_rn(u, 1.0f);
+  int i1 = int(u >= c1) + int(u >= c2) + int(u >= c3);
+  int i2 = int(u2 >= c1) + int(u2 >= c2) + int(u2 >= c3);
+  if (i2 <= i1) i2 = i1 + 1;
+  if (i2 > 3) {
+    i1 = 2;
+    i2 = 3;
+  }
+  const float half = S * 0.5f;
+  return {i1, i2, A(i1) == 0.f ? 0.f : copysignf(half, X(i1)), A(i2) == 0.f ? 0.f : copysignf(half, X(i2))};
+}
+
+template <class T>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_kernel(Mvue24Args args) {
+  using E = Elem<T>;
+  using Raw = typename E::Raw;
+  const std::int64_t T_ = args.tokens, N = args.features;
+  const std::int64_t windows = (T_ + 3) / 4, vcols = 2 * windows, irb = (windows + 1) / 2;
+  const std::int64_t chunks = (T_ + 7) / 8, total = N * chunks;
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+  Raw* __restrict__ out = static_cast<Raw*>(args.values);
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t f = i / chunks, t0 = (i % chunks) * 8;
+    const bool fast = args.aligned && t0 + 8 <= T_;
+    Raw x[8];
+    if (fast) load_vec<Raw, 8>(g + f * T_ + t0, x);
+    else
+#pragma unroll
+      for (int j = 0; j < 8; ++j) x[j] = t0 + j < T_ ? g[f * T_ + t0 + j] : Raw(0);
+    Raw v[4];
+    unsigned nib[2];
+#pragma unroll
+    for (int b = 0; b < 2; ++b) {
+      const std::int64_t w = t0 / 4 + b;
+      const float u = mvue_uniform(args.seed, std::uint64_t(f * windows + w));
+      const MvueOut o = mvue_group(E::to_float(x[4 * b]), E::to_float(x[4 * b + 1]), E::to_float(x[4 * b + 2]),
+                                   E::to_float(x[4 * b + 3]), u);
+      v[2 * b] = E::from_float(o.vlo);
+      v[2 * b + 1] = E::from_float(o.vhi);
+      nib[b] = unsigned(o.lo) | (unsigned(o.hi) << 2);
+    }
+    if (fast) {
+      if (out) store_vec<Raw, 4>(out + f * vcols + t0 / 2, v);
+      if (args.indices) args.indices[f * irb + t0 / 8] = std::uint8_t(nib[0] | (nib[1] << 4));
+    } else {
+      const std::int64_t w0 = t0 / 4;
+#pragma unroll
+      for (int b = 0; b < 2; ++b)
+        if (out && w0 + b < windows) {
+          out[f * vcols + 2 * (w0 + b)] = v[2 * b];
+          out[f * vcols + 2 * (w0 + b) + 1] = v[2 * b + 1];
+        }
+      if (args.indices) args.indices[f * irb + t0 / 8] = std::uint8_t(nib[0] | (w0 + 1 < windows ? nib[1] << 4 : 0u));
+    }
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_token_major_kernel(Mvue24Args args) {
+  using E = Elem<T>;
+  using Raw = typename E::Raw;
+  using Traits = Mvue24Traits;
+  __shared__ TileT<Raw> tile;
+  const std::int64_t T_ = args.tokens, N = args.features, windows = (T_ + 3) / 4;
+  const int tid = threadIdx.x, fp = tid % 32, tg = tid / 32;
+  const std::int64_t f_tile = blockIdx.x, t_tile = blockIdx.y;
+  const std::int64_t f0 = f_tile * Traits::kTileFeatures + 2 * fp, t0 = t_tile * Traits::kTileTokens + 16 * tg;
+  const bool fast = args.aligned && (f_tile + 1) * Traits::kTileFeatures <= N && (t_tile + 1) * Traits::kTileTokens <= T_;
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+
+  Raw x[16][2];
+  if (fast) {
+#pragma unroll
+    for (int t = 0; t < 16; ++t) {
+      if constexpr (sizeof(Raw) == 2) {
+        const std::uint32_t p = __ldcs(reinterpret_cast<const unsigned int*>(g + (t0 + t) * N + f0));
+        x[t][0] = Raw(p & 0xffffu);
+        x[t][1] = Raw(p >> 16);
+      } else {
+        const uint2 p = __ldcs(reinterpret_cast<const uint2*>(g + (t0 + t) * N + f0));
+        x[t][0] = p.x;
+        x[t][1] = p.y;
+      }
+    }
+  } else {
+#pragma unroll
+    for (int t = 0; t < 16; ++t)
+#pragma unroll
+      for (int k = 0; k < 2; ++k) x[t][k] = (t0 + t < T_ && f0 + k < N) ? g[(t0 + t) * N + f0 + k] : Raw(0);
+  }
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      const std::int64_t w = t0 / 4 + b;
+      const float u = mvue_uniform(args.seed, std::uint64_t((f0 + k) * windows + w));
+      const MvueOut o = mvue_group(E::to_float(x[4 * b][k]), E::to_float(x[4 * b + 1][k]),
+                                   E::to_float(x[4 * b + 2][k]), E::to_float(x[4 * b + 3][k]), u);
+      tile.put(2 * fp + k, 4 * tg + b, E::from_float(o.vlo), E::from_float(o.vhi),
+               unsigned(o.lo) | (unsigned(o.hi) << 2));
+    }
+  }
+  __syncthreads();
+  tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * Traits::kTileFeatures,
+             t_tile * (Traits::kTileTokens / 4), N, windows, fast);
+}
+
+template <class T>
+void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
+  using Traits = Mvue24Traits;
+  if (a.token_major) {
+    const dim3 grid(unsigned((a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures),
+                    unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
+    mvue24_token_major_kernel<T><<<grid, Traits::kThreads, 0, s>>>(a);
+  } else {
+    const std::int64_t work = a.features * ((a.tokens + 7) / 8);
+    const std::int64_t blocks = std::min<std::int64_t>((work + Traits::kThreads - 1) / Traits::kThreads, 132 * 32);
+    mvue24_feature_major_kernel<T><<<unsigned(blocks), Traits::kThreads, 0, s>>>(a);
+  }
+  SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");
+}
+
+}  // namespace sparsenm::train::detail
