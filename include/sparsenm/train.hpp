@@ -71,20 +71,23 @@ enum class GradLayout {
 
 /// MVUE 2:4 of dZ^T along the token dimension (seed 003 eq. 6, Chmiel et al. 2023), fused
 /// with compression: writes hw24 of the [features][tokens] matrix MVUE(dZ^T).
-/// Per group x[0..3] (4 consecutive tokens of one feature; zero-padded at the tail), in fp32:
-///   a_i = |x_i|, S = ((a0 + a1) + a2) + a3, m = first argmax a, R = S - a_m.
-///   If S is not finite: positions (0,1), values NaN. If S == 0: positions (0,1), values 0.
-///   Capped case (a_m + a_m >= S): keep m with x_m; if R == 0 keep the lowest other position
-///     with value 0, else pick one other j with probability a_j / R by u against the running
-///     sums of a_j / R over the others in ascending order; its value is copysign(R, x_j).
-///   Otherwise p_i = (a_i + a_i) / S, c1 = p0, c2 = c1 + p1, c3 = c2 + p2 (systematic
-///     sampling): i1 = [u>=c1]+[u>=c2]+[u>=c3], i2 = same with u + 1 (clamped to i1 < i2 <= 3);
-///     kept values copysign(S * 0.5, x_i).   A kept element with a_i == 0 stores 0.
+/// Per group x[0..3] (4 consecutive tokens of one feature; zero-padded at the tail), in fp32
+/// with every operation correctly rounded (no FMA contraction):
+///   a_i = |x_i|, S = ((a0 + a1) + a2) + a3, m = first argmax a, R = S - a_m,
+///   capped = (a_m + a_m >= S).
+///   S not finite: positions (0,1), values NaN.  S == 0: positions (0,1), values 0.
+///   capped and R == 0: keep m (value x_m) and the lowest other position (value 0).
+///   Otherwise k = capped ? 1 / R : 2 / S; p_i = 1 for i == m when capped, else a_i * k;
+///   c1 = p0, c2 = c1 + p1, c3 = c2 + p2 (systematic sampling): i1 = [u>=c1]+[u>=c2]+[u>=c3],
+///   i2 = the same with u + 1; if i2 <= i1 then i2 = i1 + 1; if i2 > 3 then (i1, i2) = (2, 3).
+///   Stored values x_i / p_i: x_m for the capped m, else copysign(capped ? R : S * 0.5, x_i)
+///   (0 where a_i == 0).
 ///   Inclusion probabilities min(1, c * a_i) with values x_i / p_i: unbiased, minimum variance
 ///   among 2-of-4 estimators, variance sum x_i^2 (1/p_i - 1).
-/// RNG: Philox-4x32-10 (Salmon et al. 2011), key = (seed lo32, seed hi32), counter =
-/// (g lo32, g hi32, 0, 0) with g = feature * ceil(tokens/4) + token/4 (the group's position in
-/// the [features][tokens] matrix), u = (out[0] >> 9) * 2^-23. Reproducible from the seed.
+/// RNG: Philox-4x32-10 (Salmon et al. 2011). Group g = feature * ceil(tokens/4) + token/4 (its
+/// position in the [features][tokens] matrix); q = g / 4; u = (Philox(counter = (q lo32,
+/// q hi32, 0, 0), key = (seed lo32, seed hi32)).v[g % 4] >> 9) * 2^-23. Reproducible from the
+/// seed, independent of the launch configuration (src/cuda/train/philox.hpp, host + device).
 void mvue24(DType dtype, const void* g, std::int64_t tokens, std::int64_t features, GradLayout layout,
             std::uint64_t seed, Compressed24View out, void* stream = nullptr);
 

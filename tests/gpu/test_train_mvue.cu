@@ -32,31 +32,23 @@ Group host_mvue(const float x[4], float u) {
   for (int i = 1; i < 4; ++i)
     if (a[i] > a[m]) m = i;
   const float R = S - a[m];
-  if (a[m] + a[m] >= S) {
-    int others[3], k = 0;
-    for (int i = 0; i < 4; ++i)
-      if (i != m) others[k++] = i;
-    int j;
-    float vj = 0.f;
-    if (R == 0.f) {
-      j = others[0];
-    } else {
-      const float c1 = a[others[0]] / R;
-      const float c2 = c1 + a[others[1]] / R;
-      j = u < c1 ? others[0] : (u < c2 ? others[1] : others[2]);
-      vj = a[j] == 0.f ? 0.f : std::copysign(R, x[j]);
-    }
-    return m < j ? Group{m, j, x[m], vj} : Group{j, m, vj, x[m]};
+  const bool capped = a[m] + a[m] >= S;
+  if (capped && R == 0.f) {
+    const int j = m == 0 ? 1 : 0;
+    return m < j ? Group{m, j, x[m], 0.f} : Group{j, m, 0.f, x[m]};
   }
-  float c[3], run = 0.f;
-  for (int i = 0; i < 3; ++i) c[i] = run = run + (a[i] + a[i]) / S;
+  const float k = capped ? 1.0f / R : 2.0f / S;
+  float p[4], c[3], run = 0.f;
+  for (int i = 0; i < 4; ++i) p[i] = (capped && i == m) ? 1.0f : a[i] * k;
+  for (int i = 0; i < 3; ++i) c[i] = run = run + p[i];
   const float u2 = u + 1.0f;
   int i1 = (u >= c[0]) + (u >= c[1]) + (u >= c[2]);
   int i2 = (u2 >= c[0]) + (u2 >= c[1]) + (u2 >= c[2]);
   if (i2 <= i1) i2 = i1 + 1;
   if (i2 > 3) i1 = 2, i2 = 3;
-  const float h = S * 0.5f;
-  return {i1, i2, a[i1] == 0.f ? 0.f : std::copysign(h, x[i1]), a[i2] == 0.f ? 0.f : std::copysign(h, x[i2])};
+  const float scale = capped ? R : S * 0.5f;
+  auto value = [&](int i) { return (capped && i == m) ? x[m] : (a[i] == 0.f ? 0.f : std::copysign(scale, x[i])); };
+  return {i1, i2, value(i1), value(i2)};
 }
 
 /// Reference hw24 of MVUE(G^T) for G given as [tokens][features] (token-major host matrix).

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -98,6 +99,8 @@ inline void expect_hw24_equal(const Hw24& ref, const std::vector<std::byte>& val
     std::memcpy(&v, values.data() + i * esz, esz);
     if (v != ref.values[i]) {
       if (first < 0) first = std::int64_t(i);
+      if (bad_v < 4)
+        std::printf("%s: value word %lld: got 0x%08x, want 0x%08x\n", what, (long long)i, v, ref.values[i]);
       ++bad_v;
     }
   }

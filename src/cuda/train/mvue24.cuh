@@ -29,46 +29,34 @@ struct Mvue24Traits {
 };
 
 /// MVUE of one group; returns positions (lo < hi) and the float values to store.
+/// Branch-free form of the rule in train.hpp (capped and uncapped groups share the systematic
+/// sampling code, so a warp does not diverge on the group type; one division per group).
 struct MvueOut {
   int lo, hi;
   float vlo, vhi;
 };
 __device__ __forceinline__ MvueOut mvue_group(float x0, float x1, float x2, float x3, float u) {
   const float a0 = fabsf(x0), a1 = fabsf(x1), a2 = fabsf(x2), a3 = fabsf(x3);
-  const float a[4] = {a0, a1, a2, a3};  // constant indices only (no local memory)
-  auto A = [&](int i) { return sel4(a0, a1, a2, a3, i); };
-  auto X = [&](int i) { return sel4(x0, x1, x2, x3, i); };
-  const float S = __fadd_rn(__fadd_rn(__fadd_rn(a[0], a[1]), a[2]), a[3]);
+  const float S = __fadd_rn(__fadd_rn(__fadd_rn(a0, a1), a2), a3);
   if (!(S <= 3.402823466e38f)) return {0, 1, __int_as_float(0x7fc00000), __int_as_float(0x7fc00000)};
   if (S == 0.f) return {0, 1, 0.f, 0.f};
   int m = 0;
-  float am = a[0];
-#pragma unroll
-  for (int i = 1; i < 4; ++i)
-    if (a[i] > am) {
-      am = a[i];
-      m = i;
-    }
+  float am = a0;
+  if (a1 > am) am = a1, m = 1;
+  if (a2 > am) am = a2, m = 2;
+  if (a3 > am) am = a3, m = 3;
   const float R = __fsub_rn(S, am);
-  if (__fadd_rn(am, am) >= S) {
-    int j = -1;
-    float vj = 0.f;
-    if (R == 0.f) {
-      j = m == 0 ? 1 : 0;
-    } else {
-      // the three others ascending: o0 < o1 < o2
-      const int o0 = m == 0 ? 1 : 0, o1 = m <= 1 ? 2 : 1, o2 = m <= 2 ? 3 : 2;
-      const float c1 = __fdiv_rn(A(o0), R);
-      const float c2 = __fadd_rn(c1, __fdiv_rn(A(o1), R));
-      j = u < c1 ? o0 : (u < c2 ? o1 : o2);
-      vj = A(j) == 0.f ? 0.f : copysignf(R, X(j));
-    }
-    const float xm = X(m);
-    return m < j ? MvueOut{m, j, xm, vj} : MvueOut{j, m, vj, xm};
+  const bool capped = __fadd_rn(am, am) >= S;
+  const float xm = sel4(x0, x1, x2, x3, m);
+  if (capped && R == 0.f) {
+    const int j = m == 0 ? 1 : 0;
+    return m < j ? MvueOut{m, j, xm, 0.f} : MvueOut{j, m, 0.f, xm};
   }
-  const float c1 = __fdiv_rn(__fadd_rn(a[0], a[0]), S);
-  const float c2 = __fadd_rn(c1, __fdiv_rn(__fadd_rn(a[1], a[1]), S));
-  const float c3 = __fadd_rn(c2, __fdiv_rn(__fadd_rn(a[2], a[2]), S));
+  const float k = __fdiv_rn(capped ? 1.0f : 2.0f, capped ? R : S);
+  const float p0 = (capped && m == 0) ? 1.0f : __fmul_rn(a0, k);
+  const float p1 = (capped && m == 1) ? 1.0f : __fmul_rn(a1, k);
+  const float p2 = (capped && m == 2) ? 1.0f : __fmul_rn(a2, k);
+  const float c1 = p0, c2 = __fadd_rn(c1, p1), c3 = __fadd_rn(c2, p2);
   const float u2 = __fadd_rn(u, 1.0f);
   int i1 = int(u >= c1) + int(u >= c2) + int(u >= c3);
   int i2 = int(u2 >= c1) + int(u2 >= c2) + int(u2 >= c3);
@@ -77,8 +65,20 @@ __device__ __forceinline__ MvueOut mvue_group(float x0, float x1, float x2, floa
     i1 = 2;
     i2 = 3;
   }
-  const float half = S * 0.5f;
-  return {i1, i2, A(i1) == 0.f ? 0.f : copysignf(half, X(i1)), A(i2) == 0.f ? 0.f : copysignf(half, X(i2))};
+  const float scale = capped ? R : S * 0.5f;
+  auto value = [&](int i) {
+    const float ai = sel4(a0, a1, a2, a3, i);
+    return (capped && i == m) ? xm : (ai == 0.f ? 0.f : copysignf(scale, sel4(x0, x1, x2, x3, i)));
+  };
+  return {i1, i2, value(i1), value(i2)};
+}
+
+/// The 4 uniforms of groups 4q..4q+3 (train.hpp: one Philox call per 4 consecutive groups).
+__device__ __forceinline__ void mvue_uniforms4(std::uint64_t seed, std::uint64_t q, float (&u)[4]) {
+  const Philox4 r = philox4x32_10(std::uint32_t(q), std::uint32_t(q >> 32), 0u, 0u, std::uint32_t(seed),
+                                  std::uint32_t(seed >> 32));
+#pragma unroll
+  for (int i = 0; i < 4; ++i) u[i] = float(r.v[i] >> 9) * (1.0f / 8388608.0f);
 }
 
 template <class T>
@@ -102,9 +102,19 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_k
     Raw v[4];
     unsigned nib[2];
 #pragma unroll
+    const std::uint64_t g0 = std::uint64_t(f * windows + t0 / 4);
+    float uu[4], uv[4];
+    mvue_uniforms4(args.seed, g0 >> 2, uu);
+    if (((g0 + 1) >> 2) != (g0 >> 2)) {
+      mvue_uniforms4(args.seed, (g0 + 1) >> 2, uv);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) uv[i] = uu[i];
+    }
     for (int b = 0; b < 2; ++b) {
-      const std::int64_t w = t0 / 4 + b;
-      const float u = mvue_uniform(args.seed, std::uint64_t(f * windows + w));
+      const std::uint64_t gg = g0 + b;
+      const float u = ((gg >> 2) == (g0 >> 2)) ? sel4(uu[0], uu[1], uu[2], uu[3], int(gg & 3))
+                                               : sel4(uv[0], uv[1], uv[2], uv[3], int(gg & 3));
       const MvueOut o = mvue_group(E::to_float(x[4 * b]), E::to_float(x[4 * b + 1]), E::to_float(x[4 * b + 2]),
                                    E::to_float(x[4 * b + 3]), u);
       v[2 * b] = E::from_float(o.vlo);
@@ -162,10 +172,13 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_token_major_ker
   }
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
+    const std::uint64_t g0 = std::uint64_t((f0 + k) * windows + t0 / 4);
+    float uu[4];
+    const bool one_call = (g0 & 3) == 0;  // windows % 4 == 0: the 4 groups share one Philox call
+    if (one_call) mvue_uniforms4(args.seed, g0 >> 2, uu);
 #pragma unroll
     for (int b = 0; b < 4; ++b) {
-      const std::int64_t w = t0 / 4 + b;
-      const float u = mvue_uniform(args.seed, std::uint64_t((f0 + k) * windows + w));
+      const float u = one_call ? uu[b] : mvue_uniform(args.seed, g0 + b);
       const MvueOut o = mvue_group(E::to_float(x[4 * b][k]), E::to_float(x[4 * b + 1][k]),
                                    E::to_float(x[4 * b + 2][k]), E::to_float(x[4 * b + 3][k]), u);
       tile.put(2 * fp + k, 4 * tg + b, E::from_float(o.vlo), E::from_float(o.vhi),

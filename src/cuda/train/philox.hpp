@@ -41,12 +41,14 @@ SPARSENM_HD Philox4 philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint3
   return Philox4{{c0, c1, c2, c3}};
 }
 
-/// The MVUE uniform of group g under seed: (Philox(counter = (g lo, g hi, 0, 0), key = seed).v[0]
-/// >> 9) * 2^-23, exactly representable, in [0, 1), and u + 1 is exact in fp32.
+/// The MVUE uniform of group g under seed: with q = g / 4, (Philox(counter = (q lo, q hi, 0, 0),
+/// key = (seed lo, seed hi)).v[g % 4] >> 9) * 2^-23: exactly representable, in [0, 1), and
+/// u + 1 is exact in fp32. One Philox call serves 4 consecutive groups.
 SPARSENM_HD float mvue_uniform(std::uint64_t seed, std::uint64_t g) {
-  Philox4 r = philox4x32_10(std::uint32_t(g), std::uint32_t(g >> 32), 0u, 0u, std::uint32_t(seed),
+  const std::uint64_t q = g >> 2;
+  Philox4 r = philox4x32_10(std::uint32_t(q), std::uint32_t(q >> 32), 0u, 0u, std::uint32_t(seed),
                             std::uint32_t(seed >> 32));
-  return float(r.v[0] >> 9) * (1.0f / 8388608.0f);
+  return float(r.v[g & 3] >> 9) * (1.0f / 8388608.0f);
 }
 
 }  // namespace sparsenm::train
