@@ -101,7 +101,6 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_k
       for (int j = 0; j < 8; ++j) x[j] = t0 + j < T_ ? g[f * T_ + t0 + j] : Raw(0);
     Raw v[4];
     unsigned nib[2];
-#pragma unroll
     const std::uint64_t g0 = std::uint64_t(f * windows + t0 / 4);
     float uu[4], uv[4];
     mvue_uniforms4(args.seed, g0 >> 2, uu);
@@ -111,6 +110,7 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_k
 #pragma unroll
       for (int i = 0; i < 4; ++i) uv[i] = uu[i];
     }
+#pragma unroll
     for (int b = 0; b < 2; ++b) {
       const std::uint64_t gg = g0 + b;
       const float u = ((gg >> 2) == (g0 >> 2)) ? sel4(uu[0], uu[1], uu[2], uu[3], int(gg & 3))
