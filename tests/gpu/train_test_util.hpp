@@ -68,11 +68,15 @@ std::vector<T> download(const cuda::DeviceBuffer& b, std::size_t count) {
   return v;
 }
 
-/// Raw storage word of float v in dtype t (host rounding = round to nearest even).
+/// Raw storage word of float v in dtype t (host rounding = round to nearest even). Converts
+/// through the bit functions (storing a float through a pointer to a uint32_t would break
+/// strict aliasing: g++ -O3 then returns the untouched 0).
 inline std::uint32_t raw_of(DType t, float v) {
-  std::uint32_t out = 0;
-  store_from_float(t, &out, 0, v);
-  return out;
+  if (t == DType::f16) return float_to_fp16_bits(v);
+  if (t == DType::bf16) return float_to_bf16_bits(v);
+  std::uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u;
 }
 
 /// Reference hw24 matrix (raw words + index bytes) built on the host.

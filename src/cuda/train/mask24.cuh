@@ -4,8 +4,7 @@
 //
 // Layout: W [rows][cols] row-major, dtype T (f16 / bf16 / f32). Outputs (train.hpp): the uint16
 // mask per 4x4 block; hw24 S(W) [rows][cols/2] + 4 bits per window; hw24 S(W)^T [cols][rows/2].
-// Tiling: a CTA (256 threads) processes 128-row x 64-column tiles of W (persistent: grid =
-// resident CTAs, tiles strided by gridDim.x, next tile's loads in flight during the current). Thread (brl = tid / 8,
+// Tiling: a CTA (256 threads) owns a 128-row x 64-column tile of W. Thread (brl = tid / 8,
 // tcl = tid % 8) owns rows 4*brl..+3 and columns 8*tcl..+7: two 4x4 blocks.
 // - Reads: each thread loads its 4 rows x 8 elements with 16-byte loads (one for f16/bf16, two
 //   for f32); a warp covers 4 block rows x 64 columns, i.e. 16 rows x 128 B (f16): fully
@@ -21,7 +20,6 @@
 // Tails: partial tiles (or unaligned shapes) take the guarded element-wise path; elements past
 // the matrix read as 0 (logical zero padding, train.hpp).
 #pragma once
-#include <algorithm>
 #include <cstdint>
 
 #include "cuda/common.cuh"
@@ -35,201 +33,123 @@ struct Mask24Traits {
   static constexpr int kThreads = 256, kTileRows = 128, kTileCols = 64;
 };
 
-/// Loads a thread's 4 rows x 8 elements of tile (tr, tc) as packed 32-bit words (zero padding).
-template <class Raw>
-__device__ __forceinline__ void load_quad_rows(const Raw* __restrict__ w, std::int64_t rows, std::int64_t cols,
-                                               std::int64_t r0, std::int64_t c0, bool fast,
-                                               std::uint32_t (&xw)[4][8 * sizeof(Raw) / 4]) {
-  constexpr int kWords = 8 * sizeof(Raw) / 4;
-  if (fast) {
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-#pragma unroll
-      for (int v = 0; v < kWords / 4; ++v) {
-        const uint4 q = __ldcs(reinterpret_cast<const uint4*>(w + (r0 + r) * cols + c0) + v);
-        xw[r][4 * v] = q.x;
-        xw[r][4 * v + 1] = q.y;
-        xw[r][4 * v + 2] = q.z;
-        xw[r][4 * v + 3] = q.w;
-      }
-  } else {
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-#pragma unroll
-      for (int k = 0; k < kWords; ++k) {
-        std::uint32_t word = 0;
-        constexpr int kPer = 4 / sizeof(Raw);
-#pragma unroll
-        for (int e = 0; e < kPer; ++e) {
-          const std::int64_t c = c0 + k * kPer + e;
-          const std::uint32_t v = (r0 + r < rows && c < cols) ? std::uint32_t(w[(r0 + r) * cols + c]) : 0u;
-          word |= v << (16 * e * (sizeof(Raw) == 2));
-        }
-        xw[r][k] = word;
-      }
-  }
-}
-
-/// Element j (0..7) of a packed row.
-template <class Raw>
-__device__ __forceinline__ Raw elem(const std::uint32_t* row, int j) {
-  if constexpr (sizeof(Raw) == 2) return Raw(row[j / 2] >> (16 * (j & 1)));
-  else return row[j];
-}
-
-/// Persistent CTAs: each walks tiles blockIdx.x, +gridDim.x, ...; the next tile's loads are
-/// issued before the current tile is processed (register double buffering), so every SM keeps
-/// a full tile of loads in flight while it computes and stores (the kernel is latency-bound
-/// otherwise: one load -> compute -> store round per CTA).
 template <class T, bool kSearch>
-__global__ void __launch_bounds__(Mask24Traits::kThreads, 2) mask24_kernel(Mask24Args args) {
+__global__ void __launch_bounds__(Mask24Traits::kThreads) mask24_kernel(Mask24Args args) {
   using E = Elem<T>;
   using Raw = typename E::Raw;
   using Traits = Mask24Traits;
-  constexpr int kWords = 8 * sizeof(Raw) / 4;
   __shared__ TileT<Raw> tile;
 
   const int tid = threadIdx.x, tcl = tid & 7, brl = tid >> 3;
   const std::int64_t rows = args.rows, cols = args.cols;
   const std::int64_t brows = (rows + 3) / 4, bcols = (cols + 3) / 4;
-  const std::int64_t ntc = (cols + Traits::kTileCols - 1) / Traits::kTileCols;
-  const std::int64_t ntiles = ((rows + Traits::kTileRows - 1) / Traits::kTileRows) * ntc;
+  const std::int64_t row_tile = blockIdx.y, col_tile = blockIdx.x;
+  const std::int64_t r0 = row_tile * Traits::kTileRows + 4 * brl, c0 = col_tile * Traits::kTileCols + 8 * tcl;
+  const bool fast = args.aligned && (row_tile + 1) * Traits::kTileRows <= rows &&
+                    (col_tile + 1) * Traits::kTileCols <= cols;
   const Raw* __restrict__ w = static_cast<const Raw*>(args.w);
-  auto is_fast = [&](std::int64_t t) {
-    const std::int64_t tr = t / ntc, tc = t % ntc;
-    return args.aligned && (tr + 1) * Traits::kTileRows <= rows && (tc + 1) * Traits::kTileCols <= cols;
-  };
 
-  std::int64_t t = blockIdx.x;
-  if (t >= ntiles) return;
-  std::uint32_t xw[4][kWords];
-  load_quad_rows<Raw>(w, rows, cols, (t / ntc) * Traits::kTileRows + 4 * brl, (t % ntc) * Traits::kTileCols + 8 * tcl,
-                      is_fast(t), xw);
-  for (; t < ntiles; t += gridDim.x) {
-    const std::int64_t row_tile = t / ntc, col_tile = t % ntc;
-    const std::int64_t r0 = row_tile * Traits::kTileRows + 4 * brl, c0 = col_tile * Traits::kTileCols + 8 * tcl;
-    const bool fast = is_fast(t);
-    std::uint32_t nw[4][kWords];
-    const std::int64_t tn = t + gridDim.x;
-    if (tn < ntiles)
-      load_quad_rows<Raw>(w, rows, cols, (tn / ntc) * Traits::kTileRows + 4 * brl,
-                          (tn % ntc) * Traits::kTileCols + 8 * tcl, is_fast(tn), nw);
-
-    Raw x[4][8];
+  Raw x[4][8];
+  if (fast) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) load_vec<Raw, 8>(w + (r0 + r) * cols + c0, x[r]);
+  } else {
 #pragma unroll
     for (int r = 0; r < 4; ++r)
 #pragma unroll
-      for (int j = 0; j < 8; ++j) x[r][j] = elem<Raw>(xw[r], j);
-
-    const std::int64_t br = r0 / 4, bc = c0 / 4;
-    unsigned bm[2];
-#pragma unroll
-    for (int b = 0; b < 2; ++b) {
-      if constexpr (kSearch) {
-        float a[4][4];
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) a[r][c] = fabsf(E::to_float(x[r][4 * b + c]));
-        bm[b] = best_pattern24(a);
-      } else {
-        bm[b] = (br < brows && bc + b < bcols) ? unsigned(__ldg(args.mask_in + br * bcols + bc + b)) : 0xCC33u;
-      }
-    }
-    if constexpr (kSearch) {
-      if (args.mask_out) {
-        if (fast && (bcols % 2 == 0)) {
-          *reinterpret_cast<std::uint32_t*>(args.mask_out + br * bcols + bc) = bm[0] | (bm[1] << 16);
-        } else if (br < brows) {
-          if (bc < bcols) args.mask_out[br * bcols + bc] = std::uint16_t(bm[0]);
-          if (bc + 1 < bcols) args.mask_out[br * bcols + bc + 1] = std::uint16_t(bm[1]);
-        }
-      }
-    }
-
-    unsigned bad = 0;
-    // ---- S(W): rows of the thread, straight from registers ----
-    if (args.w_values || args.w_indices) {
-      const std::int64_t windows = bcols, vcols = 2 * windows, irb = (windows + 1) / 2;
-      Raw* __restrict__ wv = static_cast<Raw*>(args.w_values);
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        Raw v[4];
-        unsigned nib[2];
-#pragma unroll
-        for (int b = 0; b < 2; ++b) {
-          const QuadPos q = quad_positions(bm[b] >> (4 * r));
-          v[2 * b] = sel4(x[r][4 * b], x[r][4 * b + 1], x[r][4 * b + 2], x[r][4 * b + 3], q.lo);
-          v[2 * b + 1] = sel4(x[r][4 * b], x[r][4 * b + 1], x[r][4 * b + 2], x[r][4 * b + 3], q.hi);
-          nib[b] = unsigned(q.lo) | (unsigned(q.hi) << 2);
-          if (!kSearch && q.bad && r0 + r < rows && bc + b < bcols) ++bad;
-        }
-        const std::int64_t row = r0 + r;
-        if (fast) {
-          if (wv) store_vec<Raw, 4>(wv + row * vcols + 2 * bc, v);
-          if (args.w_indices) args.w_indices[row * irb + bc / 2] = std::uint8_t(nib[0] | (nib[1] << 4));
-        } else if (row < rows) {
-#pragma unroll
-          for (int b = 0; b < 2; ++b)
-            if (wv && bc + b < windows) {
-              wv[row * vcols + 2 * (bc + b)] = v[2 * b];
-              wv[row * vcols + 2 * (bc + b) + 1] = v[2 * b + 1];
-            }
-          if (args.w_indices && bc / 2 < irb)
-            args.w_indices[row * irb + bc / 2] = std::uint8_t(nib[0] | (bc + 1 < windows ? nib[1] << 4 : 0u));
-        }
-      }
-    }
-    // ---- S(W)^T: columns of the thread, via shared memory ----
-    const bool want_t = args.wt_values || args.wt_indices;
-    if (want_t) {
-#pragma unroll
-      for (int c = 0; c < 8; ++c) {
-        const int b = c / 4, cc = c % 4;
-        const unsigned m = bm[b];
-        const unsigned col = ((m >> cc) & 1u) | (((m >> (4 + cc)) & 1u) << 1) | (((m >> (8 + cc)) & 1u) << 2) |
-                             (((m >> (12 + cc)) & 1u) << 3);
-        const QuadPos q = quad_positions(col);
-        const Raw lo = sel4(x[0][c], x[1][c], x[2][c], x[3][c], q.lo);
-        const Raw hi = sel4(x[0][c], x[1][c], x[2][c], x[3][c], q.hi);
-        tile.put(8 * tcl + c, brl, lo, hi, unsigned(q.lo) | (unsigned(q.hi) << 2));
-        if (!kSearch && q.bad && c0 + c < cols && br < brows) ++bad;
-      }
-    }
-    if (!kSearch && bad && args.violations) atomicAdd(args.violations, bad);
-    if (want_t) {
-      __syncthreads();
-      tile.write(static_cast<Raw*>(args.wt_values), args.wt_indices, col_tile * Traits::kTileCols,
-                 row_tile * (Traits::kTileRows / 4), cols, brows, fast);
-      __syncthreads();  // the tile is reused by the next iteration
-    }
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-#pragma unroll
-      for (int k = 0; k < kWords; ++k) xw[r][k] = nw[r][k];
+      for (int j = 0; j < 8; ++j) x[r][j] = (r0 + r < rows && c0 + j < cols) ? w[(r0 + r) * cols + c0 + j] : Raw(0);
   }
-}
 
-template <class T, bool kSearch>
-unsigned mask24_grid(std::int64_t ntiles) {
-  static const unsigned slots = [] {
-    int dev = 0, sms = 0, per_sm = 0;
-    SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
-    SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mask24_kernel<T, kSearch>,
-                                                                      Mask24Traits::kThreads, 0));
-    return unsigned(std::max(1, sms * std::max(1, per_sm)));
-  }();
-  return unsigned(std::min<std::int64_t>(ntiles, slots));
+  const std::int64_t br = r0 / 4, bc = c0 / 4;
+  unsigned bm[2];
+#pragma unroll
+  for (int b = 0; b < 2; ++b) {
+    if constexpr (kSearch) {
+      float a[4][4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) a[r][c] = fabsf(E::to_float(x[r][4 * b + c]));
+      bm[b] = best_pattern24(a);
+    } else {
+      bm[b] = (br < brows && bc + b < bcols) ? unsigned(args.mask_in[br * bcols + bc + b]) : 0xCC33u;
+    }
+  }
+  if constexpr (kSearch) {
+    if (args.mask_out) {
+      if (fast && (bcols % 2 == 0)) {
+        *reinterpret_cast<std::uint32_t*>(args.mask_out + br * bcols + bc) = bm[0] | (bm[1] << 16);
+      } else if (br < brows) {
+        if (bc < bcols) args.mask_out[br * bcols + bc] = std::uint16_t(bm[0]);
+        if (bc + 1 < bcols) args.mask_out[br * bcols + bc + 1] = std::uint16_t(bm[1]);
+      }
+    }
+  }
+
+  unsigned bad = 0;
+  // ---- S(W): rows of the thread, straight from registers ----
+  if (args.w_values || args.w_indices) {
+    const std::int64_t windows = bcols, vcols = 2 * windows, irb = (windows + 1) / 2;
+    Raw* __restrict__ wv = static_cast<Raw*>(args.w_values);
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      Raw v[4];
+      unsigned nib[2];
+#pragma unroll
+      for (int b = 0; b < 2; ++b) {
+        const QuadPos q = quad_positions(bm[b] >> (4 * r));
+        v[2 * b] = sel4(x[r][4 * b], x[r][4 * b + 1], x[r][4 * b + 2], x[r][4 * b + 3], q.lo);
+        v[2 * b + 1] = sel4(x[r][4 * b], x[r][4 * b + 1], x[r][4 * b + 2], x[r][4 * b + 3], q.hi);
+        nib[b] = unsigned(q.lo) | (unsigned(q.hi) << 2);
+        if (!kSearch && q.bad && r0 + r < rows && bc + b < bcols) ++bad;
+      }
+      const std::int64_t row = r0 + r;
+      if (fast) {
+        if (wv) store_vec<Raw, 4>(wv + row * vcols + 2 * bc, v);
+        if (args.w_indices) args.w_indices[row * irb + bc / 2] = std::uint8_t(nib[0] | (nib[1] << 4));
+      } else if (row < rows) {
+#pragma unroll
+        for (int b = 0; b < 2; ++b)
+          if (wv && bc + b < windows) {
+            wv[row * vcols + 2 * (bc + b)] = v[2 * b];
+            wv[row * vcols + 2 * (bc + b) + 1] = v[2 * b + 1];
+          }
+        if (args.w_indices && bc / 2 < irb)
+          args.w_indices[row * irb + bc / 2] = std::uint8_t(nib[0] | (bc + 1 < windows ? nib[1] << 4 : 0u));
+      }
+    }
+  }
+  // ---- S(W)^T: columns of the thread, via shared memory ----
+  const bool want_t = args.wt_values || args.wt_indices;
+  if (want_t) {
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      const int b = c / 4, cc = c % 4;
+      const unsigned m = bm[b];
+      const unsigned col = ((m >> cc) & 1u) | (((m >> (4 + cc)) & 1u) << 1) | (((m >> (8 + cc)) & 1u) << 2) |
+                           (((m >> (12 + cc)) & 1u) << 3);
+      const QuadPos q = quad_positions(col);
+      const Raw lo = sel4(x[0][c], x[1][c], x[2][c], x[3][c], q.lo);
+      const Raw hi = sel4(x[0][c], x[1][c], x[2][c], x[3][c], q.hi);
+      tile.put(8 * tcl + c, brl, lo, hi, unsigned(q.lo) | (unsigned(q.hi) << 2));
+      if (!kSearch && q.bad && c0 + c < cols && br < brows) ++bad;
+    }
+  }
+  if (!kSearch && bad && args.violations) atomicAdd(args.violations, bad);
+  if (want_t) {
+    __syncthreads();
+    tile.write(static_cast<Raw*>(args.wt_values), args.wt_indices, col_tile * Traits::kTileCols,
+               row_tile * (Traits::kTileRows / 4), cols, brows, fast);
+  }
 }
 
 template <class T>
 void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
   using Traits = Mask24Traits;
-  const std::int64_t ntiles = ((a.rows + Traits::kTileRows - 1) / Traits::kTileRows) *
-                              ((a.cols + Traits::kTileCols - 1) / Traits::kTileCols);
-  if (search) mask24_kernel<T, true><<<mask24_grid<T, true>(ntiles), Traits::kThreads, 0, s>>>(a);
-  else mask24_kernel<T, false><<<mask24_grid<T, false>(ntiles), Traits::kThreads, 0, s>>>(a);
+  const dim3 grid(unsigned((a.cols + Traits::kTileCols - 1) / Traits::kTileCols),
+                  unsigned((a.rows + Traits::kTileRows - 1) / Traits::kTileRows));
+  if (search) mask24_kernel<T, true><<<grid, Traits::kThreads, 0, s>>>(a);
+  else mask24_kernel<T, false><<<grid, Traits::kThreads, 0, s>>>(a);
   SPARSENM_CUDA_CHECK_LAUNCH("mask24_kernel");
 }
 
