@@ -1,0 +1,61 @@
+// CPU tests of the training RNG (src/cuda/train/philox.hpp, shared by host and device):
+// Philox-4x32-10 known-answer vectors (Salmon et al. 2011 / Random123 kat_vectors) and the
+// MVUE uniform's documented definition (train.hpp): q = g / 4, word g % 4, >> 9, * 2^-23.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "cuda/train/philox.hpp"
+
+namespace sparsenm::train {
+namespace {
+
+TEST(Philox4x32_10, KnownAnswerVectors) {
+  const Philox4 a = philox4x32_10(0, 0, 0, 0, 0, 0);
+  EXPECT_EQ(a.v[0], 0x6627e8d5u);
+  EXPECT_EQ(a.v[1], 0xe169c58du);
+  EXPECT_EQ(a.v[2], 0xbc57ac4cu);
+  EXPECT_EQ(a.v[3], 0x9b00dbd8u);
+  const Philox4 b = philox4x32_10(~0u, ~0u, ~0u, ~0u, ~0u, ~0u);
+  EXPECT_EQ(b.v[0], 0x408f276du);
+  EXPECT_EQ(b.v[1], 0x41c83b0eu);
+  EXPECT_EQ(b.v[2], 0xa20bc7c6u);
+  EXPECT_EQ(b.v[3], 0x6d5451fdu);
+  const Philox4 c = philox4x32_10(0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u);
+  EXPECT_EQ(c.v[0], 0xd16cfe09u);
+  EXPECT_EQ(c.v[1], 0x94fdccebu);
+  EXPECT_EQ(c.v[2], 0x5001e420u);
+  EXPECT_EQ(c.v[3], 0x24126ea1u);
+}
+
+TEST(MvueUniform, FollowsTheDocumentedCounterLayout) {
+  const std::uint64_t seed = 0x0123456789abcdefull;
+  for (std::uint64_t g : {0ull, 1ull, 2ull, 3ull, 4ull, 77ull, (1ull << 33) + 5}) {
+    const std::uint64_t q = g / 4;
+    const Philox4 r = philox4x32_10(std::uint32_t(q), std::uint32_t(q >> 32), 0, 0, std::uint32_t(seed),
+                                    std::uint32_t(seed >> 32));
+    const float want = float(r.v[g % 4] >> 9) * (1.0f / 8388608.0f);
+    const float u = mvue_uniform(seed, g);
+    EXPECT_EQ(u, want) << g;
+    EXPECT_GE(u, 0.0f);
+    EXPECT_LT(u, 1.0f);
+    EXPECT_EQ((u + 1.0f) - 1.0f, u) << "u + 1 must be exact";
+  }
+  EXPECT_NE(mvue_uniform(seed, 5), mvue_uniform(seed + 1, 5));
+}
+
+TEST(MvueUniform, RoughlyUniform) {
+  double sum = 0, sq = 0;
+  const int n = 1 << 16;
+  for (int g = 0; g < n; ++g) {
+    const double u = mvue_uniform(42, std::uint64_t(g));
+    sum += u;
+    sq += u * u;
+  }
+  EXPECT_NEAR(sum / n, 0.5, 0.01);
+  EXPECT_NEAR(sq / n - (sum / n) * (sum / n), 1.0 / 12, 0.003);
+}
+
+}  // namespace
+}  // namespace sparsenm::train
