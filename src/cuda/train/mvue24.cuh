@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "cuda/common.cuh"
+#include "cuda/train/mvue_rule.hpp"
 #include "cuda/train/pattern24.cuh"
 #include "cuda/train/philox.hpp"
 #include "cuda/train/tile_t.cuh"
@@ -27,51 +28,6 @@ namespace sparsenm::train::detail {
 struct Mvue24Traits {
   static constexpr int kThreads = 256, kTileTokens = 128, kTileFeatures = 64;
 };
-
-/// MVUE of one group; returns positions (lo < hi) and the float values to store.
-/// Branch-free form of the rule in train.hpp (capped and uncapped groups share the systematic
-/// sampling code, so a warp does not diverge on the group type; one division per group).
-struct MvueOut {
-  int lo, hi;
-  float vlo, vhi;
-};
-__device__ __forceinline__ MvueOut mvue_group(float x0, float x1, float x2, float x3, float u) {
-  const float a0 = fabsf(x0), a1 = fabsf(x1), a2 = fabsf(x2), a3 = fabsf(x3);
-  const float S = __fadd_rn(__fadd_rn(__fadd_rn(a0, a1), a2), a3);
-  if (!(S <= 3.402823466e38f)) return {0, 1, __int_as_float(0x7fc00000), __int_as_float(0x7fc00000)};
-  if (S == 0.f) return {0, 1, 0.f, 0.f};
-  int m = 0;
-  float am = a0;
-  if (a1 > am) am = a1, m = 1;
-  if (a2 > am) am = a2, m = 2;
-  if (a3 > am) am = a3, m = 3;
-  const float R = __fsub_rn(S, am);
-  const bool capped = __fadd_rn(am, am) >= S;
-  const float xm = sel4(x0, x1, x2, x3, m);
-  if (capped && R == 0.f) {
-    const int j = m == 0 ? 1 : 0;
-    return m < j ? MvueOut{m, j, xm, 0.f} : MvueOut{j, m, 0.f, xm};
-  }
-  const float k = __fdiv_rn(capped ? 1.0f : 2.0f, capped ? R : S);
-  const float p0 = (capped && m == 0) ? 1.0f : __fmul_rn(a0, k);
-  const float p1 = (capped && m == 1) ? 1.0f : __fmul_rn(a1, k);
-  const float p2 = (capped && m == 2) ? 1.0f : __fmul_rn(a2, k);
-  const float c1 = p0, c2 = __fadd_rn(c1, p1), c3 = __fadd_rn(c2, p2);
-  const float u2 = __fadd_rn(u, 1.0f);
-  int i1 = int(u >= c1) + int(u >= c2) + int(u >= c3);
-  int i2 = int(u2 >= c1) + int(u2 >= c2) + int(u2 >= c3);
-  if (i2 <= i1) i2 = i1 + 1;
-  if (i2 > 3) {
-    i1 = 2;
-    i2 = 3;
-  }
-  const float scale = capped ? R : S * 0.5f;
-  auto value = [&](int i) {
-    const float ai = sel4(a0, a1, a2, a3, i);
-    return (capped && i == m) ? xm : (ai == 0.f ? 0.f : copysignf(scale, sel4(x0, x1, x2, x3, i)));
-  };
-  return {i1, i2, value(i1), value(i2)};
-}
 
 /// The 4 uniforms of groups 4q..4q+3 (train.hpp: one Philox call per 4 consecutive groups).
 __device__ __forceinline__ void mvue_uniforms4(std::uint64_t seed, std::uint64_t q, float (&u)[4]) {

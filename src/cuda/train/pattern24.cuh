@@ -16,15 +16,43 @@
 // All indices are compile-time constants after unrolling (static_for), so everything lives
 // in registers. NaN scores never compare greater; if no bottom matches (NaN input) the first
 // compatible one is taken, so the result is always a valid transposable pattern.
+//
+// Host and device: the same code is compiled into the kernels and into the CPU tests
+// (tests/test_train_rules.cpp), so the rule itself is checked on every CI run.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
 
+#include "cuda/train/philox.hpp"  // SPARSENM_HD
+
 namespace sparsenm::train::detail {
 
+SPARSENM_HD int popc4(unsigned x) {
+#if defined(__CUDA_ARCH__)
+  return __popc(x);
+#else
+  return __builtin_popcount(x);
+#endif
+}
+SPARSENM_HD int lowest_bit(unsigned x) {  // x != 0
+#if defined(__CUDA_ARCH__)
+  return __ffs(int(x)) - 1;
+#else
+  return __builtin_ctz(x);
+#endif
+}
+SPARSENM_HD int highest_bit(unsigned x) {  // x != 0
+#if defined(__CUDA_ARCH__)
+  return 31 - __clz(int(x));
+#else
+  return 31 - __builtin_clz(x);
+#endif
+}
+
 template <int I, int N, class F>
-__device__ __forceinline__ void static_for(F&& f) {
+SPARSENM_HD void static_for(F&& f) {
   if constexpr (I < N) {
     f(std::integral_constant<int, I>{});
     static_for<I + 1, N>(f);
@@ -64,11 +92,11 @@ constexpr bool first_fill(int i) {
 
 /// Best transposable pattern of a block of magnitudes a[r][c] (see the header comment).
 /// Returns the 16-bit mask, bit 4*r + c.
-__device__ __forceinline__ unsigned best_pattern24(const float (&a)[4][4]) {
+SPARSENM_HD unsigned best_pattern24(const float (&a)[4][4]) {
   float s[4][6];
-#pragma unroll
+SPARSENM_UNROLL
   for (int r = 0; r < 4; ++r)
-#pragma unroll
+SPARSENM_UNROLL
     for (int k = 0; k < 6; ++k) s[r][k] = a[r][pair_a(k)] + a[r][pair_b(k)];
 
   float bmax[81];
@@ -80,7 +108,7 @@ __device__ __forceinline__ unsigned best_pattern24(const float (&a)[4][4]) {
     else bmax[code] = fmaxf(bmax[code], b);
   });
 
-  float best = -__int_as_float(0x7f800000), best_t = 0.f;
+  float best = -INFINITY, best_t = 0.f;
   unsigned top = pair_mask(0) | (pair_mask(0) << 4);
   unsigned n1 = need_mask(0, 0, 1), n2 = need_mask(0, 0, 2);
   static_for<0, 36>([&](auto ic) {
@@ -131,24 +159,24 @@ struct QuadPos {
   int lo, hi;
   bool bad;
 };
-__device__ __forceinline__ QuadPos quad_positions(unsigned m4) {
+SPARSENM_HD QuadPos quad_positions(unsigned m4) {
   m4 &= 0xfu;
-  const int pc = __popc(m4);
+  const int pc = popc4(m4);
   unsigned m = m4;
   if (pc != 2) {
     unsigned keep = 0;
-    for (int i = 0; i < 4 && __popc(keep) < 2; ++i)
+    for (int i = 0; i < 4 && popc4(keep) < 2; ++i)
       if (m4 & (1u << i)) keep |= 1u << i;
-    for (int i = 0; i < 4 && __popc(keep) < 2; ++i)
+    for (int i = 0; i < 4 && popc4(keep) < 2; ++i)
       if (!(keep & (1u << i))) keep |= 1u << i;
     m = keep;
   }
-  return QuadPos{__ffs(int(m)) - 1, 31 - __clz(int(m)), pc != 2};
+  return QuadPos{lowest_bit(m), highest_bit(m), pc != 2};
 }
 
 /// Selects v[i] for a runtime i in 0..3 without local memory.
 template <class Raw>
-__device__ __forceinline__ Raw sel4(Raw v0, Raw v1, Raw v2, Raw v3, int i) {
+SPARSENM_HD Raw sel4(Raw v0, Raw v1, Raw v2, Raw v3, int i) {
   Raw lo = (i & 1) ? v1 : v0, hi = (i & 1) ? v3 : v2;
   return (i & 2) ? hi : lo;
 }

@@ -6,8 +6,10 @@
 
 #if defined(__CUDACC__)
 #define SPARSENM_HD __host__ __device__ __forceinline__
+#define SPARSENM_UNROLL _Pragma("unroll")
 #else
 #define SPARSENM_HD inline
+#define SPARSENM_UNROLL
 #endif
 
 namespace sparsenm::train {
