@@ -94,9 +94,9 @@ constexpr bool first_fill(int i) {
 /// Returns the 16-bit mask, bit 4*r + c.
 SPARSENM_HD unsigned best_pattern24(const float (&a)[4][4]) {
   float s[4][6];
-SPARSENM_UNROLL
+  SPARSENM_UNROLL
   for (int r = 0; r < 4; ++r)
-SPARSENM_UNROLL
+    SPARSENM_UNROLL
     for (int k = 0; k < 6; ++k) s[r][k] = a[r][pair_a(k)] + a[r][pair_b(k)];
 
   float bmax[81];
