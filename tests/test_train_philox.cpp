@@ -1,6 +1,6 @@
 // CPU tests of the training RNG (src/cuda/train/philox.hpp, shared by host and device):
 // Philox-4x32-10 known-answer vectors (Salmon et al. 2011 / Random123 kat_vectors) and the
-// MVUE uniform's documented definition (train.hpp): q = g / 4, word g % 4, >> 9, * 2^-23.
+// MVUE uniform's counter layout (that of the CPU reference src/prune/philox.hpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,27 +29,27 @@ TEST(Philox4x32_10, KnownAnswerVectors) {
   EXPECT_EQ(c.v[3], 0x24126ea1u);
 }
 
-TEST(MvueUniform, FollowsTheDocumentedCounterLayout) {
+TEST(MvueUniform, FollowsTheCpuReferenceCounterLayout) {
   const std::uint64_t seed = 0x0123456789abcdefull;
-  for (std::uint64_t g : {0ull, 1ull, 2ull, 3ull, 4ull, 77ull, (1ull << 33) + 5}) {
-    const std::uint64_t q = g / 4;
-    const Philox4 r = philox4x32_10(std::uint32_t(q), std::uint32_t(q >> 32), 0, 0, std::uint32_t(seed),
-                                    std::uint32_t(seed >> 32));
-    const float want = float(r.v[g % 4] >> 9) * (1.0f / 8388608.0f);
-    const float u = mvue_uniform(seed, g);
-    EXPECT_EQ(u, want) << g;
-    EXPECT_GE(u, 0.0f);
-    EXPECT_LT(u, 1.0f);
-    EXPECT_EQ((u + 1.0f) - 1.0f, u) << "u + 1 must be exact";
-  }
-  EXPECT_NE(mvue_uniform(seed, 5), mvue_uniform(seed + 1, 5));
+  for (std::uint64_t row : {0ull, 3ull, (1ull << 35) + 1})
+    for (std::uint64_t g : {0ull, 1ull, 77ull, (1ull << 33) + 5}) {
+      const Philox4 r = philox4x32_10(std::uint32_t(g), std::uint32_t(g >> 32), std::uint32_t(row),
+                                      std::uint32_t(row >> 32), std::uint32_t(seed), std::uint32_t(seed >> 32));
+      const float want = float(r.v[0] >> 8) * (1.0f / 16777216.0f);
+      const float u = mvue_uniform(seed, row, g);
+      EXPECT_EQ(u, want);
+      EXPECT_GE(u, 0.0f);
+      EXPECT_LT(u, 1.0f);
+    }
+  EXPECT_NE(mvue_uniform(seed, 0, 5), mvue_uniform(seed + 1, 0, 5));
+  EXPECT_NE(mvue_uniform(seed, 0, 5), mvue_uniform(seed, 1, 5));
 }
 
 TEST(MvueUniform, RoughlyUniform) {
   double sum = 0, sq = 0;
   const int n = 1 << 16;
   for (int g = 0; g < n; ++g) {
-    const double u = mvue_uniform(42, std::uint64_t(g));
+    const double u = mvue_uniform(42, 3, std::uint64_t(g));
     sum += u;
     sq += u * u;
   }

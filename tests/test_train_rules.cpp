@@ -20,40 +20,41 @@
 namespace sparsenm::train {
 namespace {
 
-constexpr int kPa[6] = {0, 0, 0, 1, 1, 2}, kPb[6] = {1, 2, 3, 2, 3, 3};
-
+/// The 90 transposable masks in ascending 16-bit value (the CPU reference's order).
 std::vector<std::uint16_t> all_patterns() {
   std::vector<std::uint16_t> v;
-  for (int p0 = 0; p0 < 6; ++p0)
-    for (int p1 = 0; p1 < 6; ++p1)
-      for (int p2 = 0; p2 < 6; ++p2)
-        for (int p3 = 0; p3 < 6; ++p3) {
-          int cnt[4] = {0, 0, 0, 0};
-          unsigned m = 0;
-          const int p[4] = {p0, p1, p2, p3};
-          for (int r = 0; r < 4; ++r) {
-            ++cnt[kPa[p[r]]], ++cnt[kPb[p[r]]];
-            m |= ((1u << kPa[p[r]]) | (1u << kPb[p[r]])) << (4 * r);
-          }
-          if (cnt[0] == 2 && cnt[1] == 2 && cnt[2] == 2 && cnt[3] == 2) v.push_back(std::uint16_t(m));
-        }
+  for (std::uint32_t m = 0; m < 65536; ++m) {
+    bool ok = true;
+    for (int i = 0; i < 4 && ok; ++i) ok = __builtin_popcount((m >> (4 * i)) & 0xfu) == 2;
+    for (int j = 0; j < 4 && ok; ++j) ok = __builtin_popcount(m & (0x1111u << j)) == 2;
+    if (ok) v.push_back(std::uint16_t(m));
+  }
   return v;
 }
 
-unsigned brute(const float (&a)[4][4], const std::vector<std::uint16_t>& pats) {
-  float best = -INFINITY;
+/// The CPU reference's rule: fp64 magnitudes (NaN -> inf), ((s0 + s1) + s2) + s3, first max.
+unsigned brute(const float (&w)[4][4], const std::vector<std::uint16_t>& pats) {
+  double best = -1.0;
   unsigned bm = pats[0];
   for (auto m : pats) {
-    float s[4];
+    double s[4];
     for (int r = 0; r < 4; ++r) {
       const unsigned row = (m >> (4 * r)) & 0xfu;
       const int lo = __builtin_ctz(row), hi = 31 - __builtin_clz(row);
-      s[r] = a[r][lo] + a[r][hi];
+      auto mag = [](float x) { const double a = std::fabs(double(x)); return std::isnan(a) ? INFINITY : a; };
+      s[r] = mag(w[r][lo]) + mag(w[r][hi]);
     }
-    const float v = (s[0] + s[1]) + (s[2] + s[3]);
+    const double v = ((s[0] + s[1]) + s[2]) + s[3];
     if (v > best) best = v, bm = m;
   }
   return bm;
+}
+
+unsigned gpu_rule(const float (&w)[4][4]) {
+  float a[4][4];
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) a[r][c] = detail::rank_magnitude24(w[r][c]);
+  return detail::best_pattern24<double>(a);
 }
 
 bool transposable(unsigned m) {
@@ -66,7 +67,7 @@ bool transposable(unsigned m) {
   return true;
 }
 
-TEST(TrainRules, NinetyPatternsInLexicographicOrder) {
+TEST(TrainRules, NinetyPatterns) {
   const auto p = all_patterns();
   EXPECT_EQ(p.size(), 90u);
   for (auto m : p) EXPECT_TRUE(transposable(m));
@@ -79,19 +80,20 @@ TEST(TrainRules, MaskSearchEqualsBruteForce) {
   int bad = 0;
   for (int it = 0; it < 60000; ++it) {
     float a[4][4];
-    const int mode = it % 4;
+    const int mode = it % 5;
     for (auto& row : a)
       for (auto& x : row) {
-        if (mode == 0) x = d(g);
-        else if (mode == 1) x = float(g() % 3) * 0.25f;  // many exact ties
+        if (mode == 0) x = d(g) - 0.5f;
+        else if (mode == 1) x = float(int(g() % 5) - 2) * 0.25f;  // many exact ties, signs
         else if (mode == 2) x = float(g() % 2);
-        else x = std::ldexp(d(g), int(g() % 60) - 30);  // wide exponent range: rounded sums
+        else if (mode == 3) x = std::ldexp(d(g), int(g() % 40) - 20);  // wide exponent range
+        else x = (g() % 6 == 0) ? NAN : ((g() % 7 == 0) ? -INFINITY : d(g));
       }
-    bad += detail::best_pattern24(a) != brute(a, pats);
+    bad += gpu_rule(a) != brute(a, pats);
   }
   EXPECT_EQ(bad, 0);
   float zero[4][4] = {};
-  EXPECT_EQ(detail::best_pattern24(zero), pats[0]);
+  EXPECT_EQ(gpu_rule(zero), pats[0]);
 }
 
 TEST(TrainRules, MaskSearchNaNStillTransposable) {
@@ -100,7 +102,7 @@ TEST(TrainRules, MaskSearchNaNStillTransposable) {
     float a[4][4];
     for (auto& row : a)
       for (auto& x : row) x = (g() % 4 == 0) ? NAN : float(g() % 100);
-    EXPECT_TRUE(transposable(detail::best_pattern24(a)));
+    EXPECT_TRUE(transposable(gpu_rule(a)));
   }
 }
 
@@ -117,37 +119,76 @@ TEST(TrainRules, QuadPositions) {
   EXPECT_EQ(detail::quad_positions(0x8).hi, 3);
 }
 
-struct Ref {
-  int lo, hi;
-  float vlo, vhi;
-};
-/// train.hpp's text, written independently of mvue_rule.hpp.
-Ref ref_mvue(const float x[4], float u) {
+/// The CPU reference's rule (src/prune/mvue.hpp text), written out here independently.
+void ref_mvue(const float x[4], float u, float out[4]) {
   float a[4];
-  for (int i = 0; i < 4; ++i) a[i] = std::fabs(x[i]);
-  const float S = ((a[0] + a[1]) + a[2]) + a[3];
-  if (!std::isfinite(S)) return {0, 1, NAN, NAN};
-  if (S == 0.f) return {0, 1, 0.f, 0.f};
-  const int m = int(std::max_element(a, a + 4) - a);
-  const float R = S - a[m];
-  const bool capped = a[m] + a[m] >= S;
-  if (capped && R == 0.f) {
-    const int j = m == 0 ? 1 : 0;
-    return m < j ? Ref{m, j, x[m], 0.f} : Ref{j, m, 0.f, x[m]};
+  bool finite = true;
+  int nonzero = 0;
+  for (int i = 0; i < 4; ++i) {
+    out[i] = 0.f;
+    a[i] = std::fabs(x[i]);
+    finite = finite && std::isfinite(x[i]);
+    nonzero += a[i] > 0.f;
   }
-  const float k = capped ? 1.0f / R : 2.0f / S;
-  float p[4];
-  for (int i = 0; i < 4; ++i) p[i] = (capped && i == m) ? 1.0f : a[i] * k;
-  const float c1 = p[0], c2 = c1 + p[1], c3 = c2 + p[2], u2 = u + 1.0f;
-  int i1 = (u >= c1) + (u >= c2) + (u >= c3), i2 = (u2 >= c1) + (u2 >= c2) + (u2 >= c3);
-  if (i2 <= i1) i2 = i1 + 1;
-  if (i2 > 3) i1 = 2, i2 = 3;
-  const float scale = capped ? R : S * 0.5f;
-  auto v = [&](int i) { return (capped && i == m) ? x[m] : (a[i] == 0.f ? 0.f : std::copysign(scale, x[i])); };
-  return {i1, i2, v(i1), v(i2)};
+  if (!finite) {
+    float k[4];
+    for (int i = 0; i < 4; ++i) k[i] = std::isnan(x[i]) ? INFINITY : a[i];
+    const int k1 = int(std::max_element(k, k + 4) - k);
+    int k2 = -1;
+    for (int i = 0; i < 4; ++i)
+      if (i != k1 && (k2 < 0 || k[i] > k[k2])) k2 = i;
+    out[k1] = x[k1];
+    out[k2] = x[k2];
+    return;
+  }
+  if (nonzero <= 2) {
+    for (int i = 0; i < 4; ++i) out[i] = x[i];
+    return;
+  }
+  const int t = int(std::max_element(a, a + 4) - a);
+  float R = 0.f;
+  for (int i = 0; i < 4; ++i)
+    if (i != t) R += a[i];
+  std::vector<int> cand;
+  if (a[t] > R) {
+    const float p = u * R;
+    float end = 0.f;
+    int chosen = -1;
+    for (int i = 0; i < 4; ++i)
+      if (i != t && a[i] > 0.f) {
+        end += a[i];
+        cand.push_back(i);
+        if (chosen < 0 && p < end) chosen = i;
+      }
+    if (chosen < 0) chosen = cand.back();
+    out[t] = x[t];
+    out[chosen] = std::copysign(R, x[chosen]);
+    return;
+  }
+  const float S = ((a[0] + a[1]) + a[2]) + a[3], L = 0.5f * S, p1 = u * L, p2 = p1 + L;
+  float end = 0.f;
+  int f = -1, s2 = -1;
+  for (int i = 0; i < 4; ++i)
+    if (a[i] > 0.f) {
+      end += a[i];
+      cand.push_back(i);
+      if (f < 0 && p1 < end) f = i;
+      if (s2 < 0 && p2 < end) s2 = i;
+    }
+  if (f < 0) f = cand.back();
+  if (s2 < 0) s2 = cand.back();
+  if (s2 == f) {
+    s2 = -1;
+    for (int i : cand)
+      if (i > f && s2 < 0) s2 = i;
+    for (auto it = cand.rbegin(); it != cand.rend(); ++it)
+      if (*it < f && s2 < 0) s2 = *it;
+  }
+  out[f] = std::copysign(L, x[f]);
+  out[s2] = std::copysign(L, x[s2]);
 }
 
-TEST(TrainRules, MvueRuleMatchesTheSpecBitForBit) {
+TEST(TrainRules, MvueRuleMatchesTheCpuReferenceBitForBit) {
   std::mt19937 g(3);
   std::uniform_real_distribution<float> d(-1.f, 1.f);
   int bad = 0;
@@ -155,15 +196,20 @@ TEST(TrainRules, MvueRuleMatchesTheSpecBitForBit) {
     float x[4];
     for (int i = 0; i < 4; ++i) {
       x[i] = d(g);
-      if (it % 4 == 1 && i) x[i] *= 1e-3f;  // capped
-      if (it % 4 == 2 && (g() & 1)) x[i] = 0.f;
-      if (it % 4 == 3) x[i] = float(int(g() % 3) - 1);
+      if (it % 5 == 1 && i) x[i] *= 1e-3f;  // capped
+      if (it % 5 == 2 && (g() & 1)) x[i] = 0.f;
+      if (it % 5 == 3) x[i] = float(int(g() % 3) - 1);
+      if (it % 5 == 4 && g() % 8 == 0) x[i] = (g() & 1) ? NAN : -INFINITY;
     }
-    const float u = mvue_uniform(7, std::uint64_t(it));
-    const auto o = detail::mvue_group(x[0], x[1], x[2], x[3], u);
-    const Ref r = ref_mvue(x, u);
-    bad += o.lo != r.lo || o.hi != r.hi || std::memcmp(&o.vlo, &r.vlo, 4) != 0 || std::memcmp(&o.vhi, &r.vhi, 4) != 0;
-    ASSERT_TRUE(o.lo >= 0 && o.lo < o.hi && o.hi <= 3);
+    const float u = mvue_uniform(7, std::uint64_t(it % 97), std::uint64_t(it));
+    float y[4], r[4];
+    const float xs[4] = {x[0], x[1], x[2], x[3]};
+    detail::mvue_group_dense(xs, u, y);
+    ref_mvue(x, u, r);
+    bad += std::memcmp(y, r, sizeof y) != 0;
+    int nz = 0;
+    for (float v : y) nz += v != 0.f || std::isnan(v);
+    ASSERT_LE(nz, 2);
   }
   EXPECT_EQ(bad, 0);
 }
@@ -174,22 +220,32 @@ TEST(TrainRules, MvueUnbiasedWithAnalyticVariance) {
   for (const auto& x : groups) {
     double sum[4] = {}, sq[4] = {};
     for (int it = 0; it < n; ++it) {
-      const auto o = detail::mvue_group(x[0], x[1], x[2], x[3], mvue_uniform(11, std::uint64_t(it)));
-      double v[4] = {0, 0, 0, 0};
-      v[o.lo] = o.vlo;
-      v[o.hi] = o.vhi;
-      for (int i = 0; i < 4; ++i) sum[i] += v[i], sq[i] += v[i] * v[i];
+      float y[4];
+      detail::mvue_group_dense(x, mvue_uniform(11, 0, std::uint64_t(it)), y);
+      for (int i = 0; i < 4; ++i) sum[i] += y[i], sq[i] += double(y[i]) * y[i];
     }
     double a[4], S = 0;
     for (int i = 0; i < 4; ++i) S += a[i] = std::fabs(x[i]);
     const double am = *std::max_element(a, a + 4);
     for (int i = 0; i < 4; ++i) {
-      const double p = (2 * am >= S) ? (a[i] == am ? 1.0 : a[i] / (S - am)) : 2 * a[i] / S;
+      const double p = (am > S - am) ? (a[i] == am ? 1.0 : a[i] / (S - am)) : 2 * a[i] / S;
       const double var = x[i] * x[i] * (1 / p - 1), mean = sum[i] / n;
       EXPECT_NEAR(mean, x[i], 5 * std::sqrt(var / n) + 1e-6);
       EXPECT_NEAR(sq[i] / n - mean * mean, var, 0.04 * var + 1e-6);
     }
   }
+}
+
+TEST(TrainRules, CondensePositions) {
+  int lo, hi;
+  const std::uint16_t a[4] = {0, 0x8000, 0x3c00, 0};  // -0 is zero: positions (0, 2)
+  detail::condense_positions<std::uint16_t>(a, lo, hi);
+  EXPECT_EQ(lo, 0);
+  EXPECT_EQ(hi, 2);
+  const std::uint16_t b[4] = {0, 0x3c00, 0, 0x7e00};  // NaN is nonzero
+  detail::condense_positions<std::uint16_t>(b, lo, hi);
+  EXPECT_EQ(lo, 1);
+  EXPECT_EQ(hi, 3);
 }
 
 }  // namespace

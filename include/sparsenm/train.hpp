@@ -42,14 +42,14 @@ struct Compressed24View {
 };
 
 /// Transposable 2:4 mask search (seed 003 §3.2 / Hubara et al.), exact, in one pass over W:
-/// every 4x4 block gets the best of the 90 patterns with two kept per row and per column.
-/// Score (fp32): s_r(pair) = |w_a| + |w_b|; S = (s_0(p0) + s_1(p1)) + (s_2(p2) + s_3(p3)).
-/// The chosen pattern maximises S; ties go to the lexicographically smallest (p0, p1, p2, p3),
-/// pairs ordered (0,1) < (0,2) < (0,3) < (1,2) < (1,3) < (2,3). (Computed with a two-level
-/// search that provably returns that pattern; NaN scores never win; a block always gets a
-/// valid pattern.) Writes `mask` (may be null) and, when the views are non-null, S(W) as hw24
-/// `w24` ([rows][...]) and S(W)^T as hw24 `wt24` ([cols][hw24_value_cols(rows)]).
-/// dtype: f16, bf16 or f32.
+/// every 4x4 block gets the best of the 90 patterns with two kept per row and per column, by the
+/// rule of the CPU reference sparsenm::transposable_24_mask (prune.hpp): magnitudes |w| in fp64
+/// (NaN ranks as +inf), score = kept magnitude sum, ties to the pattern with the smallest 16-bit
+/// mask value. Bit-identical masks for f16 (fp64 sums of f16 magnitudes are exact); for bf16 /
+/// f32 also, unless one block's magnitudes span more than ~2^26 and two patterns tie after
+/// rounding. A block always gets a valid pattern. Writes `mask` (may be null) and, when the
+/// views are non-null, S(W) as hw24 `w24` ([rows][...]) and S(W)^T as hw24 `wt24`
+/// ([cols][hw24_value_cols(rows)]). dtype: f16, bf16 or f32.
 void transposable_mask24(DType dtype, const void* w, std::int64_t rows, std::int64_t cols,
                          std::uint16_t* mask, Compressed24View w24, Compressed24View wt24,
                          void* stream = nullptr);
@@ -70,24 +70,15 @@ enum class GradLayout {
 };
 
 /// MVUE 2:4 of dZ^T along the token dimension (seed 003 eq. 6, Chmiel et al. 2023), fused
-/// with compression: writes hw24 of the [features][tokens] matrix MVUE(dZ^T).
-/// Per group x[0..3] (4 consecutive tokens of one feature; zero-padded at the tail), in fp32
-/// with every operation correctly rounded (no FMA contraction):
-///   a_i = |x_i|, S = ((a0 + a1) + a2) + a3, m = first argmax a, R = S - a_m,
-///   capped = (a_m + a_m >= S).
-///   S not finite: positions (0,1), values NaN.  S == 0: positions (0,1), values 0.
-///   capped and R == 0: keep m (value x_m) and the lowest other position (value 0).
-///   Otherwise k = capped ? 1 / R : 2 / S; p_i = 1 for i == m when capped, else a_i * k;
-///   c1 = p0, c2 = c1 + p1, c3 = c2 + p2 (systematic sampling): i1 = [u>=c1]+[u>=c2]+[u>=c3],
-///   i2 = the same with u + 1; if i2 <= i1 then i2 = i1 + 1; if i2 > 3 then (i1, i2) = (2, 3).
-///   Stored values x_i / p_i: x_m for the capped m, else copysign(capped ? R : S * 0.5, x_i)
-///   (0 where a_i == 0).
-///   Inclusion probabilities min(1, c * a_i) with values x_i / p_i: unbiased, minimum variance
-///   among 2-of-4 estimators, variance sum x_i^2 (1/p_i - 1).
-/// RNG: Philox-4x32-10 (Salmon et al. 2011). Group g = feature * ceil(tokens/4) + token/4 (its
-/// position in the [features][tokens] matrix); q = g / 4; u = (Philox(counter = (q lo32,
-/// q hi32, 0, 0), key = (seed lo32, seed hi32)).v[g % 4] >> 9) * 2^-23. Reproducible from the
-/// seed, independent of the launch configuration (src/cuda/train/philox.hpp, host + device).
+/// with compression: writes hw24 of the [features][tokens] matrix MVUE(dZ^T), equal byte for
+/// byte to condense(sparsenm::mvue24(dZ^T, seed), hw24) of the CPU reference (prune.hpp): same
+/// estimator (water-filling inclusion probabilities min(1, c |x_i|), values x_i / p_i, pair
+/// drawn by systematic sampling; exact arithmetic order in src/cuda/train/mvue_rule.hpp), same
+/// Philox-4x32-10 stream (key = seed, counter = (token / 4, feature); philox.hpp), the dtype
+/// rounding of the dense result, then the canonical condense positions (nonzero values first,
+/// then the lowest free positions). Unbiased, minimum variance among 2-of-4 estimators.
+/// Groups past the last token are padded with zeros; non-finite groups keep their two largest
+/// |x| unscaled (NaN ranks highest).
 void mvue24(DType dtype, const void* g, std::int64_t tokens, std::int64_t features, GradLayout layout,
             std::uint64_t seed, Compressed24View out, void* stream = nullptr);
 

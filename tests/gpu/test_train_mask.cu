@@ -3,6 +3,7 @@
 // optimality in fp64), host compression of the masked matrix, tails, ties, NaN, violations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -19,7 +20,8 @@ namespace {
 
 constexpr int kPa[6] = {0, 0, 0, 1, 1, 2}, kPb[6] = {1, 2, 3, 2, 3, 3};
 
-/// The 90 transposable patterns in lexicographic (p0, p1, p2, p3) order.
+std::uint16_t mask_of(const std::array<int, 4>& p);
+/// The 90 transposable patterns in ascending 16-bit mask value (the CPU reference's order).
 const std::vector<std::array<int, 4>>& patterns90() {
   static const std::vector<std::array<int, 4>> all = [] {
     std::vector<std::array<int, 4>> v;
@@ -31,6 +33,7 @@ const std::vector<std::array<int, 4>>& patterns90() {
             for (int p : {p0, p1, p2, p3}) ++cnt[kPa[p]], ++cnt[kPb[p]];
             if (cnt[0] == 2 && cnt[1] == 2 && cnt[2] == 2 && cnt[3] == 2) v.push_back({p0, p1, p2, p3});
           }
+    std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return mask_of(x) < mask_of(y); });
     return v;
   }();
   return all;
@@ -41,25 +44,27 @@ std::uint16_t mask_of(const std::array<int, 4>& p) {
   return std::uint16_t(m);
 }
 
-float mag(const HostMat& w, std::int64_t r, std::int64_t c) {
-  return (r < w.rows && c < w.cols) ? std::fabs(w.at(r, c)) : 0.f;
+double mag(const HostMat& w, std::int64_t r, std::int64_t c) {
+  const double a = (r < w.rows && c < w.cols) ? std::fabs(double(w.at(r, c))) : 0.0;
+  return std::isnan(a) ? INFINITY : a;
 }
 
-/// Host brute force: fp32 score S = (s0+s1)+(s2+s3), strict > in lexicographic order.
+/// Host brute force, the CPU reference's rule (train.hpp): fp64 magnitudes (NaN -> inf),
+/// S = ((s0 + s1) + s2) + s3, strict > over the patterns in ascending mask value.
 std::vector<std::uint16_t> brute_mask(const HostMat& w) {
   const std::int64_t br = (w.rows + 3) / 4, bc = (w.cols + 3) / 4;
   std::vector<std::uint16_t> out(std::size_t(br * bc));
   for (std::int64_t i = 0; i < br; ++i)
     for (std::int64_t j = 0; j < bc; ++j) {
-      float a[4][4];
+      double a[4][4];
       for (int r = 0; r < 4; ++r)
         for (int c = 0; c < 4; ++c) a[r][c] = mag(w, 4 * i + r, 4 * j + c);
-      float best = -INFINITY;
+      double best = -1.0;
       std::uint16_t bm = mask_of(patterns90()[0]);
       for (const auto& p : patterns90()) {
-        float s[4];
+        double s[4];
         for (int r = 0; r < 4; ++r) s[r] = a[r][kPa[p[r]]] + a[r][kPb[p[r]]];
-        const float v = (s[0] + s[1]) + (s[2] + s[3]);
+        const double v = ((s[0] + s[1]) + s[2]) + s[3];
         if (v > best) best = v, bm = mask_of(p);
       }
       out[std::size_t(i * bc + j)] = bm;
@@ -212,7 +217,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Mask24,
                                            Case{DType::bf16, 256, 128}, Case{DType::bf16, 61, 77},
                                            Case{DType::f32, 128, 128}, Case{DType::f32, 99, 13}));
 
-TEST(Mask24Ties, TiesGoToTheLexicographicallyFirstPattern) {
+TEST(Mask24Ties, TiesGoToTheSmallestMaskValue) {
   SPARSENM_REQUIRE_GPU();
   // values from a tiny set: many exact ties; plus all-zero and all-equal blocks
   HostMat w(DType::f16, 128, 128);
@@ -229,7 +234,7 @@ TEST(Mask24Ties, TiesGoToTheLexicographicallyFirstPattern) {
   expect_hw24_equal(tt, g.wtv, g.wti, w.esz(), "ties S(W)^T");
 }
 
-TEST(Mask24Nan, NanBlocksStillGetValidPatterns) {
+TEST(Mask24Nan, NanBlocksFollowTheRule) {
   SPARSENM_REQUIRE_GPU();
   HostMat w = random_mat(DType::f32, 64, 64, 11);
   for (int i = 0; i < 64; i += 5) w.set(i, (i * 7) % 64, NAN);
@@ -237,6 +242,7 @@ TEST(Mask24Nan, NanBlocksStillGetValidPatterns) {
     for (int c = 0; c < 4; ++c) w.set(16 + r, 16 + c, NAN);  // a whole NaN block
   const GpuOut g = run_gpu(w, nullptr);
   for (auto m : g.mask) EXPECT_TRUE(transposable(m)) << std::hex << m;
+  EXPECT_EQ(g.mask, brute_mask(w));  // NaN ranks as +inf
 }
 
 TEST(Mask24Apply, InvalidMasksAreCountedAndStoredByTheRule) {

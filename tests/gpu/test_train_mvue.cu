@@ -3,6 +3,7 @@
 // input layouts agree, tails, reproducibility, unbiasedness and the analytic variance.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <tuple>
@@ -16,51 +17,96 @@
 namespace sparsenm::test {
 namespace {
 
-struct Group {
-  int lo, hi;
-  float vlo, vhi;
-};
-
-/// Host MVUE of one group, written independently from the spec in train.hpp.
-Group host_mvue(const float x[4], float u) {
+/// The CPU reference's dense rule (src/prune/mvue.hpp text), written out here independently.
+void host_mvue(const float x[4], float u, float out[4]) {
   float a[4];
-  for (int i = 0; i < 4; ++i) a[i] = std::fabs(x[i]);
-  const float S = ((a[0] + a[1]) + a[2]) + a[3];
-  if (!std::isfinite(S)) return {0, 1, NAN, NAN};
-  if (S == 0.f) return {0, 1, 0.f, 0.f};
-  int m = 0;
-  for (int i = 1; i < 4; ++i)
-    if (a[i] > a[m]) m = i;
-  const float R = S - a[m];
-  const bool capped = a[m] + a[m] >= S;
-  if (capped && R == 0.f) {
-    const int j = m == 0 ? 1 : 0;
-    return m < j ? Group{m, j, x[m], 0.f} : Group{j, m, 0.f, x[m]};
+  bool finite = true;
+  int nonzero = 0;
+  for (int i = 0; i < 4; ++i) {
+    out[i] = 0.f;
+    a[i] = std::fabs(x[i]);
+    finite = finite && std::isfinite(x[i]);
+    nonzero += a[i] > 0.f;
   }
-  const float k = capped ? 1.0f / R : 2.0f / S;
-  float p[4], c[3], run = 0.f;
-  for (int i = 0; i < 4; ++i) p[i] = (capped && i == m) ? 1.0f : a[i] * k;
-  for (int i = 0; i < 3; ++i) c[i] = run = run + p[i];
-  const float u2 = u + 1.0f;
-  int i1 = (u >= c[0]) + (u >= c[1]) + (u >= c[2]);
-  int i2 = (u2 >= c[0]) + (u2 >= c[1]) + (u2 >= c[2]);
-  if (i2 <= i1) i2 = i1 + 1;
-  if (i2 > 3) i1 = 2, i2 = 3;
-  const float scale = capped ? R : S * 0.5f;
-  auto value = [&](int i) { return (capped && i == m) ? x[m] : (a[i] == 0.f ? 0.f : std::copysign(scale, x[i])); };
-  return {i1, i2, value(i1), value(i2)};
+  if (!finite) {
+    float k[4];
+    for (int i = 0; i < 4; ++i) k[i] = std::isnan(x[i]) ? INFINITY : a[i];
+    const int k1 = int(std::max_element(k, k + 4) - k);
+    int k2 = -1;
+    for (int i = 0; i < 4; ++i)
+      if (i != k1 && (k2 < 0 || k[i] > k[k2])) k2 = i;
+    out[k1] = x[k1];
+    out[k2] = x[k2];
+    return;
+  }
+  if (nonzero <= 2) {
+    for (int i = 0; i < 4; ++i) out[i] = x[i];
+    return;
+  }
+  const int t = int(std::max_element(a, a + 4) - a);
+  float R = 0.f;
+  for (int i = 0; i < 4; ++i)
+    if (i != t) R += a[i];
+  std::vector<int> cand;
+  if (a[t] > R) {
+    const float p = u * R;
+    float end = 0.f;
+    int chosen = -1;
+    for (int i = 0; i < 4; ++i)
+      if (i != t && a[i] > 0.f) {
+        end += a[i];
+        cand.push_back(i);
+        if (chosen < 0 && p < end) chosen = i;
+      }
+    if (chosen < 0) chosen = cand.back();
+    out[t] = x[t];
+    out[chosen] = std::copysign(R, x[chosen]);
+    return;
+  }
+  const float S = ((a[0] + a[1]) + a[2]) + a[3], L = 0.5f * S, p1 = u * L, p2 = p1 + L;
+  float end = 0.f;
+  int f = -1, s2 = -1;
+  for (int i = 0; i < 4; ++i)
+    if (a[i] > 0.f) {
+      end += a[i];
+      cand.push_back(i);
+      if (f < 0 && p1 < end) f = i;
+      if (s2 < 0 && p2 < end) s2 = i;
+    }
+  if (f < 0) f = cand.back();
+  if (s2 < 0) s2 = cand.back();
+  if (s2 == f) {
+    s2 = -1;
+    for (int i : cand)
+      if (i > f && s2 < 0) s2 = i;
+    for (auto it = cand.rbegin(); it != cand.rend(); ++it)
+      if (*it < f && s2 < 0) s2 = *it;
+  }
+  out[f] = std::copysign(L, x[f]);
+  out[s2] = std::copysign(L, x[s2]);
 }
 
-/// Reference hw24 of MVUE(G^T) for G given as [tokens][features] (token-major host matrix).
+/// Reference hw24 of MVUE(G^T) for G given as [tokens][features] (token-major host matrix):
+/// condense (format.hpp rule: nonzero raw words first, then the lowest free positions, raw
+/// values copied) of the dense MVUE output in the matrix dtype.
 Hw24 host_mvue24(const HostMat& g_tm, std::uint64_t seed) {
   const std::int64_t T = g_tm.rows, N = g_tm.cols, W = (T + 3) / 4;
+  const std::uint32_t mag = g_tm.dtype == DType::f32 ? 0x7fffffffu : 0x7fffu;
   Hw24 out(N, T);
   for (std::int64_t f = 0; f < N; ++f)
     for (std::int64_t w = 0; w < W; ++w) {
-      float x[4];
+      float x[4], y[4];
       for (int i = 0; i < 4; ++i) x[i] = 4 * w + i < T ? g_tm.at(4 * w + i, f) : 0.f;
-      const Group o = host_mvue(x, train::mvue_uniform(seed, std::uint64_t(f * W + w)));
-      out.put(f, w, o.lo, o.hi, raw_of(g_tm.dtype, o.vlo), raw_of(g_tm.dtype, o.vhi));
+      host_mvue(x, train::mvue_uniform(seed, std::uint64_t(f), std::uint64_t(w)), y);
+      std::uint32_t r[4];
+      for (int i = 0; i < 4; ++i) r[i] = raw_of(g_tm.dtype, y[i]);
+      int pos[2], n = 0;
+      for (int i = 0; i < 4 && n < 2; ++i)
+        if (r[i] & mag) pos[n++] = i;
+      for (int i = 0; i < 4 && n < 2; ++i)
+        if (!(r[i] & mag) && (n == 0 || pos[0] != i)) pos[n++] = i;
+      std::sort(pos, pos + 2);
+      out.put(f, w, pos[0], pos[1], r[pos[0]], r[pos[1]]);
     }
   return out;
 }
@@ -160,16 +206,17 @@ TEST(Mvue24Stats, UnbiasedWithTheAnalyticVariance) {
   }
 }
 
-TEST(Mvue24Nan, NonFiniteGroupsGiveNan) {
+TEST(Mvue24Nan, NonFiniteGroupsKeepTheNonFiniteValue) {
   SPARSENM_REQUIRE_GPU();
   HostMat g = random_mat(DType::f32, 8, 8, 4);
   g.set(1, 2, NAN);
   g.set(5, 3, INFINITY);
   const auto [vb, ib] = run_gpu(g, train::GradLayout::token_major, 8, 8, 1);
   const float* v = reinterpret_cast<const float*>(vb.data());
-  EXPECT_TRUE(std::isnan(v[2 * 4 + 0]) && std::isnan(v[2 * 4 + 1]));  // feature 2, window 0
-  EXPECT_TRUE(std::isnan(v[3 * 4 + 2]) && std::isnan(v[3 * 4 + 3]));  // feature 3, window 1
+  EXPECT_TRUE(std::isnan(v[2 * 4 + 0]) || std::isnan(v[2 * 4 + 1]));  // feature 2, window 0
+  EXPECT_TRUE(std::isinf(v[3 * 4 + 2]) || std::isinf(v[3 * 4 + 3]));  // feature 3, window 1
   EXPECT_FALSE(std::isnan(v[0]));
+  expect_hw24_equal(host_mvue24(g, 1), vb, ib, 4, "non-finite");
 }
 
 TEST(Mvue24Args, ErrorsNameTheArgument) {

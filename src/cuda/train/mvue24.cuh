@@ -11,8 +11,9 @@
 //   4-byte (f16) / 8-byte (f32) loads: a warp reads 128 B (256 B) contiguous per token row.
 //   Results are staged in TileT (64 feature rows x 32 windows) and written as 128-byte rows.
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
-// Compute per group: ~30 fp32 ops + one Philox-4x32-10 (10 rounds of 2 32x32->64 multiplies):
-// ~25 instructions per element, within the issue budget at copy speed (checked in the bench).
+// Compute per group: the rule (mvue_rule.hpp) + one Philox-4x32-10 call (10 rounds of two
+// 32x32->64 multiplies; the counter layout of the CPU reference allows no sharing of a call
+// between groups): the kernel is issue-bound, not memory-bound (docs/PERF-train.md).
 #pragma once
 #include <cstdint>
 
@@ -29,12 +30,20 @@ struct Mvue24Traits {
   static constexpr int kThreads = 256, kTileTokens = 128, kTileFeatures = 64;
 };
 
-/// The 4 uniforms of groups 4q..4q+3 (train.hpp: one Philox call per 4 consecutive groups).
-__device__ __forceinline__ void mvue_uniforms4(std::uint64_t seed, std::uint64_t q, float (&u)[4]) {
-  const Philox4 r = philox4x32_10(std::uint32_t(q), std::uint32_t(q >> 32), 0u, 0u, std::uint32_t(seed),
-                                  std::uint32_t(seed >> 32));
-#pragma unroll
-  for (int i = 0; i < 4; ++i) u[i] = float(r.v[i] >> 9) * (1.0f / 8388608.0f);
+/// MVUE of one group of raw elements -> (positions, stored raw values) of its hw24 window:
+/// the dense rule (mvue_rule.hpp), converted to the dtype, then the condense rule on the raw
+/// words, so the result equals condense(sparsenm::mvue24(dZ^T)).
+template <class E, class Raw>
+__device__ __forceinline__ void mvue_window(Raw x0, Raw x1, Raw x2, Raw x3, float u, Raw& vlo, Raw& vhi, unsigned& nib) {
+  const float x[4] = {E::to_float(x0), E::to_float(x1), E::to_float(x2), E::to_float(x3)};
+  float y[4];
+  mvue_group_dense(x, u, y);
+  const Raw r[4] = {E::from_float(y[0]), E::from_float(y[1]), E::from_float(y[2]), E::from_float(y[3])};
+  int lo, hi;
+  condense_positions<Raw>(r, lo, hi);
+  vlo = sel4(r[0], r[1], r[2], r[3], lo);
+  vhi = sel4(r[0], r[1], r[2], r[3], hi);
+  nib = unsigned(lo) | (unsigned(hi) << 2);
 }
 
 template <class T>
@@ -57,25 +66,10 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_k
       for (int j = 0; j < 8; ++j) x[j] = t0 + j < T_ ? g[f * T_ + t0 + j] : Raw(0);
     Raw v[4];
     unsigned nib[2];
-    const std::uint64_t g0 = std::uint64_t(f * windows + t0 / 4);
-    float uu[4], uv[4];
-    mvue_uniforms4(args.seed, g0 >> 2, uu);
-    if (((g0 + 1) >> 2) != (g0 >> 2)) {
-      mvue_uniforms4(args.seed, (g0 + 1) >> 2, uv);
-    } else {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) uv[i] = uu[i];
-    }
 #pragma unroll
     for (int b = 0; b < 2; ++b) {
-      const std::uint64_t gg = g0 + b;
-      const float u = ((gg >> 2) == (g0 >> 2)) ? sel4(uu[0], uu[1], uu[2], uu[3], int(gg & 3))
-                                               : sel4(uv[0], uv[1], uv[2], uv[3], int(gg & 3));
-      const MvueOut o = mvue_group(E::to_float(x[4 * b]), E::to_float(x[4 * b + 1]), E::to_float(x[4 * b + 2]),
-                                   E::to_float(x[4 * b + 3]), u);
-      v[2 * b] = E::from_float(o.vlo);
-      v[2 * b + 1] = E::from_float(o.vhi);
-      nib[b] = unsigned(o.lo) | (unsigned(o.hi) << 2);
+      const float u = mvue_uniform(args.seed, std::uint64_t(f), std::uint64_t(t0 / 4 + b));
+      mvue_window<E, Raw>(x[4 * b], x[4 * b + 1], x[4 * b + 2], x[4 * b + 3], u, v[2 * b], v[2 * b + 1], nib[b]);
     }
     if (fast) {
       if (out) store_vec<Raw, 4>(out + f * vcols + t0 / 2, v);
@@ -128,17 +122,13 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_token_major_ker
   }
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
-    const std::uint64_t g0 = std::uint64_t((f0 + k) * windows + t0 / 4);
-    float uu[4];
-    const bool one_call = (g0 & 3) == 0;  // windows % 4 == 0: the 4 groups share one Philox call
-    if (one_call) mvue_uniforms4(args.seed, g0 >> 2, uu);
 #pragma unroll
     for (int b = 0; b < 4; ++b) {
-      const float u = one_call ? uu[b] : mvue_uniform(args.seed, g0 + b);
-      const MvueOut o = mvue_group(E::to_float(x[4 * b][k]), E::to_float(x[4 * b + 1][k]),
-                                   E::to_float(x[4 * b + 2][k]), E::to_float(x[4 * b + 3][k]), u);
-      tile.put(2 * fp + k, 4 * tg + b, E::from_float(o.vlo), E::from_float(o.vhi),
-               unsigned(o.lo) | (unsigned(o.hi) << 2));
+      const float u = mvue_uniform(args.seed, std::uint64_t(f0 + k), std::uint64_t(t0 / 4 + b));
+      Raw vlo, vhi;
+      unsigned nib;
+      mvue_window<E, Raw>(x[4 * b][k], x[4 * b + 1][k], x[4 * b + 2][k], x[4 * b + 3][k], u, vlo, vhi, nib);
+      tile.put(2 * fp + k, 4 * tg + b, vlo, vhi, nib);
     }
   }
   __syncthreads();

@@ -1,7 +1,15 @@
-// sparsenm — the MVUE 2:4 rule for one group (train.hpp), host and device. The kernels
-// (mvue24.cuh) and the CPU tests (tests/test_train_rules.cpp) compile this same code. Every
-// float operation is a correctly rounded add / sub / mul / div (device: the _rn intrinsics, which
-// are never contracted into FMAs), so host and device give identical bits.
+// sparsenm — the MVUE 2:4 rule for one group, host and device, bit for bit the CPU reference
+// `sparsenm::mvue24` (src/prune/mvue.hpp, the prune helper's spec):
+//   non-finite group: the two largest |x| (|NaN| = +inf, ties: lower index) kept unscaled;
+//   <= 2 nonzeros: the group unchanged;
+//   S = ((a0 + a1) + a2) + a3, t = first argmax, R = sum of the other a_i in index order from 0;
+//   a_t > R: x_t kept, one other i (a_i > 0) chosen by the point u*R against running sums of a_i
+//     in index order (first end > point; else the last candidate), value copysign(R, x_i);
+//   else L = 0.5 * S, points u*L and u*L + L against running sums of the a_i > 0 (first end >
+//     point, else the last candidate; a rounding collision takes the next candidate, else the
+//     previous one), both values copysign(L, x_i).
+// The kernels (mvue24.cuh) and the CPU tests compile this same code. Every float operation is a
+// correctly rounded add / mul (device: _rn intrinsics, never contracted into FMAs).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -12,59 +20,123 @@ namespace sparsenm::train::detail {
 
 #if defined(__CUDA_ARCH__)
 SPARSENM_HD float rn_add(float a, float b) { return __fadd_rn(a, b); }
-SPARSENM_HD float rn_sub(float a, float b) { return __fsub_rn(a, b); }
 SPARSENM_HD float rn_mul(float a, float b) { return __fmul_rn(a, b); }
-SPARSENM_HD float rn_div(float a, float b) { return __fdiv_rn(a, b); }
+SPARSENM_HD bool finite_f(float x) { return isfinite(x); }
+SPARSENM_HD bool nan_f(float x) { return isnan(x); }
 #else
 SPARSENM_HD float rn_add(float a, float b) { return a + b; }
-SPARSENM_HD float rn_sub(float a, float b) { return a - b; }
 SPARSENM_HD float rn_mul(float a, float b) { return a * b; }
-SPARSENM_HD float rn_div(float a, float b) { return a / b; }
+SPARSENM_HD bool finite_f(float x) { return std::isfinite(x); }
+SPARSENM_HD bool nan_f(float x) { return std::isnan(x); }
 #endif
 
-/// MVUE of one group; returns positions (lo < hi) and the float values to store.
-/// Branch-free form of the rule in train.hpp (capped and uncapped groups share the systematic
-/// sampling code, so a warp does not diverge on the group type; one division per group).
-struct MvueOut {
-  int lo, hi;
-  float vlo, vhi;
-};
-SPARSENM_HD MvueOut mvue_group(float x0, float x1, float x2, float x3, float u) {
-  const float a0 = fabsf(x0), a1 = fabsf(x1), a2 = fabsf(x2), a3 = fabsf(x3);
-  const float S = rn_add(rn_add(rn_add(a0, a1), a2), a3);
-  if (!(S <= 3.402823466e38f)) return {0, 1, NAN, NAN};
-  if (S == 0.f) return {0, 1, 0.f, 0.f};
-  int m = 0;
-  float am = a0;
-  if (a1 > am) am = a1, m = 1;
-  if (a2 > am) am = a2, m = 2;
-  if (a3 > am) am = a3, m = 3;
-  const float R = rn_sub(S, am);
-  const bool capped = rn_add(am, am) >= S;
-  const float xm = sel4(x0, x1, x2, x3, m);
-  if (capped && R == 0.f) {
-    const int j = m == 0 ? 1 : 0;
-    return m < j ? MvueOut{m, j, xm, 0.f} : MvueOut{j, m, 0.f, xm};
+/// The dense MVUE output of group x (at most 2 nonzeros) for uniform u in [0, 1).
+SPARSENM_HD void mvue_group_dense(const float (&x)[4], float u, float (&out)[4]) {
+  float a[4];
+  bool finite = true;
+  int nonzero = 0;
+  SPARSENM_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    out[i] = 0.0f;
+    a[i] = fabsf(x[i]);
+    finite = finite && finite_f(x[i]);
+    nonzero += a[i] > 0.0f;
   }
-  const float k = rn_div(capped ? 1.0f : 2.0f, capped ? R : S);
-  const float p0 = (capped && m == 0) ? 1.0f : rn_mul(a0, k);
-  const float p1 = (capped && m == 1) ? 1.0f : rn_mul(a1, k);
-  const float p2 = (capped && m == 2) ? 1.0f : rn_mul(a2, k);
-  const float c1 = p0, c2 = rn_add(c1, p1), c3 = rn_add(c2, p2);
-  const float u2 = rn_add(u, 1.0f);
-  int i1 = int(u >= c1) + int(u >= c2) + int(u >= c3);
-  int i2 = int(u2 >= c1) + int(u2 >= c2) + int(u2 >= c3);
-  if (i2 <= i1) i2 = i1 + 1;
-  if (i2 > 3) {
-    i1 = 2;
-    i2 = 3;
+  if (!finite) {
+    float k[4];
+    SPARSENM_UNROLL
+    for (int i = 0; i < 4; ++i) k[i] = nan_f(x[i]) ? INFINITY : a[i];
+    int k1 = 0;
+    float b1 = k[0];
+    SPARSENM_UNROLL
+    for (int i = 1; i < 4; ++i)
+      if (k[i] > b1) b1 = k[i], k1 = i;
+    int k2 = k1 == 0 ? 1 : 0;
+    float b2 = sel4(k[0], k[1], k[2], k[3], k2);
+    SPARSENM_UNROLL
+    for (int i = 0; i < 4; ++i)
+      if (i != k1 && k[i] > b2) b2 = k[i], k2 = i;
+    SPARSENM_UNROLL
+    for (int i = 0; i < 4; ++i) out[i] = (i == k1 || i == k2) ? x[i] : 0.0f;
+    return;
   }
-  const float scale = capped ? R : S * 0.5f;
-  auto value = [&](int i) {
-    const float ai = sel4(a0, a1, a2, a3, i);
-    return (capped && i == m) ? xm : (ai == 0.f ? 0.f : copysignf(scale, sel4(x0, x1, x2, x3, i)));
-  };
-  return {i1, i2, value(i1), value(i2)};
+  if (nonzero <= 2) {
+    SPARSENM_UNROLL
+    for (int i = 0; i < 4; ++i) out[i] = x[i];
+    return;
+  }
+  int t = 0;
+  float at = a[0];
+  SPARSENM_UNROLL
+  for (int i = 1; i < 4; ++i)
+    if (a[i] > at) at = a[i], t = i;
+  float R = 0.0f;
+  SPARSENM_UNROLL
+  for (int i = 0; i < 4; ++i)
+    if (i != t) R = rn_add(R, a[i]);
+  if (at > R) {
+    const float p = rn_mul(u, R);
+    float end = 0.0f;
+    int chosen = -1, last = -1;
+    SPARSENM_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      if (i == t || a[i] == 0.0f) continue;
+      end = rn_add(end, a[i]);
+      last = i;
+      if (chosen < 0 && p < end) chosen = i;
+    }
+    if (chosen < 0) chosen = last;
+    SPARSENM_UNROLL
+    for (int i = 0; i < 4; ++i) out[i] = i == t ? x[i] : (i == chosen ? copysignf(R, x[i]) : 0.0f);
+    return;
+  }
+  const float S = rn_add(rn_add(rn_add(a[0], a[1]), a[2]), a[3]);
+  const float L = rn_mul(0.5f, S);
+  const float p1 = rn_mul(u, L);
+  const float p2 = rn_add(p1, L);
+  float end = 0.0f;
+  int first = -1, second = -1, last = -1;
+  SPARSENM_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    if (a[i] == 0.0f) continue;
+    end = rn_add(end, a[i]);
+    last = i;
+    if (first < 0 && p1 < end) first = i;
+    if (second < 0 && p2 < end) second = i;
+  }
+  if (first < 0) first = last;
+  if (second < 0) second = last;
+  if (second == first) {  // only by rounding: the next candidate, else the previous one
+    int alt = -1;
+    SPARSENM_UNROLL
+    for (int i = 0; i < 4; ++i)
+      if (i > first && alt < 0 && a[i] > 0.0f) alt = i;
+    SPARSENM_UNROLL
+    for (int i = 3; i >= 0; --i)
+      if (i < first && alt < 0 && a[i] > 0.0f) alt = i;
+    second = alt;
+  }
+  SPARSENM_UNROLL
+  for (int i = 0; i < 4; ++i) out[i] = (i == first || i == second) ? copysignf(L, x[i]) : 0.0f;
+}
+
+/// Positions of a group's stored values by the canonical condense rule (format.hpp): the
+/// nonzero raw words (magnitude bits != 0) ascending, then the lowest free positions.
+template <class Raw>
+SPARSENM_HD void condense_positions(const Raw (&v)[4], int& lo, int& hi) {
+  constexpr Raw kMag = Raw(sizeof(Raw) == 2 ? 0x7fffu : 0x7fffffffu);
+  unsigned nz = 0;
+  SPARSENM_UNROLL
+  for (int i = 0; i < 4; ++i) nz |= ((v[i] & kMag) != 0 ? 1u : 0u) << i;
+  unsigned keep = 0;
+  SPARSENM_UNROLL
+  for (int i = 0; i < 4; ++i)
+    if ((nz >> i) & 1u && popc4(keep) < 2) keep |= 1u << i;
+  SPARSENM_UNROLL
+  for (int i = 0; i < 4; ++i)
+    if (!((keep >> i) & 1u) && popc4(keep) < 2) keep |= 1u << i;
+  lo = lowest_bit(keep);
+  hi = highest_bit(keep);
 }
 
 }  // namespace sparsenm::train::detail

@@ -43,14 +43,13 @@ SPARSENM_HD Philox4 philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint3
   return Philox4{{c0, c1, c2, c3}};
 }
 
-/// The MVUE uniform of group g under seed: with q = g / 4, (Philox(counter = (q lo, q hi, 0, 0),
-/// key = (seed lo, seed hi)).v[g % 4] >> 9) * 2^-23: exactly representable, in [0, 1), and
-/// u + 1 is exact in fp32. One Philox call serves 4 consecutive groups.
-SPARSENM_HD float mvue_uniform(std::uint64_t seed, std::uint64_t g) {
-  const std::uint64_t q = g >> 2;
-  Philox4 r = philox4x32_10(std::uint32_t(q), std::uint32_t(q >> 32), 0u, 0u, std::uint32_t(seed),
-                            std::uint32_t(seed >> 32));
-  return float(r.v[g & 3] >> 9) * (1.0f / 8388608.0f);
+/// The MVUE uniform of group `group` (token / 4) of row `row` (feature) under seed, as the CPU
+/// reference (src/prune/philox.hpp): counter = (group lo32, group hi32, row lo32, row hi32),
+/// key = (seed lo32, seed hi32), u = (v[0] >> 8) * 2^-24, in [0, 1).
+SPARSENM_HD float mvue_uniform(std::uint64_t seed, std::uint64_t row, std::uint64_t group) {
+  Philox4 r = philox4x32_10(std::uint32_t(group), std::uint32_t(group >> 32), std::uint32_t(row),
+                            std::uint32_t(row >> 32), std::uint32_t(seed), std::uint32_t(seed >> 32));
+  return float(r.v[0] >> 8) * (1.0f / 16777216.0f);
 }
 
 }  // namespace sparsenm::train
