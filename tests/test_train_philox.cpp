@@ -59,3 +59,27 @@ TEST(MvueUniform, RoughlyUniform) {
 
 }  // namespace
 }  // namespace sparsenm::train
+
+#include "sparsenm/error.hpp"
+#include "sparsenm/train.hpp"
+
+namespace sparsenm::train {
+namespace {
+TEST(TrainApi, LayoutHelpers) {
+  EXPECT_EQ(hw24_value_cols(8), 4);
+  EXPECT_EQ(hw24_value_cols(9), 6);
+  EXPECT_EQ(hw24_index_row_bytes(8), 1);
+  EXPECT_EQ(hw24_index_row_bytes(9), 2);
+  EXPECT_EQ(hw24_index_row_bytes(1), 1);
+  EXPECT_EQ(mask24_words(37, 45), 10 * 12);
+}
+#if !defined(SPARSENM_WITH_CUDA)
+TEST(TrainApi, WithoutCudaEveryEntryPointIsUnsupported) {
+  int dummy = 0;
+  EXPECT_THROW(transposable_mask24(DType::f16, &dummy, 4, 4, nullptr, {}, {}), Unsupported);
+  EXPECT_THROW(mvue24(DType::f16, &dummy, 4, 4, GradLayout::token_major, 1, {}), Unsupported);
+  EXPECT_THROW(flip_count(nullptr, nullptr, 4, 4, nullptr), Unsupported);
+}
+#endif
+}  // namespace
+}  // namespace sparsenm::train
