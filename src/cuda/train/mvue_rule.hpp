@@ -122,12 +122,14 @@ SPARSENM_HD void mvue_group_dense(const float (&x)[4], float u, float (&out)[4])
 
 /// Positions of a group's stored values by the canonical condense rule (format.hpp): the
 /// nonzero raw words (magnitude bits != 0) ascending, then the lowest free positions.
+/// (v points to 4 words; a pointer, not a reference to an array: g++ 12 with
+/// -fsanitize=undefined mis-instruments indexing through array references here.)
 template <class Raw>
-SPARSENM_HD void condense_positions(const Raw (&v)[4], int& lo, int& hi) {
-  constexpr Raw kMag = Raw(sizeof(Raw) == 2 ? 0x7fffu : 0x7fffffffu);
+SPARSENM_HD void condense_positions(const Raw* v, int& lo, int& hi) {
+  const unsigned mag = sizeof(Raw) == 2 ? 0x7fffu : 0x7fffffffu;
   unsigned nz = 0;
   SPARSENM_UNROLL
-  for (int i = 0; i < 4; ++i) nz |= ((v[i] & kMag) != 0 ? 1u : 0u) << i;
+  for (int i = 0; i < 4; ++i) nz |= ((unsigned(v[i]) & mag) != 0u ? 1u : 0u) << i;
   unsigned keep = 0;
   SPARSENM_UNROLL
   for (int i = 0; i < 4; ++i)
