@@ -1,0 +1,429 @@
+// GPU tests of the FST linear layer (include/sparsenm/fst.hpp): forward / backward against fp64
+// host references built from the layer's own downloaded masks and compressed operands (S(W),
+// S(W)^T, MVUE(dZ^T) unpacked from the tensor-core layout), tails in tokens / in / out, the step
+// state machine (mask refresh every l steps, flip count, apply between refreshes, dense
+// fine-tune switch), and the argument errors.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cuda/sptc/layout.hpp"
+#include "gpu/train_test_util.hpp"
+#include "sparsenm/error.hpp"
+#include "sparsenm/fst.hpp"
+#include "sparsenm/train.hpp"
+
+namespace sparsenm::test {
+namespace {
+
+using train::FstConfig;
+using train::FstLinear;
+using train::FstPhase;
+
+bool have_sm80() {
+  if (!have_gpu()) return false;
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
+  return major >= 8;
+}
+#define FST_REQUIRE_SM80() \
+  if (!have_sm80()) GTEST_SKIP() << "no sm_80+ CUDA device: FST GPU test skipped"
+
+double unit_roundoff(DType t) { return t == DType::f16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8); }
+
+float bits_to_float(DType t, std::uint16_t b) { return t == DType::f16 ? fp16_bits_to_float(b) : bf16_bits_to_float(b); }
+
+void to_device(void* dst, const HostMat& m) {
+  SPARSENM_CUDA_CHECK(cudaMemcpy(dst, m.bytes.data(), m.bytes.size(), cudaMemcpyHostToDevice));
+}
+HostMat from_device(const void* src, DType t, std::int64_t r, std::int64_t c) {
+  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+  HostMat m(t, r, c);
+  SPARSENM_CUDA_CHECK(cudaMemcpy(m.bytes.data(), src, m.bytes.size(), cudaMemcpyDeviceToHost));
+  return m;
+}
+void poison(void* p, std::size_t bytes) { SPARSENM_CUDA_CHECK(cudaMemset(p, 0xFF, bytes)); }
+
+/// Dense rows x k matrix of a packed tensor-core operand (downloaded, positions from the
+/// metadata through layout.hpp's meta_place). Fails the test on a malformed operand: positions
+/// not ascending, a kept slot past k holding a nonzero value, nonzero padding.
+std::vector<double> unpack(const train::FstPackedView& v, DType t) {
+  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+  sptc::Packed24 p;
+  p.rows = v.rows;
+  p.k = (v.k + 3) / 4 * 4;
+  p.rows_pad = v.rows_pad;
+  p.k_pad = v.k_pad;
+  p.values.resize(std::size_t(v.rows_pad * v.k_pad / 2));
+  p.meta.resize(std::size_t(v.k_pad / 64 * (v.rows_pad / 64) * 128));
+  SPARSENM_CUDA_CHECK(cudaMemcpy(p.values.data(), v.values, p.values.size() * 2, cudaMemcpyDeviceToHost));
+  SPARSENM_CUDA_CHECK(cudaMemcpy(p.meta.data(), v.meta, p.meta.size() * 4, cudaMemcpyDeviceToHost));
+  std::vector<double> d(std::size_t(v.rows * v.k), 0.0);
+  std::int64_t bad = 0;
+  for (std::int64_t r = 0; r < v.rows; ++r)
+    for (std::int64_t gi = 0; gi < v.k_pad / 4; ++gi) {
+      const int p0 = p.position(r, gi, 0), p1 = p.position(r, gi, 1);
+      if (p0 >= p1) ++bad;
+      for (int s = 0; s < 2; ++s) {
+        const std::int64_t col = 4 * gi + (s ? p1 : p0);
+        const float val = bits_to_float(t, p.value(r, 2 * gi + s));
+        if (col < v.k)
+          d[std::size_t(r * v.k + col)] = val;
+        else if (val != 0.f)
+          ++bad;
+      }
+    }
+  EXPECT_EQ(bad, 0) << "malformed packed operand (descending positions or nonzero padding)";
+  return d;
+}
+
+/// Dense 0/1 mask [rows][cols] from the train.hpp mask words; checks 2 per row and column of
+/// every padded 4x4 block.
+std::vector<int> unpack_mask(const std::uint16_t* dmask, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t bc = (cols + 3) / 4, words = train::mask24_words(rows, cols);
+  std::vector<std::uint16_t> m(static_cast<std::size_t>(words));
+  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+  SPARSENM_CUDA_CHECK(cudaMemcpy(m.data(), dmask, m.size() * 2, cudaMemcpyDeviceToHost));
+  std::vector<int> d(std::size_t(rows * cols), 0);
+  std::int64_t bad = 0;
+  for (std::int64_t w = 0; w < words; ++w) {
+    const std::uint16_t x = m[std::size_t(w)];
+    for (int i = 0; i < 4; ++i) {
+      int rc = 0, cc = 0;
+      for (int j = 0; j < 4; ++j) {
+        rc += (x >> (4 * i + j)) & 1;
+        cc += (x >> (4 * j + i)) & 1;
+      }
+      bad += rc != 2 || cc != 2;
+    }
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) {
+        const std::int64_t r = (w / bc) * 4 + i, c = (w % bc) * 4 + j;
+        if (r < rows && c < cols) d[std::size_t(r * cols + c)] = (x >> (4 * i + j)) & 1;
+      }
+  }
+  EXPECT_EQ(bad, 0) << "mask is not transposable 2:4";
+  return d;
+}
+
+/// Compares got (dtype) against ref with |got - ref| <= tol[i]; prints the first failures.
+void expect_close(const HostMat& got, const std::vector<double>& ref, const std::vector<double>& tol, const char* what) {
+  std::int64_t bad = 0;
+  for (std::int64_t r = 0; r < got.rows; ++r)
+    for (std::int64_t c = 0; c < got.cols; ++c) {
+      const std::size_t i = std::size_t(r * got.cols + c);
+      const double g = got.at(r, c);
+      if (!(std::fabs(g - ref[i]) <= tol[i])) {
+        if (bad < 5) std::printf("%s (%lld, %lld): got %.6g want %.6g (tol %.3g)\n", what, (long long)r, (long long)c, g, ref[i], tol[i]);
+        ++bad;
+      }
+    }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.rows * got.cols << " entries out of tolerance";
+}
+
+struct Shape {
+  std::int64_t out, in, tokens;
+};
+
+/// One sparse step (begin_step, forward, backward) checked against fp64 references.
+void check_sparse_step(FstLinear& layer, const HostMat& W, const HostMat& b, const HostMat& X, const HostMat& dZ,
+                       std::int64_t tokens, bool expect_refresh) {
+  const FstConfig& c = layer.config();
+  const DType t = c.dtype;
+  const std::int64_t out = c.out_features, in = c.in_features;
+  const double u = unit_roundoff(t);
+  to_device(layer.weight(), W);
+  if (c.bias) to_device(layer.bias(), b);
+  auto dx_buf = upload(X.bytes.data(), X.bytes.size());
+  auto ddz = upload(dZ.bytes.data(), dZ.bytes.size());
+  auto z = poisoned(std::size_t(tokens * out) * 2), dx = poisoned(std::size_t(tokens * in) * 2);
+  poison(layer.weight_grad(), std::size_t(out * in) * 2);
+  if (c.bias) poison(layer.bias_grad(), std::size_t(out) * 2);
+
+  const train::FstStepInfo info = layer.begin_step();
+  EXPECT_EQ(info.phase, FstPhase::sparse);
+  EXPECT_EQ(info.mask_refreshed, expect_refresh);
+  layer.forward(dx_buf.get(), tokens, z.get());
+  const std::uint64_t seed = layer.mvue_seed();
+  layer.backward(dx_buf.get(), ddz.get(), tokens, dx.get());
+  EXPECT_NE(layer.mvue_seed(), seed) << "each backward draws a new MVUE seed";
+  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+
+  const train::FstDebugView dv = layer.debug_view();
+  const std::vector<int> M = unpack_mask(dv.mask, out, in);
+  const std::vector<double> SW = unpack(dv.w, t), SWt = unpack(dv.wt, t), G = unpack(dv.grad, t);
+  ASSERT_EQ(dv.w.rows, out);
+  ASSERT_EQ(dv.w.k, in);
+  ASSERT_EQ(dv.wt.rows, in);
+  ASSERT_EQ(dv.wt.k, out);
+  ASSERT_EQ(dv.grad.rows, out);
+  ASSERT_EQ(dv.grad.k, tokens);
+  // S(W) = W . M exactly, S(W)^T its transpose
+  std::int64_t bad = 0;
+  for (std::int64_t o = 0; o < out; ++o)
+    for (std::int64_t i = 0; i < in; ++i) {
+      const double want = M[std::size_t(o * in + i)] ? double(W.at(o, i)) : 0.0;
+      bad += SW[std::size_t(o * in + i)] != want;
+      bad += SWt[std::size_t(i * out + o)] != want;
+    }
+  EXPECT_EQ(bad, 0) << "S(W) / S(W)^T differ from W . mask";
+  // MVUE(dZ^T): <= 2 kept per group of 4 tokens, each kept value has dZ's sign and |value| >= |dZ|
+  bad = 0;
+  for (std::int64_t o = 0; o < out; ++o)
+    for (std::int64_t t0 = 0; t0 < tokens; t0 += 4) {
+      int kept = 0;
+      for (std::int64_t tt = t0; tt < std::min(t0 + 4, tokens); ++tt) {
+        const double gv = G[std::size_t(o * tokens + tt)], zv = dZ.at(tt, o);
+        if (gv == 0.0) continue;
+        ++kept;
+        bad += !(gv * zv > 0 && std::fabs(gv) >= std::fabs(zv));
+      }
+      bad += kept > 2;
+    }
+  EXPECT_EQ(bad, 0) << "MVUE operand is not a 2:4 rescaled selection of dZ^T";
+
+  // Z = X . S(W)^T + b
+  std::vector<double> ref(std::size_t(tokens * out)), tol(ref.size());
+  for (std::int64_t tk = 0; tk < tokens; ++tk)
+    for (std::int64_t o = 0; o < out; ++o) {
+      double s = 0, a = 0;
+      for (std::int64_t i = 0; i < in; ++i) {
+        const double p = double(X.at(tk, i)) * SW[std::size_t(o * in + i)];
+        s += p;
+        a += std::fabs(p);
+      }
+      const double bb = c.bias ? double(b.at(0, o)) : 0.0;
+      ref[std::size_t(tk * out + o)] = s + bb;
+      tol[std::size_t(tk * out + o)] = 2.5 * u * (a + std::fabs(bb)) + 1e-6;
+    }
+  expect_close(from_device(z.get(), t, tokens, out), ref, tol, "Z");
+  // dX = dZ . S(W)
+  ref.assign(std::size_t(tokens * in), 0);
+  tol.assign(ref.size(), 0);
+  for (std::int64_t tk = 0; tk < tokens; ++tk)
+    for (std::int64_t i = 0; i < in; ++i) {
+      double s = 0, a = 0;
+      for (std::int64_t o = 0; o < out; ++o) {
+        const double p = double(dZ.at(tk, o)) * SWt[std::size_t(i * out + o)];
+        s += p;
+        a += std::fabs(p);
+      }
+      ref[std::size_t(tk * in + i)] = s;
+      tol[std::size_t(tk * in + i)] = 1.5 * u * a + 1e-6;
+    }
+  expect_close(from_device(dx.get(), t, tokens, in), ref, tol, "dX");
+  // dW = MVUE(dZ^T) . X (+ decay * !M . W)
+  ref.assign(std::size_t(out * in), 0);
+  tol.assign(ref.size(), 0);
+  for (std::int64_t o = 0; o < out; ++o)
+    for (std::int64_t i = 0; i < in; ++i) {
+      double s = 0, a = 0;
+      for (std::int64_t tk = 0; tk < tokens; ++tk) {
+        const double p = G[std::size_t(o * tokens + tk)] * double(X.at(tk, i));
+        s += p;
+        a += std::fabs(p);
+      }
+      const double dec = M[std::size_t(o * in + i)] ? 0.0 : double(c.decay) * double(W.at(o, i));
+      ref[std::size_t(o * in + i)] = s + dec;
+      tol[std::size_t(o * in + i)] = 2.5 * u * (a + std::fabs(dec)) + 1e-6;
+    }
+  expect_close(from_device(layer.weight_grad(), t, out, in), ref, tol, "dW");
+  if (c.bias) {
+    ref.assign(std::size_t(out), 0);
+    tol.assign(ref.size(), 0);
+    for (std::int64_t o = 0; o < out; ++o) {
+      double s = 0, a = 0;
+      for (std::int64_t tk = 0; tk < tokens; ++tk) {
+        s += dZ.at(tk, o);
+        a += std::fabs(dZ.at(tk, o));
+      }
+      ref[std::size_t(o)] = s;
+      tol[std::size_t(o)] = u * std::fabs(s) + 1e-5 * a + 1e-6;
+    }
+    expect_close(from_device(layer.bias_grad(), t, 1, out), ref, tol, "db");
+  }
+}
+
+class FstShapes : public ::testing::TestWithParam<std::tuple<Shape, DType>> {};
+
+TEST_P(FstShapes, ForwardBackwardEqualReference) {
+  FST_REQUIRE_SM80();
+  const auto [s, t] = GetParam();
+  SCOPED_TRACE("out " + std::to_string(s.out) + " in " + std::to_string(s.in) + " tokens " + std::to_string(s.tokens) + " " +
+               std::string(to_string(t)));
+  FstConfig c;
+  c.in_features = s.in;
+  c.out_features = s.out;
+  c.max_tokens = s.tokens + 5;  // buffers larger than the call
+  c.dtype = t;
+  c.bias = (s.out % 2) == 0;
+  c.decay = 0.03f;
+  c.seed = 1234;
+  FstLinear layer(c);
+  const std::uint64_t seed = std::uint64_t(s.out * 1000003 + s.in * 1009 + s.tokens);
+  const HostMat W = random_mat(t, s.out, s.in, seed + 1), b = random_mat(t, 1, s.out, seed + 2),
+                X = random_mat(t, s.tokens, s.in, seed + 3), dZ = random_mat(t, s.tokens, s.out, seed + 4, -2.f, 2.f);
+  check_sparse_step(layer, W, b, X, dZ, s.tokens, true);
+  // a second micro-batch of the same step with fewer tokens (other MVUE pitch, same S(W))
+  layer.end_step();
+  const std::int64_t t2 = std::max<std::int64_t>(1, s.tokens - 3);
+  const HostMat X2 = random_mat(t, t2, s.in, seed + 5), dZ2 = random_mat(t, t2, s.out, seed + 6);
+  check_sparse_step(layer, W, b, X2, dZ2, t2, false);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, FstShapes,
+    ::testing::Values(std::make_tuple(Shape{64, 64, 64}, DType::f16),     // everything direct, one tile
+                      std::make_tuple(Shape{96, 80, 128}, DType::f16),    // in = 80: values repacked
+                      std::make_tuple(Shape{70, 37, 45}, DType::f16),     // tails everywhere, X / dZ padded to 8
+                      std::make_tuple(Shape{70, 37, 45}, DType::bf16),
+                      std::make_tuple(Shape{256, 192, 320}, DType::bf16),  // several tiles
+                      std::make_tuple(Shape{200, 130, 257}, DType::f16),
+                      std::make_tuple(Shape{384, 256, 512}, DType::f16)));
+
+TEST(FstLinear, StateMachine) {
+  FST_REQUIRE_SM80();
+  const DType t = DType::f16;
+  const std::int64_t out = 64, in = 48, T = 64;
+  FstConfig c;
+  c.in_features = in;
+  c.out_features = out;
+  c.max_tokens = T;
+  c.dtype = t;
+  c.bias = false;
+  c.decay = 0.5f;  // visible in dW: must be absent in the dense phase
+  c.schedule.mask_interval = 3;
+  c.schedule.total_steps = 8;
+  c.schedule.dense_fraction = 0.25;  // dense from step 6
+  FstLinear layer(c);
+  ASSERT_EQ(c.schedule.dense_from(), 6);
+  auto x = upload(random_mat(t, T, in, 1).bytes.data(), std::size_t(T * in) * 2);
+  auto dz = upload(random_mat(t, T, out, 2).bytes.data(), std::size_t(T * out) * 2);
+  auto z = poisoned(std::size_t(T * out) * 2);
+  EXPECT_THROW(layer.forward(x.get(), T, z.get()), InvalidArgument) << "forward before begin_step";
+  EXPECT_TRUE(std::isnan(layer.last_flip_rate()));
+  EXPECT_EQ(layer.last_flip_count(), -1);
+
+  std::vector<int> mask_prev;
+  for (std::int64_t step = 0; step < 8; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    // the "optimizer": a fresh W every step (so a refreshed mask differs from the old one)
+    const HostMat W = random_mat(t, out, in, 100 + std::uint64_t(step));
+    to_device(layer.weight(), W);
+    ASSERT_EQ(layer.step(), step);
+    const train::FstStepInfo info = layer.begin_step();
+    const bool sparse = step < 6, refresh = sparse && step % 3 == 0;
+    EXPECT_EQ(info.step, step);
+    EXPECT_EQ(info.phase, sparse ? FstPhase::sparse : FstPhase::dense);
+    EXPECT_EQ(layer.phase(), info.phase);
+    EXPECT_EQ(info.mask_refreshed, refresh);
+    EXPECT_EQ(info.flip_counted, refresh && step > 0);
+    if (sparse) {
+      const train::FstDebugView dv = layer.debug_view();
+      const std::vector<int> M = unpack_mask(dv.mask, out, in);
+      if (!refresh) EXPECT_EQ(M, mask_prev) << "the mask changes only at refresh steps";
+      if (refresh && step > 0) {
+        std::int64_t flips = 0;
+        for (std::size_t i = 0; i < M.size(); ++i) flips += M[i] != mask_prev[i];
+        EXPECT_GT(flips, 0);
+        EXPECT_EQ(layer.last_flip_count(), flips);
+        EXPECT_DOUBLE_EQ(layer.last_flip_rate(), double(flips) / double(out * in));
+      }
+      // S(W) is the CURRENT W under the current mask (apply path between refreshes)
+      const std::vector<double> SW = unpack(dv.w, t);
+      std::int64_t bad = 0;
+      for (std::int64_t o = 0; o < out; ++o)
+        for (std::int64_t i = 0; i < in; ++i)
+          bad += SW[std::size_t(o * in + i)] != (M[std::size_t(o * in + i)] ? double(W.at(o, i)) : 0.0);
+      EXPECT_EQ(bad, 0);
+      mask_prev = M;
+    } else {
+      // dense fine-tune: Z = X . W^T with the full W; dW = dZ^T . X without decay
+      poison(z.get(), z.size());
+      poison(layer.weight_grad(), std::size_t(out * in) * 2);
+      layer.forward(x.get(), T, z.get());
+      layer.backward(x.get(), dz.get(), T, nullptr);
+      const HostMat X = from_device(x.get(), t, T, in), dZ = from_device(dz.get(), t, T, out);
+      const double u = unit_roundoff(t);
+      std::vector<double> ref(std::size_t(T * out)), tol(ref.size());
+      for (std::int64_t tk = 0; tk < T; ++tk)
+        for (std::int64_t o = 0; o < out; ++o) {
+          double s = 0, a = 0;
+          for (std::int64_t i = 0; i < in; ++i) {
+            s += double(X.at(tk, i)) * W.at(o, i);
+            a += std::fabs(double(X.at(tk, i)) * W.at(o, i));
+          }
+          ref[std::size_t(tk * out + o)] = s;
+          tol[std::size_t(tk * out + o)] = 1.5 * u * a + 1e-6;
+        }
+      expect_close(from_device(z.get(), t, T, out), ref, tol, "dense Z");
+      ref.assign(std::size_t(out * in), 0);
+      tol.assign(ref.size(), 0);
+      for (std::int64_t o = 0; o < out; ++o)
+        for (std::int64_t i = 0; i < in; ++i) {
+          double s = 0, a = 0;
+          for (std::int64_t tk = 0; tk < T; ++tk) {
+            s += double(dZ.at(tk, o)) * X.at(tk, i);
+            a += std::fabs(double(dZ.at(tk, o)) * X.at(tk, i));
+          }
+          ref[std::size_t(o * in + i)] = s;
+          tol[std::size_t(o * in + i)] = 1.5 * u * a + 1e-6;
+        }
+      expect_close(from_device(layer.weight_grad(), t, out, in), ref, tol, "dense dW");
+    }
+    layer.end_step();
+  }
+  EXPECT_THROW(layer.end_step(), InvalidArgument) << "end_step without begin_step";
+  // resume in the sparse phase: the next begin_step searches a mask even off the interval
+  layer.set_step(4);
+  const train::FstStepInfo info = layer.begin_step();
+  EXPECT_TRUE(info.mask_refreshed);
+  EXPECT_FALSE(info.flip_counted);
+}
+
+TEST(FstLinear, Errors) {
+  FST_REQUIRE_SM80();
+  FstConfig c;
+  c.in_features = 16;
+  c.out_features = 16;
+  c.max_tokens = 16;
+  auto bad = [&](auto edit, const char* arg) {
+    FstConfig d = c;
+    edit(d);
+    try {
+      FstLinear l(d);
+      ADD_FAILURE() << "no exception for " << arg;
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(e.argument(), arg);
+    }
+  };
+  bad([](FstConfig& d) { d.dtype = DType::f32; }, "dtype");
+  bad([](FstConfig& d) { d.in_features = 0; }, "in_features");
+  bad([](FstConfig& d) { d.out_features = -3; }, "out_features");
+  bad([](FstConfig& d) { d.max_tokens = 0; }, "max_tokens");
+  bad([](FstConfig& d) { d.decay = -1.f; }, "decay");
+  bad([](FstConfig& d) { d.decay = std::numeric_limits<float>::infinity(); }, "decay");
+  bad([](FstConfig& d) { d.schedule.mask_interval = 0; }, "mask_interval");
+  bad([](FstConfig& d) { d.schedule.dense_fraction = -0.1; }, "dense_fraction");
+
+  FstLinear layer(c);
+  auto x = poisoned(16 * 16 * 2), z = poisoned(16 * 17 * 2);
+  layer.begin_step();
+  EXPECT_THROW(layer.forward(x.get(), 17, z.get()), InvalidArgument);
+  EXPECT_THROW(layer.forward(x.get(), 0, z.get()), InvalidArgument);
+  EXPECT_THROW(layer.forward(nullptr, 4, z.get()), InvalidArgument);
+  EXPECT_THROW(layer.forward(x.get(), 4, nullptr), InvalidArgument);
+  EXPECT_THROW(layer.backward(x.get(), nullptr, 4, nullptr), InvalidArgument);
+  EXPECT_THROW(layer.set_step(-1), InvalidArgument);
+  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+}  // namespace
+}  // namespace sparsenm::test
