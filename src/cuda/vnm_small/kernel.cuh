@@ -222,15 +222,7 @@ __global__ void __launch_bounds__(Tr::kMaxThreads) vnm_small_kernel(const Params
   }
 }
 
-/// y[i][r] = sum over splits of ws[z][i][r] (fixed order: deterministic).
-__global__ void vnm_small_reduce(const Params p) {
-  const std::size_t total = std::size_t(p.m) * std::size_t(p.n);
-  for (std::size_t o = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; o < total;
-       o += std::size_t(gridDim.x) * blockDim.x) {
-    float s = 0.0f;
-    for (int z = 0; z < p.splits; ++z) s += p.ws[std::size_t(z) * total + o];
-    store_y(p.y, p.y_dtype, o, s);
-  }
-}
+/// Sums the k-split partials into y (reduce.cu).
+void launch_reduce(const Params& p, cudaStream_t stream);
 
 }  // namespace sparsenm::cuda::vnm_small

@@ -16,12 +16,7 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
   const dim3 block(unsigned(32 * g.warps));
   vnm_small_kernel<Tr><<<grid, block, g.smem_bytes(), stream>>>(p);
   SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel");
-  if (g.splits > 1) {
-    const std::int64_t total = std::int64_t(p.m) * p.n;
-    const int blocks = int(std::min<std::int64_t>(1024, (total + 255) / 256));
-    vnm_small_reduce<<<blocks, 256, 0, stream>>>(p);
-    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_reduce");
-  }
+  if (g.splits > 1) launch_reduce(p, stream);
 }
 
 }  // namespace sparsenm::cuda::vnm_small
