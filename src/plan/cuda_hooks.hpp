@@ -1,0 +1,29 @@
+// sparsenm — internal: the CUDA-side helpers the plan layer calls. Declared here, defined in
+// src/cuda/plan_timing.cpp and src/cuda/plan_device.cpp, which compile only in CUDA builds;
+// src/plan/ itself never includes a CUDA header.
+#pragma once
+#include <functional>
+
+#include "plan/registry.hpp"
+#include "sparsenm/format.hpp"
+#include "sparsenm/matrix.hpp"
+#include "sparsenm/plan.hpp"
+
+namespace sparsenm::detail {
+
+#if defined(SPARSENM_WITH_CUDA)
+/// Number of usable CUDA devices; 0 when the runtime reports none or fails (never throws).
+int cuda_device_count() noexcept;
+
+/// Times KernelInstance::run for one problem: holds random x (fixed seed) and y on the current
+/// device. Each call of the returned function runs the instance twice untimed, then `reps` times
+/// between CUDA events on a private stream, flushing L2 before each timed run (cold weights, as
+/// in a model that cycles through its layers), and returns the median in milliseconds.
+using KernelTimer = std::function<double(const KernelInstance&)>;
+KernelTimer make_cuda_timer(const CondensedMatrix& w, const MatmulDesc& desc, int reps = 7);
+
+/// matmul() on the CUDA backend: uploads x, plans, runs, downloads into y, waits.
+void cuda_matmul(const MatrixView& x, const CondensedMatrix& w, const MutableMatrixView& y);
+#endif
+
+}  // namespace sparsenm::detail

@@ -1,0 +1,154 @@
+// GPU tests of the plan API on the CUDA backend: the dense cuBLAS fallback forced by name
+// (true fp32: no TF32), automatic choice (the timing race), the one-call matmul with strided
+// host views, and a plan run on a caller's stream. Each compares to the f64 CPU reference.
+// Skips visibly without a CUDA device.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda/common.cuh"
+#include "sparsenm/error.hpp"
+#include "sparsenm/plan.hpp"
+#include "support/random_pattern.hpp"
+
+namespace sparsenm {
+namespace {
+
+#define REQUIRE_DEVICE() \
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: CUDA plan tests skipped"
+
+double tolerance(DType y) { return y == DType::f32 ? 2e-6 : y == DType::f16 ? 2e-3 : 1.5e-2; }
+
+CondensedMatrix weight(const char* text, DType t, std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+  const Pattern p = Pattern::parse(text);
+  return condense(random_pattern_matrix(p, t, rows, cols, seed, 0.1).view(), p);
+}
+
+// Runs `plan` on device copies of x (stream may be null) and returns y on the host.
+DenseMatrix run_on_device(const Plan& plan, const DenseMatrix& x, DType y_dtype, std::int64_t n,
+                          cudaStream_t stream = nullptr) {
+  cuda::DeviceBuffer xd(x.size_bytes()), yd(std::size_t(x.rows() * n) * dtype_size(y_dtype));
+  xd.upload(x.data(), x.size_bytes());
+  SPARSENM_CUDA_CHECK(cudaMemset(yd.get(), 0xff, yd.size()));  // poison: NaN in every dtype
+  plan.run(xd.get(), yd.get(), stream);
+  SPARSENM_CUDA_CHECK(cudaGetLastError());
+  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+  DenseMatrix y(y_dtype, x.rows(), n);
+  yd.download(y.data(), y.size_bytes());
+  return y;
+}
+
+TEST(PlanCuda, CublasDenseForcedMatchesReference) {
+  REQUIRE_DEVICE();
+  struct Case {
+    const char* pattern;
+    DType x, y;
+    std::int64_t rows, cols;
+  };
+  const Case cases[] = {{"2:8", DType::f16, DType::f16, 96, 200},  {"2:4", DType::bf16, DType::f32, 61, 130},
+                        {"1:4", DType::f32, DType::f32, 50, 333},  {"32:2:8", DType::f16, DType::f32, 70, 96},
+                        {"2:8/bw4x2", DType::bf16, DType::bf16, 40, 77}};
+  std::uint64_t seed = 1;
+  for (const Case& c : cases) {
+    const CondensedMatrix w = weight(c.pattern, c.x, c.rows, c.cols, seed++);
+    for (std::int64_t m : {1, 16, 37}) {
+      SCOPED_TRACE(std::string(c.pattern) + " " + std::string(to_string(c.x)) + " m=" + std::to_string(m));
+      MatmulDesc d;
+      d.m = m;
+      d.x_dtype = c.x;
+      d.y_dtype = c.y;
+      d.kernel = "cuda:cublas_dense";
+      const Plan plan = Plan::create(w, d);
+      EXPECT_EQ(plan.backend(), Backend::cuda);
+      EXPECT_EQ(plan.kernel(), "cuda:cublas_dense");
+      EXPECT_GT(plan.workspace_bytes(), 0u);
+      const DenseMatrix x = random_matrix(c.x, m, c.cols, seed++);
+      const DenseMatrix y = run_on_device(plan, x, c.y, c.rows);
+      // f32 in and out at 2e-6: TF32 (10-bit mantissa) would miss this by orders of magnitude.
+      EXPECT_LE(relative_error(y.view(), reference_matmul_f64(x.view(), w)), tolerance(c.y));
+    }
+  }
+}
+
+TEST(PlanCuda, CublasDenseRejectsWhatItCannotDo) {
+  REQUIRE_DEVICE();
+  const CondensedMatrix w = weight("2:8", DType::f16, 16, 64, 3);
+  MatmulDesc d;
+  d.m = 2;
+  d.x_dtype = DType::f16;
+  d.y_dtype = DType::bf16;  // no f16 x f16 -> bf16 GEMM in cuBLAS
+  d.kernel = "cuda:cublas_dense";
+  EXPECT_THROW(Plan::create(w, d), Unsupported);
+  d.y_dtype = DType::f16;
+  d.accumulate = Accumulate::f64;
+  EXPECT_THROW(Plan::create(w, d), Unsupported);
+}
+
+TEST(PlanCuda, AutomaticChoiceIsCorrectAndExplained) {
+  REQUIRE_DEVICE();
+  for (std::int64_t m : {1, 8, 64}) {
+    SCOPED_TRACE("m = " + std::to_string(m));
+    const CondensedMatrix w = weight("2:8", DType::f16, 256, 512, 10 + std::uint64_t(m));
+    MatmulDesc d;
+    d.m = m;
+    d.x_dtype = DType::f16;
+    d.y_dtype = DType::f16;
+    const Plan plan = Plan::create(w, d);
+    EXPECT_EQ(plan.backend(), Backend::cuda);
+    EXPECT_EQ(plan.kernel().rfind("cuda:", 0), 0u) << plan.kernel();
+    const std::string& why = plan.reason();
+    EXPECT_TRUE(why.rfind("fastest of ", 0) == 0 || why.rfind("only supported candidate", 0) == 0) << why;
+    if (why.rfind("fastest of ", 0) == 0) {
+      EXPECT_NE(why.find("cuda:cublas_dense"), std::string::npos) << why;  // always in the race
+      EXPECT_NE(why.find(" ms"), std::string::npos) << why;
+    }
+    std::printf("  m=%lld: %s -- %s\n", (long long)m, plan.kernel().c_str(), why.c_str());
+    const DenseMatrix x = random_matrix(DType::f16, m, 512, 20);
+    const DenseMatrix y = run_on_device(plan, x, DType::f16, 256);
+    EXPECT_LE(relative_error(y.view(), reference_matmul_f64(x.view(), w)), 2e-3);
+  }
+}
+
+TEST(PlanCuda, RunsOnACallerStream) {
+  REQUIRE_DEVICE();
+  const CondensedMatrix w = weight("2:4", DType::bf16, 64, 96, 30);
+  MatmulDesc d;
+  d.m = 5;
+  d.x_dtype = DType::bf16;
+  d.y_dtype = DType::f32;
+  const Plan plan = Plan::create(w, d);
+  cudaStream_t stream = nullptr;
+  SPARSENM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const DenseMatrix x = random_matrix(DType::bf16, 5, 96, 31);
+  DenseMatrix y;
+  try {
+    y = run_on_device(plan, x, DType::f32, 64, stream);
+  } catch (...) {
+    cudaStreamDestroy(stream);
+    throw;
+  }
+  SPARSENM_CUDA_CHECK(cudaStreamDestroy(stream));
+  EXPECT_LE(relative_error(y.view(), reference_matmul_f64(x.view(), w)), 1e-5);  // any kernel's f32 order
+}
+
+TEST(PlanCuda, OneCallMatmulWithStridedViews) {
+  REQUIRE_DEVICE();
+  const CondensedMatrix w = weight("2:8/vw4", DType::f16, 30, 70, 40);
+  const DenseMatrix xs = random_matrix(DType::f16, 6, 75, 41);
+  const MatrixView x{DType::f16, xs.data(), 6, 70, 75};
+  DenseMatrix ys(DType::f32, 6, 33);
+  for (std::int64_t i = 0; i < 6; ++i)
+    for (std::int64_t j = 0; j < 33; ++j) ys.set(i, j, 42.0f);
+  matmul(x, w, MutableMatrixView{DType::f32, ys.data(), 6, 30, 33}, Backend::cuda);
+  const std::vector<double> want = reference_matmul_f64(x, w);
+  const MatrixView y{DType::f32, ys.data(), 6, 30, 33};
+  EXPECT_LE(relative_error(y, want), 2e-6);
+  for (std::int64_t i = 0; i < 6; ++i)
+    for (std::int64_t j = 30; j < 33; ++j) EXPECT_EQ(ys.at(i, j), 42.0f) << "padding of y written";
+}
+
+}  // namespace
+}  // namespace sparsenm
