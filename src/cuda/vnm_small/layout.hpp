@@ -161,11 +161,14 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms) {
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
   g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X for every m
   if (g.warps <= 2) g.chunk_pairs = std::max(1, g.chunk_pairs / 2);
-  // Enough resident warps to keep ~8 per SM streaming; never more splits than useful.
+  // Enough warps for ~4 blocks of 8 warps per SM (even load, deep memory queue), but the fp32
+  // partials of a split (m * 8 bytes per row, written and read back through L2) stay below a
+  // quarter of the row's weight bytes (4.5 per window), and every split keeps >= 2 pairs.
   const std::int64_t warps_total = l.groups * g.warps;
-  const std::int64_t target = std::int64_t(std::max(1, sms)) * 8;
+  const std::int64_t target = std::int64_t(std::max(1, sms)) * 32;
   std::int64_t splits = std::max<std::int64_t>(1, (target + warps_total - 1) / warps_total);
   splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, l.pairs / 2));
+  splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, std::int64_t(0.25 * 4.5 * double(l.windows) / (8.0 * m))));
   splits = std::min<std::int64_t>(splits, 16);
   g.pairs_per_split = (l.pairs + splits - 1) / splits;
   g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
