@@ -21,6 +21,7 @@ struct Traits {
   static constexpr int kMaxThreads = 256;      ///< up to 8 warps per block
   static constexpr int kMaxTilesPerWarp = 2;   ///< V = 256: 16 row tiles over 8 warps
   static constexpr int kBatch = 4;             ///< records in flight per warp (4.6 KB)
+  static constexpr int kMinBlocks = 2;         ///< <= 128 registers: two 8-warp blocks per SM
 };
 
 enum class YType : int { f32 = 0, f16 = 1, bf16 = 2 };
