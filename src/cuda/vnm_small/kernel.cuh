@@ -96,6 +96,10 @@ __device__ __forceinline__ std::uint32_t ldg_stream32(const std::uint32_t* p) {
   return v;
 }
 
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 template <class Tr>
 __device__ __forceinline__ void store_out(const Params& p, int i, std::int64_t r, float v) {
   if (i >= p.m || r >= p.n) return;
@@ -137,6 +141,18 @@ __global__ void __launch_bounds__(Tr::kMaxThreads, Tr::kMinBlocks) vnm_small_ker
 
   for (std::int64_t c0 = pair0; c0 < pair1; c0 += p.chunk_pairs) {
     const int npairs = int(min(std::int64_t(p.chunk_pairs), pair1 - c0));
+    // Start the weight stream before the gather phase: pull each owned tile's first records of
+    // this chunk into L2 (no registers held; the later LDG.128s hit L2 instead of HBM).
+#pragma unroll
+    for (int tp = 0; tp < Tr::kMaxTilesPerWarp; ++tp) {
+      const int rt = warp + tp * nwarps;
+      if (tp < p.tiles_per_warp && rt < tiles_here) {
+        const char* base = reinterpret_cast<const char*>(
+            p.w + (std::size_t(tile0 + rt) * std::size_t(p.pairs) + std::size_t(c0)) * kRecordU4);
+        const int bytes = min(npairs, Tr::kPrefetchRecords) * sparsenm::vnm_small::kRecordBytes;
+        for (int off = lane * 128; off < bytes; off += 32 * 128) prefetch_l2(base + off);
+      }
+    }
     // ---- stage the chunk's gathered X: word j of row i = gathered columns 2j, 2j+1 ----
     // (1) the chunk's gathered column numbers (or -1) into shared memory, one window per thread;
     // (2) every thread takes words j and loads all kRows X rows for them: 2 * kRows independent
@@ -164,16 +180,21 @@ __global__ void __launch_bounds__(Tr::kMaxThreads, Tr::kMinBlocks) vnm_small_ker
       const int4 cw = gcols[j >> 1];
       const int c_lo = (j & 1) ? cw.z : cw.x, c_hi = (j & 1) ? cw.w : cw.y;
       const int slot = (j >> 4) * 16 + 4 * (j & 3) + ((j & 15) >> 2);
-      std::uint32_t v[kRows];
+      constexpr int kG = kRows < 16 ? kRows : 16;  // rows per batch of loads in flight
 #pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        const std::uint16_t* xr = x + std::size_t(i) * std::size_t(p.k);
-        const std::uint32_t lo = (i < p.m && c_lo >= 0) ? std::uint32_t(__ldg(xr + c_lo)) : 0u;
-        const std::uint32_t hi = (i < p.m && c_hi >= 0) ? std::uint32_t(__ldg(xr + c_hi)) : 0u;
-        v[i] = lo | (hi << 16);
+      for (int i0 = 0; i0 < kRows; i0 += kG) {
+        std::uint32_t v[kG];
+#pragma unroll
+        for (int ii = 0; ii < kG; ++ii) {
+          const int i = i0 + ii;
+          const std::uint16_t* xr = x + std::size_t(i) * std::size_t(p.k);
+          const std::uint32_t lo = (i < p.m && c_lo >= 0) ? std::uint32_t(__ldg(xr + c_lo)) : 0u;
+          const std::uint32_t hi = (i < p.m && c_hi >= 0) ? std::uint32_t(__ldg(xr + c_hi)) : 0u;
+          v[ii] = lo | (hi << 16);
+        }
+#pragma unroll
+        for (int ii = 0; ii < kG; ++ii) xs[(i0 + ii) * S + slot] = v[ii];
       }
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) xs[i * S + slot] = v[i];
     }
     __syncthreads();
 
