@@ -1,7 +1,7 @@
 // sparsenm bench — suite "vnm_small": small-m (decode) products with V:2:M and hardware 2:4
 // weights. Ours: cuda:vnm_gemv. Peers on the same pruned weight: cuBLAS (dense expansion,
 // fp16 tensor cores, fp32 compute) and, for 2:4, cuSPARSELt (plan once, MatmulSearch once,
-// then Matmul; built only with SPARSENM_HAVE_CUSPARSELT). Also times GPU pruning
+// then Matmul; built only with SPARSENM_WITH_CUSPARSELT). Also times GPU pruning
 // (prune_venom_cuda, host in / host out) on a 4096 x 11008 matrix to 128:2:16.
 //
 // Method (shared design BENCH.md): CUDA events around each run, >= 20 warm-up runs, median and
@@ -11,7 +11,7 @@
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
-#if defined(SPARSENM_HAVE_CUSPARSELT)
+#if defined(SPARSENM_WITH_CUSPARSELT)
 #include <cusparseLt.h>
 #endif
 
@@ -139,7 +139,7 @@ double rel_err_of(const DeviceBuffer& y, std::int64_t m, std::int64_t n, const s
   return relative_error(host.view(), ref);
 }
 
-#if defined(SPARSENM_HAVE_CUSPARSELT)
+#if defined(SPARSENM_WITH_CUSPARSELT)
 #define VNM_LT_CHECK(call)                                                                                \
   do {                                                                                                   \
     cusparseStatus_t s_ = (call);                                                                        \
@@ -302,7 +302,7 @@ void run_suite(Context& ctx) {
             Timing t = time_runs(gemm, warmup, reps, s);
             row("cublas", t, err, dense_bytes + io, "dense expansion; L2 rotated over " + std::to_string(dw.size()) + " copies");
           }
-#if defined(SPARSENM_HAVE_CUSPARSELT)
+#if defined(SPARSENM_WITH_CUSPARSELT)
           if (p.kind == Granularity::hw24) {
             try {
               const std::int64_t mp = (m + 7) / 8 * 8;  // cuSPARSELt wants 8-aligned dims for fp16

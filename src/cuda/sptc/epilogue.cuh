@@ -1,0 +1,51 @@
+// sparsenm — epilogue shared by the sparse tensor-core kernels: fp32 tile in shared memory ->
+// Y (f32, f16 or bf16), 16-byte stores where the row allows, guarded in m and n.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace sparsenm::cuda::sptc {
+
+template <class Out>
+__device__ __forceinline__ Out to_out(float v);
+template <>
+__device__ __forceinline__ float to_out<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __half to_out<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+
+/// Writes a staged fp32 tile st[rows][LD] (row = row of Y, 64 consecutive Y columns) to
+/// y[m][n] at (m0, n0), converting to Out; 16-byte stores where allowed, guarded in m and n.
+template <class Out, int ROWS, int LD>
+__device__ __forceinline__ void store_tile(const float* st, Out* y, int m0, int n0, int m, int n, int vec_store,
+                                           int tid) {
+  constexpr int EPC = int(16 / sizeof(Out));  // elements per 16-byte chunk
+  constexpr int CHUNKS = 64 / EPC;
+  for (int idx = tid; idx < ROWS * CHUNKS; idx += 128) {
+    const int row = idx / CHUNKS, ch = idx % CHUNKS;
+    const int gm = m0 + row, gn = n0 + ch * EPC;
+    if (gm >= m || gn >= n) continue;
+    const float* src = st + row * LD + ch * EPC;
+    Out* dst = y + std::size_t(gm) * n + gn;
+    if (vec_store && gn + EPC <= n) {
+      if constexpr (sizeof(Out) == 4) {
+        *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(src);
+      } else {
+        const float4 lo = *reinterpret_cast<const float4*>(src);
+        const float4 hi = *reinterpret_cast<const float4*>(src + 4);
+        alignas(16) Out v[8] = {to_out<Out>(lo.x), to_out<Out>(lo.y), to_out<Out>(lo.z), to_out<Out>(lo.w),
+                                to_out<Out>(hi.x), to_out<Out>(hi.y), to_out<Out>(hi.z), to_out<Out>(hi.w)};
+        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(v);
+      }
+    } else {
+      for (int e = 0; e < EPC && gn + e < n; ++e) dst[e] = to_out<Out>(src[e]);
+    }
+  }
+}
+
+}  // namespace sparsenm::cuda::sptc

@@ -1,0 +1,111 @@
+// sparsenm — plan candidates of the sparse tensor-core family:
+//   cuda:sptc_24_wgmma  sm_90 (Hopper, sm_90a code): wgmma.mma_async.sp + TMA pipeline
+//   cuda:sptc_24_mma    sm_80+: mma.sp::ordered_metadata m16n8k32 + cp.async
+// Both take hw24 weights and element N:M weights whose aligned groups of 4 hold <= 2 nonzeros
+// (repacked to 2:4 at plan time), f16/bf16 in, f32 accumulation, f32/f16/bf16 out.
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+
+#include "cuda/common.cuh"
+#include "cuda/sptc/pack.hpp"
+#include "cuda/sptc/sptc.hpp"
+#include "plan/registry.hpp"
+
+namespace sparsenm::detail {
+namespace {
+
+namespace cs = sparsenm::cuda::sptc;
+
+std::string common_unsupported(const CondensedMatrix& w, const MatmulDesc& d) {
+  if (d.x_dtype != w.dtype) return "x dtype must equal the weight dtype";
+  if (d.y_dtype != DType::f32 && d.y_dtype != DType::f16 && d.y_dtype != DType::bf16) return "y dtype must be f32, f16 or bf16";
+  if (d.accumulate != Accumulate::f32) return "accumulates in f32 only";
+  if (d.m < 1) return "m must be >= 1";
+  if (w.layout.rows >= (std::int64_t(1) << 31) || w.layout.cols >= (std::int64_t(1) << 31) || d.m >= (std::int64_t(1) << 31))
+    return "dimensions must be < 2^31";
+  return sptc::hw24_unsupported(w);
+}
+
+/// Packed weight on the device + the padded-X workspace when k % 8 != 0.
+class Sptc24Instance : public KernelInstance {
+ public:
+  Sptc24Instance(const CondensedMatrix& w, const MatmulDesc& d, bool wgmma) : desc_(d), wgmma_(wgmma) {
+    n_ = w.layout.rows;
+    k_ = w.layout.cols;
+    ldx_ = sptc::round_up(k_, 8);
+    if (wgmma_) tile_ = choose_tile(n_, d.m);
+    const int align = 128;  // every tile shape's row count divides 128
+    sptc::Packed24 p = sptc::pack_hw24(w, align);
+    values_ = cuda::DeviceBuffer(p.values.size() * 2);
+    values_.upload(p.values.data(), p.values.size() * 2);
+    meta_ = cuda::DeviceBuffer(p.meta.size() * 4);
+    meta_.upload(p.meta.data(), p.meta.size() * 4);
+    a_.values = values_.get();
+    a_.meta = meta_.as<std::uint32_t>();
+    a_.rows = n_;
+    a_.rows_pad = p.rows_pad;
+    a_.k_pad = p.k_pad;
+    if (ldx_ != k_) workspace_ = cuda::DeviceBuffer(std::size_t(d.m * ldx_) * 2);
+    if (wgmma_) map_ = cs::make_values_map(a_, w.dtype, tile_);
+  }
+
+  void run(const void* x, void* y, void* stream) const override {
+    auto s = static_cast<cudaStream_t>(stream);
+    cs::Problem p{desc_.x_dtype, desc_.y_dtype, x, y, desc_.m, n_, k_, ldx_};
+    if (ldx_ != k_) {
+      cs::pad_x(desc_.x_dtype, x, desc_.m, k_, workspace_.get(), ldx_, s);
+      p.x = workspace_.get();
+    }
+    if (wgmma_)
+      cs::run_sptc24_wgmma(a_, map_, tile_, p, s);
+    else
+      cs::run_sptc24_mma(a_, p, s);
+  }
+  std::size_t workspace_bytes() const override { return workspace_.size(); }
+
+  /// Tile heuristic from the H200 run (bench/results/NVIDIA_H200-sptc-*.jsonl): 128x256 wins once
+  /// it fills ~1.4 waves of CTAs (all m >= 2048 cases), 128x128 below that, 64x128 for tiny grids.
+  static cs::WgTile choose_tile(std::int64_t n, std::int64_t m) {
+    int sms = 132;
+    int dev = 0;
+    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    auto tiles = [&](std::int64_t bm, std::int64_t bn) { return double(((n + bm - 1) / bm) * ((m + bn - 1) / bn)); };
+    if (tiles(128, 256) >= 1.4 * sms) return cs::WgTile::m128n256;
+    if (tiles(128, 128) >= 0.75 * sms) return cs::WgTile::m128n128;
+    return cs::WgTile::m64n128;
+  }
+
+ private:
+  MatmulDesc desc_;
+  bool wgmma_;
+  std::int64_t n_ = 0, k_ = 0, ldx_ = 0;
+  cs::WgTile tile_ = cs::WgTile::m128n256;
+  cuda::DeviceBuffer values_, meta_, workspace_;
+  cs::DeviceA a_;
+  CUtensorMap map_{};
+};
+
+}  // namespace
+
+void register_sptc_kernels(KernelRegistry& r) {
+  r.add({"cuda:sptc_24_wgmma", Backend::cuda,
+         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+           if (cs::device_cc() != 90) return "needs an sm_90 device (Hopper; built as sm_90a)";
+           return common_unsupported(w, d);
+         },
+         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+           return std::make_unique<Sptc24Instance>(w, d, true);
+         }});
+  r.add({"cuda:sptc_24_mma", Backend::cuda,
+         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+           if (cs::device_cc() < 80) return "needs an sm_80+ device";
+           return common_unsupported(w, d);
+         },
+         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+           return std::make_unique<Sptc24Instance>(w, d, false);
+         }});
+}
+
+}  // namespace sparsenm::detail

@@ -1,0 +1,262 @@
+// sparsenm — hardware 2:4 SpMM on Hopper's sparse tensor cores (wgmma.mma_async.sp, sm_90a).
+//
+// Computes Y^T = W * X^T tile by tile: A = W values (compressed, K-major, from the plan-time
+// packing in layout.hpp), B = X^T (X row-major [m][k] is K-major B), D = Y^T in fp32 registers.
+// CTA = 1 producer warpgroup (one thread issues TMA + bulk copies) + NCONS consumer warpgroups,
+// each owning 64 rows of W and the CTA's BN columns of Y^T. Stage s of the ring holds, for one
+// 64-wide slice of k: A [BM][32 values] (64B swizzle), B [BN][64] (128B swizzle), and the
+// metadata words of the BM rows (one 32-bit word per consumer thread). full[s] completes on the
+// TMA transaction bytes; empty[s] collects one arrival per consumer warp after the wgmma that
+// read stage s has retired (wgmma.wait_group 1 keeps one stage of MMAs in flight).
+// Epilogue: accumulators -> shared memory (transposed to Y's row-major order, padded rows) ->
+// 16-byte stores, guarded in m and n.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+
+#include "cuda/common.cuh"
+#include "cuda/sptc/epilogue.cuh"
+#include "cuda/sptc/ptx.cuh"
+#include "cuda/sptc/sptc.hpp"
+#include "cuda/sptc/wgmma_sp.cuh"
+
+namespace sparsenm::cuda::sptc {
+
+template <class Out, int BN, int NCONS, int STAGES>
+struct WgCfg {
+  static constexpr int BM = 64 * NCONS;
+  static constexpr int THREADS = 128 * (NCONS + 1);
+  static constexpr int A_BYTES = BM * 64;    // BM rows x 32 compressed values x 2 B
+  static constexpr int B_BYTES = BN * 128;   // BN rows x 64 k x 2 B
+  static constexpr int M_BYTES = NCONS * 512;
+  static constexpr int TX_BYTES = A_BYTES + B_BYTES + M_BYTES;
+  static constexpr int PIPE_BYTES = STAGES * (A_BYTES + B_BYTES + M_BYTES);
+  static constexpr int OUT_LD = 64 + 4;  // staged fp32 row (64 W rows), padded against bank conflicts
+  static constexpr int EPI_BYTES = NCONS * BN * OUT_LD * 4;
+  static constexpr int MAIN_BYTES = PIPE_BYTES > EPI_BYTES ? PIPE_BYTES : EPI_BYTES;
+  static constexpr int SMEM_BYTES = 1024 + MAIN_BYTES + 2 * STAGES * 8;
+  static_assert(A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0, "tiles keep swizzle alignment");
+};
+
+template <class In, class Out, int BN, int NCONS, int STAGES>
+__global__ void __launch_bounds__(128 * (NCONS + 1), 1)
+    sptc24_wgmma_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_x,
+                        const std::uint32_t* __restrict__ meta, Out* __restrict__ y, int m, int n, int kblocks,
+                        int n64_total, int tiles_n, int tiles_m, int vec_store) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using C = WgCfg<Out, BN, NCONS, STAGES>;
+  extern __shared__ std::uint8_t smem_raw[];
+  std::uint8_t* smem = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
+  std::uint8_t* sA = smem;
+  std::uint8_t* sB = smem + STAGES * C::A_BYTES;
+  std::uint32_t* sM = reinterpret_cast<std::uint32_t*>(sB + STAGES * C::B_BYTES);
+  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(smem + C::MAIN_BYTES);
+  std::uint64_t* empty = full + STAGES;
+
+  // Tile order: groups of 8 row tiles sweep all column tiles (keeps A and X slices in L2).
+  constexpr int GROUP = 8;
+  const int tile = blockIdx.x;
+  const int per_group = GROUP * tiles_m;
+  const int first_n = (tile / per_group) * GROUP;
+  const int gsize = min(GROUP, tiles_n - first_n);
+  const int tn = first_n + (tile % per_group) % gsize;
+  const int tm = (tile % per_group) / gsize;
+
+  const int wg = threadIdx.x / 128;
+  const int tid = threadIdx.x % 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], NCONS * 4);
+    }
+    fence_mbar_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    setmaxnreg_dec<40>();
+    if (tid == 0) {
+      tma_prefetch_desc(&tm_a);
+      tma_prefetch_desc(&tm_x);
+      for (int kb = 0; kb < kblocks; ++kb) {
+        const int s = kb % STAGES;
+        if (kb >= STAGES) mbar_wait(&empty[s], ((kb / STAGES) - 1) & 1);
+        mbar_expect_tx(&full[s], C::TX_BYTES);
+        tma_load_2d(sA + s * C::A_BYTES, &tm_a, &full[s], kb * 32, tn * C::BM);
+        tma_load_2d(sB + s * C::B_BYTES, &tm_x, &full[s], kb * 64, tm * BN);
+        bulk_load(sM + s * NCONS * 128, meta + (std::size_t(kb) * n64_total + std::size_t(tn) * NCONS) * 128,
+                  C::M_BYTES, &full[s]);
+      }
+    }
+  } else {
+    setmaxnreg_inc<232>();
+    const int c = wg - 1;
+    float acc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+    fence_regs(acc);
+    for (int kb = 0; kb < kblocks; ++kb) {
+      const int s = kb % STAGES;
+      mbar_wait(&full[s], (kb / STAGES) & 1);
+      const std::uint32_t mw = sM[s * NCONS * 128 + c * 128 + tid];
+      const std::uint8_t* a_tile = sA + s * C::A_BYTES + c * 64 * 64;
+      const std::uint8_t* b_tile = sB + s * C::B_BYTES;
+      const std::uint64_t da = smem_desc(a_tile, 16, 512, 2);   // 64B swizzle, 8 rows x 64 B
+      const std::uint64_t db = smem_desc(b_tile, 16, 1024, 1);  // 128B swizzle, 8 rows x 128 B
+      wgmma_fence();
+      WgmmaSp<BN, In, 0, 0>::run(acc, da, db, mw);
+      WgmmaSp<BN, In, 1, 0>::run(acc, da + (32 >> 4), db + (64 >> 4), mw);
+      wgmma_commit();
+      wgmma_wait<1>();
+      if (kb > 0 && (tid % 32) == 0) mbar_arrive(&empty[(kb - 1) % STAGES]);
+    }
+    wgmma_wait<0>();
+    fence_regs(acc);
+
+    // ---- epilogue ----
+    asm volatile("bar.sync 1, %0;" ::"n"(128 * NCONS) : "memory");  // all consumers done with the ring
+    // Accumulators are staged as fp32 (converting while they are staged would make ptxas
+    // serialize the wgmma pipeline, C7514) and converted on the way out.
+    float* st = reinterpret_cast<float*>(smem) + std::size_t(c) * BN * C::OUT_LD;
+    const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    // one base address, every other offset a compile-time immediate (keeps the epilogue spill-free)
+    float* base = st + (2 * t) * C::OUT_LD + 16 * w + g;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      base[j * 8 * C::OUT_LD] = acc[4 * j + 0];
+      base[j * 8 * C::OUT_LD + C::OUT_LD] = acc[4 * j + 1];
+      base[j * 8 * C::OUT_LD + 8] = acc[4 * j + 2];
+      base[j * 8 * C::OUT_LD + C::OUT_LD + 8] = acc[4 * j + 3];
+    }
+    asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
+    store_tile<Out, BN, C::OUT_LD>(st, y, tm * BN, tn * C::BM + c * 64, m, n, vec_store, tid);
+  }
+#else
+  (void)meta; (void)y; (void)m; (void)n; (void)kblocks; (void)n64_total; (void)tiles_n; (void)tiles_m; (void)vec_store;
+  __trap();
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side
+
+namespace {
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    SPARSENM_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || !p) throw CudaError("cuTensorMapEncodeTiled: driver entry point not found");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+
+CUtensorMap encode_2d(const void* base, std::uint64_t inner, std::uint64_t outer, std::uint64_t row_bytes,
+                      std::uint32_t box_inner, std::uint32_t box_outer, CUtensorMapSwizzle swizzle, const char* what) {
+  CUtensorMap map;
+  cuuint64_t dims[2] = {inner, outer};
+  cuuint64_t strides[1] = {row_bytes};
+  cuuint32_t box[2] = {box_inner, box_outer};
+  cuuint32_t estr[2] = {1, 1};
+  CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(base), dims, strides, box, estr,
+                           CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw CudaError(std::string("cuTensorMapEncodeTiled failed for ") + what + " (CUresult " + std::to_string(int(r)) + ")");
+  return map;
+}
+
+struct TileShape {
+  int bm, bn;
+};
+TileShape shape_of(WgTile t) {
+  switch (t) {
+    case WgTile::m128n256: return {128, 256};
+    case WgTile::m128n128: return {128, 128};
+    case WgTile::m64n256: return {64, 256};
+    case WgTile::m64n128: return {64, 128};
+  }
+  return {128, 256};
+}
+
+template <class In, class Out, int BN, int NCONS, int STAGES>
+void launch(const DeviceA& a, const CUtensorMap& map_a, const Problem& p, cudaStream_t stream) {
+  using C = WgCfg<Out, BN, NCONS, STAGES>;
+  auto kernel = sptc24_wgmma_kernel<In, Out, BN, NCONS, STAGES>;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM_BYTES));
+  });
+  const CUtensorMap map_x = encode_2d(p.x, std::uint64_t(p.ldx), std::uint64_t(p.m), std::uint64_t(p.ldx) * 2, 64,
+                                      BN, CU_TENSOR_MAP_SWIZZLE_128B, "x");
+  const int tiles_n = int(a.rows_pad / C::BM);
+  const int tiles_m = int((p.m + BN - 1) / BN);
+  const int kblocks = int(a.k_pad / 64);
+  const int vec = (p.n * int(sizeof(Out))) % 16 == 0 && (reinterpret_cast<std::uintptr_t>(p.y) % 16) == 0;
+  kernel<<<tiles_n * tiles_m, C::THREADS, C::SMEM_BYTES, stream>>>(
+      map_a, map_x, a.meta, static_cast<Out*>(p.y), int(p.m), int(p.n), kblocks, int(a.rows_pad / 64), tiles_n,
+      tiles_m, vec);
+  SPARSENM_CUDA_CHECK_LAUNCH("sptc24_wgmma_kernel");
+}
+
+template <class In, class Out>
+void dispatch_tile(const DeviceA& a, const CUtensorMap& map_a, WgTile tile, const Problem& p, cudaStream_t s) {
+  switch (tile) {
+    case WgTile::m128n256: return launch<In, Out, 256, 2, 5>(a, map_a, p, s);
+    case WgTile::m128n128: return launch<In, Out, 128, 2, 8>(a, map_a, p, s);
+    case WgTile::m64n256: return launch<In, Out, 256, 1, 5>(a, map_a, p, s);
+    case WgTile::m64n128: return launch<In, Out, 128, 1, 8>(a, map_a, p, s);
+  }
+}
+
+template <class In>
+void dispatch_out(const DeviceA& a, const CUtensorMap& map_a, WgTile tile, const Problem& p, cudaStream_t s) {
+  switch (p.out) {
+    case DType::f32: return dispatch_tile<In, float>(a, map_a, tile, p, s);
+    case DType::f16: return dispatch_tile<In, __half>(a, map_a, tile, p, s);
+    case DType::bf16: return dispatch_tile<In, __nv_bfloat16>(a, map_a, tile, p, s);
+    default: throw InvalidArgument("y dtype", "must be f32, f16 or bf16 for the sparse tensor-core kernels");
+  }
+}
+
+}  // namespace
+
+const char* to_string(WgTile t) noexcept {
+  switch (t) {
+    case WgTile::m128n256: return "128x256";
+    case WgTile::m128n128: return "128x128";
+    case WgTile::m64n256: return "64x256";
+    case WgTile::m64n128: return "64x128";
+  }
+  return "?";
+}
+int wg_tile_rows(WgTile t) noexcept { return shape_of(t).bm; }
+
+CUtensorMap make_values_map(const DeviceA& a, DType in, WgTile tile) {
+  (void)in;
+  return encode_2d(a.values, std::uint64_t(a.k_pad / 2), std::uint64_t(a.rows_pad), std::uint64_t(a.k_pad / 2) * 2, 32,
+                   std::uint32_t(shape_of(tile).bm), CU_TENSOR_MAP_SWIZZLE_64B, "packed W values");
+}
+
+void run_sptc24_wgmma(const DeviceA& a, const CUtensorMap& values_map, WgTile tile, const Problem& p,
+                      cudaStream_t stream) {
+  if (p.ldx % 8 != 0 || reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0)
+    throw InvalidArgument("x", "the wgmma kernel needs 16-byte aligned rows (ldx % 8 == 0, 16-byte aligned pointer)");
+  if (a.rows_pad % shape_of(tile).bm != 0) throw InvalidArgument("packed W", "rows_pad must be a multiple of the tile rows");
+  if (p.m < 1) return;
+  if (p.in == DType::f16)
+    dispatch_out<__half>(a, values_map, tile, p, stream);
+  else if (p.in == DType::bf16)
+    dispatch_out<__nv_bfloat16>(a, values_map, tile, p, stream);
+  else
+    throw InvalidArgument("x dtype", "the sparse tensor cores take f16 or bf16");
+}
+
+}  // namespace sparsenm::cuda::sptc

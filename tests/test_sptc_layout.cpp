@@ -1,0 +1,163 @@
+// sparsenm tests — plan-time packing for the sparse tensor cores (src/cuda/sptc/layout.hpp,
+// pack.hpp): metadata placement against the hardware-side decoding, exact repacking of hw24 and
+// element N:M weights, padding, and the unsupported cases.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "cuda/sptc/layout.hpp"
+#include "cuda/sptc/pack.hpp"
+#include "sparsenm/error.hpp"
+#include "sparsenm/format.hpp"
+#include "support/random_pattern.hpp"
+
+namespace sparsenm {
+namespace {
+
+using sptc::Packed24;
+
+TEST(SptcLayout, MetaPlaceAndHardwareSideDecodingAreInverse) {
+  const std::int64_t rows_pad = 192;  // 3 row blocks
+  std::set<std::pair<std::int64_t, int>> seen;
+  for (std::int64_t r = 0; r < rows_pad; ++r)
+    for (std::int64_t gi = 0; gi < 48; ++gi)  // 3 k blocks
+      for (int s = 0; s < 2; ++s) {
+        sptc::MetaPlace p = sptc::meta_place(r, gi, s, rows_pad);
+        ASSERT_TRUE(seen.insert({p.word, p.bit}).second) << "two slots share bits";
+        const std::int64_t per_kb = (rows_pad / 64) * 128;
+        const std::int64_t kb = p.word / per_kb, nb = (p.word % per_kb) / 128;
+        const int thread = int(p.word % 128);
+        sptc::MetaSource src = sptc::meta_source(nb, kb, thread, p.bit);
+        EXPECT_EQ(src.row, r);
+        EXPECT_EQ(src.group, gi);
+        EXPECT_EQ(src.slot, s);
+      }
+  EXPECT_EQ(seen.size(), std::size_t(192 * 48 * 2));
+}
+
+TEST(SptcLayout, SelectorPairsAndWarpRows) {
+  // Selector kk is served by quad lanes 2kk and 2kk+1; warp w serves rows 16w..16w+15; the low
+  // half-word is row g, the high half-word row g+8; lane pair (0, 1) splits k 0..15 / 16..31.
+  for (int thread = 0; thread < 128; ++thread) {
+    const int w = thread / 32, lane = thread % 32, quad = lane % 4;
+    sptc::MetaSource lo = sptc::meta_source(0, 0, thread, 0), hi = sptc::meta_source(0, 0, thread, 16);
+    EXPECT_EQ(lo.row, 16 * w + lane / 4);
+    EXPECT_EQ(hi.row, lo.row + 8);
+    EXPECT_EQ(lo.group, 8 * (quad / 2) + 4 * (quad % 2));  // first group of its k32 step and half
+    EXPECT_EQ(sptc::meta_source(0, 0, thread, 12).group, lo.group + 3);
+  }
+}
+
+/// Dense expansion of a packed operand (values at the positions the metadata names).
+std::vector<float> expand(const Packed24& p, DType t) {
+  std::vector<float> d(std::size_t(p.rows * p.k), 0.f);
+  for (std::int64_t r = 0; r < p.rows; ++r)
+    for (std::int64_t gi = 0; gi < p.k / 4; ++gi)
+      for (int s = 0; s < 2; ++s) {
+        std::uint16_t bits = p.value(r, 2 * gi + s);
+        float v = t == DType::f16 ? fp16_bits_to_float(bits) : bf16_bits_to_float(bits);
+        d[std::size_t(r * p.k + gi * 4 + p.position(r, gi, s))] += v;
+      }
+  return d;
+}
+
+void expect_valid_codes_and_padding(const Packed24& p) {
+  for (std::int64_t r = 0; r < p.rows_pad; ++r)
+    for (std::int64_t gi = 0; gi < p.k_pad / 4; ++gi) {
+      const int p0 = p.position(r, gi, 0), p1 = p.position(r, gi, 1);
+      ASSERT_LT(p0, p1) << "row " << r << " group " << gi << ": ordered metadata needs ascending positions";
+      if (r >= p.rows || gi >= p.k / 4) {
+        EXPECT_EQ(p0, 0);
+        EXPECT_EQ(p1, 1);
+        EXPECT_EQ(p.value(r, 2 * gi), 0);
+        EXPECT_EQ(p.value(r, 2 * gi + 1), 0);
+      }
+    }
+}
+
+void check_repack(const Pattern& pat, DType t, std::int64_t rows, std::int64_t cols, std::uint64_t seed, double zf) {
+  SCOPED_TRACE(pat.str() + " " + std::string(to_string(t)) + " " + std::to_string(rows) + "x" + std::to_string(cols));
+  DenseMatrix dense = random_pattern_matrix(pat, t, rows, cols, seed, zf);
+  CondensedMatrix w = condense(dense.view(), pat);
+  ASSERT_EQ(sptc::hw24_unsupported(w), "");
+  Packed24 p = sptc::pack_hw24(w, 128);
+  EXPECT_EQ(p.rows, rows);
+  EXPECT_EQ(p.k, (cols + 3) / 4 * 4);
+  EXPECT_EQ(p.rows_pad % 128, 0);
+  EXPECT_EQ(p.k_pad % 64, 0);
+  expect_valid_codes_and_padding(p);
+  std::vector<float> got = expand(p, t);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < p.k; ++c) {
+      const float want = c < cols ? dense.at(r, c) : 0.f;
+      ASSERT_EQ(got[std::size_t(r * p.k + c)], want) << "row " << r << " col " << c;
+    }
+}
+
+TEST(SptcLayout, Hw24RepacksExactlyWithTails) {
+  check_repack(Pattern::hw24(), DType::f16, 1, 4, 1, 0.0);
+  check_repack(Pattern::hw24(), DType::f16, 70, 130, 2, 0.0);   // tails in rows, k, k not /64
+  check_repack(Pattern::hw24(), DType::bf16, 129, 66, 3, 0.3);  // cols % 4 != 0, stored zeros
+  check_repack(Pattern::hw24(), DType::f16, 64, 256, 4, 0.0);
+}
+
+TEST(SptcLayout, ElementPatternsWithAtMostTwoPerGroupRepackExactly) {
+  check_repack(Pattern::element(2, 4), DType::f16, 33, 100, 5, 0.0);
+  check_repack(Pattern::element(1, 4), DType::bf16, 40, 77, 6, 0.0);
+  check_repack(Pattern::element(2, 8), DType::f16, 65, 203, 7, 0.2);
+  check_repack(Pattern::element(1, 16), DType::f16, 17, 64, 8, 0.0);
+  check_repack(Pattern::element(2, 16), DType::bf16, 9, 300, 9, 0.0);
+}
+
+TEST(SptcLayout, ElementPatternsNotAlignedToFourAreCheckedPerMatrix) {
+  // 1:3 puts at most 2 nonzeros in any aligned group of 4: packable.
+  check_repack(Pattern::element(1, 3), DType::f16, 20, 61, 10, 0.0);
+  // 2:3 can put 3 in a group of 4: columns 0,1 (window 0) and 3 (window 1) -> unsupported.
+  DenseMatrix d(DType::f16, 2, 6);
+  d.set(0, 0, 1.f);
+  d.set(0, 1, 2.f);
+  d.set(0, 3, 3.f);
+  CondensedMatrix w = condense(d.view(), Pattern::element(2, 3));
+  EXPECT_NE(sptc::hw24_unsupported(w).find("more than 2 nonzeros"), std::string::npos);
+  EXPECT_THROW(sptc::pack_hw24(w, 128), InvalidArgument);
+}
+
+TEST(SptcLayout, FourOfEightIsRejectedWhenAGroupHoldsThree) {
+  DenseMatrix d(DType::bf16, 3, 8);
+  d.set(1, 4, 1.f);
+  d.set(1, 5, 1.f);
+  d.set(1, 7, 1.f);
+  CondensedMatrix w = condense(d.view(), Pattern::element(4, 8));
+  const std::string why = sptc::hw24_unsupported(w);
+  EXPECT_NE(why.find("row 1"), std::string::npos) << why;
+}
+
+TEST(SptcLayout, UnsupportedDtypeAndPattern) {
+  DenseMatrix d = random_pattern_matrix(Pattern::hw24(), DType::f32, 8, 16, 11, 0.0);
+  CondensedMatrix w = condense(d.view(), Pattern::hw24());
+  EXPECT_NE(sptc::hw24_unsupported(w).find("f16 or bf16"), std::string::npos);
+  EXPECT_THROW(sptc::pack_hw24(w, 128), InvalidArgument);
+  DenseMatrix v = random_pattern_matrix(Pattern::vector(2, 4, 4), DType::f16, 8, 16, 12, 0.0);
+  CondensedMatrix wv = condense(v.view(), Pattern::vector(2, 4, 4));
+  EXPECT_NE(sptc::hw24_unsupported(wv).find("pattern"), std::string::npos);
+}
+
+TEST(SptcLayout, Pack24RejectsBadSlotsAndAlignment) {
+  auto ok = [](std::int64_t, std::vector<sptc::Slot>& s) {
+    for (std::size_t j = 0; j < s.size(); ++j) s[j] = {std::int64_t(j / 2), int(j % 2), 0};
+  };
+  EXPECT_THROW(sptc::pack24(4, 2, 100, ok), std::invalid_argument);
+  EXPECT_THROW(sptc::pack24(0, 2, 128, ok), std::invalid_argument);
+  EXPECT_NO_THROW(sptc::pack24(4, 2, 128, ok));
+  auto descending = [](std::int64_t, std::vector<sptc::Slot>& s) {
+    for (std::size_t j = 0; j < s.size(); ++j) s[j] = {std::int64_t(j / 2), int(1 - j % 2), 0};
+  };
+  EXPECT_THROW(sptc::pack24(4, 2, 128, descending), std::invalid_argument);
+  auto wrong_group = [](std::int64_t, std::vector<sptc::Slot>& s) {
+    for (std::size_t j = 0; j < s.size(); ++j) s[j] = {0, int(j % 2), 0};
+  };
+  EXPECT_THROW(sptc::pack24(4, 2, 128, wrong_group), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace sparsenm
