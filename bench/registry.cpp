@@ -10,6 +10,7 @@ Suite spmv_suite();  // bench/ew_suites.cu
 Suite spmm_suite();  // bench/ew_suites.cu
 Suite sptc_suite();  // bench/sptc_suite.cu
 Suite train_suite();  // bench/train_suite.cu
+Suite vnm_small_suite();  // bench/vnm_small_suite.cu
 #endif
 
 const std::vector<Suite>& suites() {
@@ -21,6 +22,7 @@ const std::vector<Suite>& suites() {
     v.push_back(spmm_suite());
     v.push_back(sptc_suite());
     v.push_back(train_suite());
+    v.push_back(vnm_small_suite());
 #endif
     return v;
   }();
