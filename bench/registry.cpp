@@ -11,6 +11,7 @@ Suite spmm_suite();  // bench/ew_suites.cu
 Suite sptc_suite();  // bench/sptc_suite.cu
 Suite train_suite();  // bench/train_suite.cu
 Suite fst_suite();    // bench/fst_suite.cu
+Suite vnm_small_suite();  // bench/vnm_small_suite.cu
 #endif
 
 const std::vector<Suite>& suites() {
@@ -23,6 +24,7 @@ const std::vector<Suite>& suites() {
     v.push_back(sptc_suite());
     v.push_back(train_suite());
     v.push_back(fst_suite());
+    v.push_back(vnm_small_suite());
 #endif
     return v;
   }();

@@ -142,6 +142,26 @@ save_file({'a.weight': rng.standard_normal((20, 36)).astype(np.float16),
       expect_in out.txt "2 of 2 checks passed"
     done
     ;;
+  bench)
+    run 0 "$bin" bench --list
+    expect_in out.txt "prune"
+    run 0 "$bin" bench --suite prune --quick --shapes 64x96,33x70 --patterns 2:8 --dtypes bf16 --reps 1 --out results
+    ls results/*.jsonl >/dev/null 2>&1 || fail "no JSONL written"
+    python3 - <<'PY' || fail "bench rows"
+import glob, json
+rows = [json.loads(l) for f in glob.glob("results/*.jsonl") for l in open(f) if l.strip()]
+assert {(r["n"], r["k"]) for r in rows} == {(64, 96), (33, 70)}, rows
+assert all(r["suite"] == "prune" and r["pattern"] == "2:8" and r["dtype"] == "bf16" for r in rows), rows
+PY
+    run 2 "$bin" bench --suite nope
+    expect_in err.txt "--suite"
+    run 2 "$bin" bench --dtypes int4
+    expect_in err.txt "--dtypes"
+    run 2 "$bin" bench --reps 0
+    expect_in err.txt "--reps"
+    run 2 "$bin" bench --m 0
+    expect_in err.txt "--m"
+    ;;
   *)
     fail "unknown case $case_name"
     ;;
