@@ -7,12 +7,14 @@ namespace sparsenm::detail {
 void register_ew_kernels(KernelRegistry& r);           // src/cuda/ew     (issue: EW-N:M)
 void register_sptc_kernels(KernelRegistry& r);         // src/cuda/sptc   (issue: V:N:M + 2:4)
 void register_dense_kernels(KernelRegistry& r);        // src/cuda/dense  (cuBLAS fallback)
+void register_vnm_small_kernels(KernelRegistry& r);     // src/cuda/vnm_small (V:2:M + 2:4, m <= 32)
 
 void register_cuda_kernels(KernelRegistry& r) {
   (void)r;
   register_dense_kernels(r);
   register_ew_kernels(r);
   register_sptc_kernels(r);
+  register_vnm_small_kernels(r);
 }
 
 }  // namespace sparsenm::detail

@@ -1,0 +1,3 @@
+// sparsenm — cuda:vnm_gemv instantiation: bf16, m <= 16 (one file per instantiation: parallel builds).
+#include "cuda/vnm_small/launch.cuh"
+SPARSENM_VNM_SMALL_INSTANTIATE(__nv_bfloat16, 2)

@@ -1,0 +1,191 @@
+// sparsenm — plan-time layout of the small-m V:2:M / hardware-2:4 kernel (cuda:vnm_gemv).
+// Plain C++ (no CUDA): the CPU tests include it and emulate the kernel on it.
+//
+// Both patterns are "2 of 4 per row per group of 4 gathered columns": for venom V:2:M the group
+// is the 4 selected columns of a window (shared by the V rows of a slab), for hw24 the group is
+// the window itself (4 consecutive columns, "selection" = identity, slab = kHwGroupRows rows).
+// The canonical 2-bit index nibble of (row, window) — positions p0 | p1 << 2 — is bit for bit
+// the ordered metadata nibble of mma.sp, so packing only moves bytes around.
+//
+// Packed weight (the only array the kernel streams; byte count = canonical values + indices,
+// plus padding of rows to 16 and windows to 16):
+//   records [row_tiles][pairs] of kRecordBytes = 1152 bytes. Row tile = 16 rows, pair = 16
+//   windows = two k32 steps of mma.sp.m16n8k32 (8 windows each). A record is
+//     vals[h][lane] : uint4 (16 B), h = k-step 0/1, lane 0..31 — exactly the A fragment of
+//                     lane l = 4g + t: { row g win t, row g+8 win t, row g win t+4, row g+8
+//                     win t+4 }, each a 32-bit pair of the two stored values (slot 0 low).
+//     meta[lane]    : uint32 — the metadata word lane 4g + 2h + T supplies to k-step h through
+//                     sparsity selector h: bits [16*hh + 4*q, +4) = nibble of row g + 8*hh,
+//                     window 8h + 4T + q (PTX m16n8k32 f16/bf16 layout: rows g / g+8 in the
+//                     low / high half-word, quad lanes 2h / 2h+1 cover k 0..15 / 16..31).
+//   One warp reads a record with two fully coalesced 512-byte LDG.128 waves and one 128-byte
+//   LDG.32 wave. Padding rows / windows: zero values, nibble 0b0100 (positions 0, 1).
+//   sel [groups][windows_pad][4] uint8 (venom only): the 4 selected columns of every window of
+//   every slab, relative to the window start (= `columns` unpacked; 4 bytes per slab-window).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "sparsenm/format.hpp"
+
+namespace sparsenm::vnm_small {
+
+inline constexpr int kTileRows = 16;        ///< rows per mma tile (m16)
+inline constexpr int kPairWindows = 16;     ///< windows per record (two k32 steps)
+inline constexpr int kRecordBytes = 1152;   ///< 2 * 512 B values + 128 B metadata
+inline constexpr int kRecordU4 = kRecordBytes / 16;
+inline constexpr int kHwGroupRows = 128;    ///< hw24: rows sharing one staged X tile
+inline constexpr std::uint32_t kPadNibble = 0x4u;  ///< positions (0, 1): a valid ordered code
+inline constexpr int kMaxM = 32;            ///< rows of X this kernel family serves
+
+/// Every size of the packed layout, derived from (pattern, n, k). Plain values.
+struct Layout {
+  bool venom = false;            ///< false: hw24
+  int window = 4;                ///< M (columns per window)
+  int group_rows = kHwGroupRows; ///< V (venom) or kHwGroupRows (hw24): rows sharing a staged X
+  std::int64_t n = 0, k = 0;
+  std::int64_t windows = 0;      ///< ceil(k / M)
+  std::int64_t pairs = 0;        ///< ceil(windows / 16)
+  std::int64_t row_tiles = 0;    ///< ceil(n / 16)
+  std::int64_t groups = 0;       ///< ceil(n / group_rows)
+
+  static Layout of(const FormatLayout& f) {
+    const Pattern& p = f.pattern;
+    if (p.kind != Granularity::venom && p.kind != Granularity::hw24)
+      throw std::invalid_argument("vnm_small: pattern must be venom (V:2:M) or hw24 (2:4/hw)");
+    Layout l;
+    l.venom = p.kind == Granularity::venom;
+    l.window = p.m;
+    l.group_rows = l.venom ? p.v : kHwGroupRows;
+    l.n = f.rows;
+    l.k = f.cols;
+    l.windows = f.windows;
+    l.pairs = (l.windows + kPairWindows - 1) / kPairWindows;
+    l.row_tiles = (l.n + kTileRows - 1) / kTileRows;
+    l.groups = (l.n + l.group_rows - 1) / l.group_rows;
+    return l;
+  }
+  std::int64_t windows_pad() const noexcept { return pairs * kPairWindows; }
+  std::size_t record_bytes() const noexcept { return std::size_t(row_tiles * pairs) * kRecordBytes; }
+  std::size_t sel_bytes() const noexcept { return venom ? std::size_t(groups * windows_pad() * 4) : 0; }
+};
+
+/// Host copy of the packed weight.
+struct Packed {
+  Layout layout;
+  std::vector<std::uint8_t> records;  ///< [row_tiles][pairs][1152]
+  std::vector<std::uint8_t> sel;      ///< venom: [groups][windows_pad][4]
+};
+
+/// Nibble (p0 | p1 << 2) of (row r, window w) from the canonical indices (2-bit fields).
+inline std::uint32_t canonical_nibble(const CondensedMatrix& c, std::int64_t r, std::int64_t w) {
+  const std::uint8_t* row = c.indices.data() + r * c.layout.index_row_bytes;
+  return (row[w / 2] >> (4 * (w % 2))) & 0xfu;
+}
+
+/// Packs a canonical venom / hw24 weight of 16-bit dtype. Throws std::invalid_argument on an
+/// unsupported pattern or dtype (the caller turns it into InvalidArgument).
+inline Packed pack(const CondensedMatrix& c) {
+  if (c.dtype != DType::f16 && c.dtype != DType::bf16)
+    throw std::invalid_argument("vnm_small: weight dtype must be f16 or bf16");
+  Packed out;
+  out.layout = Layout::of(c.layout);
+  const Layout& l = out.layout;
+  out.records.assign(l.record_bytes(), 0);
+  const auto* vals = reinterpret_cast<const std::uint16_t*>(c.values.data());
+  const std::int64_t vc = c.layout.value_cols;
+  auto value_pair = [&](std::int64_t r, std::int64_t w) -> std::uint32_t {
+    if (r >= l.n || w >= l.windows) return 0u;
+    return std::uint32_t(vals[r * vc + 2 * w]) | (std::uint32_t(vals[r * vc + 2 * w + 1]) << 16);
+  };
+  auto nibble = [&](std::int64_t r, std::int64_t w) -> std::uint32_t {
+    if (r >= l.n || w >= l.windows) return kPadNibble;
+    return canonical_nibble(c, r, w);
+  };
+  for (std::int64_t rt = 0; rt < l.row_tiles; ++rt)
+    for (std::int64_t cp = 0; cp < l.pairs; ++cp) {
+      std::uint8_t* rec = out.records.data() + std::size_t(rt * l.pairs + cp) * kRecordBytes;
+      const std::int64_t r0 = rt * kTileRows, w0 = cp * kPairWindows;
+      for (int h = 0; h < 2; ++h)
+        for (int lane = 0; lane < 32; ++lane) {
+          const int g = lane / 4, t = lane % 4;
+          const std::int64_t wb = w0 + 8 * h;
+          const std::uint32_t regs[4] = {value_pair(r0 + g, wb + t), value_pair(r0 + g + 8, wb + t),
+                                         value_pair(r0 + g, wb + t + 4), value_pair(r0 + g + 8, wb + t + 4)};
+          std::memcpy(rec + (h * 32 + lane) * 16, regs, 16);
+        }
+      for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, h = (lane % 4) / 2, T = lane % 2;
+        std::uint32_t word = 0;
+        for (int hh = 0; hh < 2; ++hh)
+          for (int q = 0; q < 4; ++q)
+            word |= nibble(r0 + g + 8 * hh, w0 + 8 * h + 4 * T + q) << (16 * hh + 4 * q);
+        std::memcpy(rec + 1024 + lane * 4, &word, 4);
+      }
+    }
+  if (l.venom) {
+    out.sel.assign(l.sel_bytes(), 0);
+    const std::int64_t wp = l.windows_pad();
+    for (std::int64_t g = 0; g < l.groups; ++g) {
+      const std::uint8_t* crow = c.columns.data() + g * c.layout.colloc_row_bytes;
+      for (std::int64_t w = 0; w < l.windows; ++w)
+        for (int q = 0; q < 4; ++q)
+          out.sel[std::size_t((g * wp + w) * 4 + q)] =
+              std::uint8_t(get_packed(crow, w * 4 + q, c.layout.colloc_bits));
+    }
+  }
+  return out;
+}
+
+/// Launch geometry chosen at plan time (plain values; printed by tests and the bench).
+struct Geometry {
+  int n_tiles = 1;          ///< ceil(m / 8): mma n8 tiles
+  int warps = 4;            ///< warps per block
+  int tiles_per_warp = 1;   ///< row tiles a warp owns (1 or 2)
+  int chunk_pairs = 32;     ///< pairs of windows staged in shared memory at once
+  int splits = 1;           ///< k splits (grid.y); > 1 needs the fp32 workspace + reduce kernel
+  std::int64_t pairs_per_split = 0;
+  int smem_words_per_row = 0;  ///< S: 32-bit words per staged X row (== 16 mod 32: no conflicts)
+  /// Staged X (n_tiles * 8 rows of S words) + the chunk's gathered column numbers (int4 per window).
+  std::size_t smem_bytes() const noexcept {
+    return std::size_t(n_tiles) * 8 * smem_words_per_row * 4 + std::size_t(chunk_pairs) * 16 * 16;
+  }
+};
+
+/// m in 1..32; sms: multiprocessors of the device (for the split heuristic).
+inline Geometry choose_geometry(const Layout& l, int m, int sms) {
+  Geometry g;
+  g.n_tiles = (m + 7) / 8;
+  const int tiles_per_group = l.group_rows / kTileRows;  // 2, 4, 8 or 16
+  g.warps = std::min(8, tiles_per_group);
+  g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
+  g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X for every m
+  if (g.warps <= 2) g.chunk_pairs = std::max(1, g.chunk_pairs / 2);
+  // Enough warps for ~4 blocks of 8 warps per SM (even load, deep memory queue), but the fp32
+  // partials of a split (m * 8 bytes per row, written and read back through L2) stay below a
+  // quarter of the row's weight bytes (4.5 per window), and every split keeps >= 2 pairs.
+  const std::int64_t warps_total = l.groups * g.warps;
+  const std::int64_t target = std::int64_t(std::max(1, sms)) * 32;
+  std::int64_t splits = std::max<std::int64_t>(1, (target + warps_total - 1) / warps_total);
+  splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, l.pairs / 2));
+  splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, std::int64_t(0.25 * 4.5 * double(l.windows) / (8.0 * m))));
+  splits = std::min<std::int64_t>(splits, 16);
+  g.pairs_per_split = (l.pairs + splits - 1) / splits;
+  g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
+  g.smem_words_per_row = g.chunk_pairs * 32 + 16;
+  return g;
+}
+
+/// The gathered X column (or -1: reads as zero) of gathered index kk = 4 * w + q.
+inline std::int64_t gathered_column(const Packed& p, std::int64_t group, std::int64_t w, int q) {
+  const Layout& l = p.layout;
+  if (w >= l.windows) return -1;
+  const std::int64_t s = l.venom ? p.sel[std::size_t((group * l.windows_pad() + w) * 4 + q)] : q;
+  const std::int64_t col = w * l.window + s;
+  return col < l.k ? col : -1;
+}
+
+}  // namespace sparsenm::vnm_small

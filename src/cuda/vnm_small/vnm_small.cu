@@ -1,0 +1,142 @@
+// sparsenm — cuda:vnm_gemv: support check, plan-time packing, instance, registration.
+#include "cuda/vnm_small/vnm_small.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <stdexcept>
+
+#include "cuda/common.cuh"
+#include "cuda/vnm_small/traits.cuh"
+#include "sparsenm/error.hpp"
+
+namespace sparsenm::cuda::vnm_small {
+
+namespace sv = sparsenm::vnm_small;
+
+namespace {
+
+constexpr const char* kName = "cuda:vnm_gemv";
+
+int device_sms() {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 132;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 132;
+  return sms;
+}
+
+using LaunchFn = void (*)(const Params&, const sv::Geometry&, std::int64_t, cudaStream_t);
+
+template <class T>
+LaunchFn pick(int nt) {
+  switch (nt) {
+    case 1: return &launch<T, 1>;
+    case 2: return &launch<T, 2>;
+    case 3: return &launch<T, 3>;
+    default: return &launch<T, 4>;
+  }
+}
+
+class Instance final : public detail::KernelInstance {
+ public:
+  Instance(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt) {
+    sv::Packed packed = sv::pack(w);
+    layout_ = packed.layout;
+    geom_ = geometry_for(w, desc, opt);
+    records_ = DeviceBuffer(packed.records.size());
+    records_.upload(packed.records.data(), packed.records.size());
+    if (!packed.sel.empty()) {
+      sel_ = DeviceBuffer(packed.sel.size());
+      sel_.upload(packed.sel.data(), packed.sel.size());
+    }
+    if (geom_.splits > 1) ws_ = DeviceBuffer(std::size_t(geom_.splits) * std::size_t(desc.m) * std::size_t(layout_.n) * 4);
+    p_.w = records_.as<uint4>();
+    p_.sel = sel_.as<std::uint8_t>();
+    p_.ws = ws_.as<float>();
+    p_.m = int(desc.m);
+    p_.window = layout_.window;
+    p_.y_dtype = desc.y_dtype == DType::f32 ? int(YType::f32) : desc.y_dtype == DType::f16 ? int(YType::f16) : int(YType::bf16);
+    p_.n = layout_.n;
+    p_.k = layout_.k;
+    p_.windows = layout_.windows;
+    p_.windows_pad = layout_.windows_pad();
+    p_.pairs = layout_.pairs;
+    p_.row_tiles = layout_.row_tiles;
+    p_.tiles_per_group = layout_.group_rows / sv::kTileRows;
+    p_.tiles_per_warp = geom_.tiles_per_warp;
+    p_.chunk_pairs = geom_.chunk_pairs;
+    p_.splits = geom_.splits;
+    p_.smem_words_per_row = geom_.smem_words_per_row;
+    p_.pairs_per_split = geom_.pairs_per_split;
+    fn_ = w.dtype == DType::f16 ? pick<__half>(geom_.n_tiles) : pick<__nv_bfloat16>(geom_.n_tiles);
+  }
+  void run(const void* x, void* y, void* stream) const override {
+    Params p = p_;
+    p.x = x;
+    p.y = y;
+    fn_(p, geom_, layout_.groups, static_cast<cudaStream_t>(stream));
+  }
+  std::size_t workspace_bytes() const override { return ws_.size(); }
+
+ private:
+  sv::Layout layout_;
+  sv::Geometry geom_;
+  DeviceBuffer records_, sel_, ws_;
+  Params p_;
+  LaunchFn fn_ = nullptr;
+};
+
+}  // namespace
+
+std::string unsupported(const CondensedMatrix& w, const MatmulDesc& desc) {
+  const Pattern& p = w.pattern();
+  if (p.kind != Granularity::venom && p.kind != Granularity::hw24) return "pattern is not V:2:M or 2:4/hw";
+  if (w.dtype != DType::f16 && w.dtype != DType::bf16) return "weight dtype must be f16 or bf16";
+  if (desc.x_dtype != w.dtype) return "x dtype must equal the weight dtype";
+  if (desc.y_dtype != DType::f16 && desc.y_dtype != DType::bf16 && desc.y_dtype != DType::f32)
+    return "y dtype must be f32, f16 or bf16";
+  if (desc.accumulate != Accumulate::f32) return "accumulates in f32 only";
+  if (desc.m < 1 || desc.m > sv::kMaxM) return "m must be in 1..32 (larger m: tensor-core SpMM)";
+  if (w.rows() > (std::int64_t(1) << 31) - 1 || w.cols() > (std::int64_t(1) << 31) - 1) return "n and k must be < 2^31";
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return "no CUDA device";
+  }
+  if (major < 8) return "needs compute capability 8.0+ (mma.sp)";
+  return {};
+}
+
+sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt) {
+  const sv::Layout l = sv::Layout::of(w.layout);
+  sv::Geometry g = sv::choose_geometry(l, int(desc.m), device_sms());
+  if (opt.force_splits > 0) {
+    const std::int64_t s = std::min<std::int64_t>(opt.force_splits, l.pairs);
+    g.pairs_per_split = (l.pairs + s - 1) / s;
+    g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
+  }
+  return g;
+}
+
+std::unique_ptr<detail::KernelInstance> create(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt) {
+  const std::string why = unsupported(w, desc);
+  if (!why.empty()) throw InvalidArgument("weight", std::string(kName) + ": " + why);
+  if (opt.force_splits < 0) throw InvalidArgument("options.force_splits", "must be >= 0");
+  return std::make_unique<Instance>(w, desc, opt);
+}
+
+}  // namespace sparsenm::cuda::vnm_small
+
+namespace sparsenm::detail {
+
+void register_vnm_small_kernels(KernelRegistry& r) {
+  KernelCandidate c;
+  c.name = "cuda:vnm_gemv";
+  c.backend = Backend::cuda;
+  c.unsupported = [](const CondensedMatrix& w, const MatmulDesc& d) { return cuda::vnm_small::unsupported(w, d); };
+  c.create = [](const CondensedMatrix& w, const MatmulDesc& d) { return cuda::vnm_small::create(w, d); };
+  r.add(std::move(c));
+}
+
+}  // namespace sparsenm::detail

@@ -1,0 +1,193 @@
+// GPU tests of cuda:vnm_gemv (small-m V:2:M and hardware 2:4) against an fp64 product of the
+// condensed weight: V in {32, 64, 128, 256}, M in {4, 5, 7, 8, 10, 16, 32, 100}, f16/bf16,
+// m = 1..32, tails in m, n, k, all y dtypes, forced k splits; outputs poisoned with 0xFF bytes
+// (NaN in every dtype) so an unwritten element fails.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda/common.cuh"
+#include "cuda/vnm_small/vnm_small.hpp"
+#include "sparsenm/format.hpp"
+#include "support/random_pattern.hpp"
+
+namespace sparsenm {
+namespace {
+
+namespace vs = cuda::vnm_small;
+
+bool have_device() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return n > 0;
+}
+
+#define REQUIRE_DEVICE() \
+  if (!have_device()) GTEST_SKIP() << "no CUDA device: GPU test skipped"
+
+struct Problem {
+  CondensedMatrix w;
+  DenseMatrix x;
+  std::vector<double> ref, scale;  // fp64 product and sum |w x| per element
+};
+
+Problem make_problem(const Pattern& p, DType t, std::int64_t m, std::int64_t n, std::int64_t k, std::uint64_t seed) {
+  Problem pr;
+  DenseMatrix d = random_pattern_matrix(p, t, n, k, seed, 0.05);
+  pr.w = condense(d.view(), p);
+  pr.x = random_matrix(t, m, k, seed * 31 + 5);
+  pr.ref.assign(std::size_t(m * n), 0.0);
+  pr.scale.assign(std::size_t(m * n), 0.0);
+  for (std::int64_t r = 0; r < n; ++r) {
+    std::vector<std::pair<std::int64_t, double>> slots;
+    for (std::int64_t s = 0; s < pr.w.layout.value_cols; ++s) {
+      const std::int64_t c = pr.w.column_of(r, s);
+      if (c < k) slots.push_back({c, double(pr.w.value(r, s))});
+    }
+    for (std::int64_t i = 0; i < m; ++i) {
+      double acc = 0, sc = 0;
+      for (auto [c, v] : slots) {
+        const double xv = pr.x.at(i, c);
+        acc += v * xv;
+        sc += std::fabs(v * xv);
+      }
+      pr.ref[std::size_t(i * n + r)] = acc;
+      pr.scale[std::size_t(i * n + r)] = sc;
+    }
+  }
+  return pr;
+}
+
+/// Runs the kernel on poisoned y, checks every element; returns the max scaled error.
+void run_and_check(const Problem& pr, DType y_dtype, const vs::Options& opt = {}, const std::string& what = "") {
+  SCOPED_TRACE(what);
+  const std::int64_t m = pr.x.rows(), n = pr.w.rows();
+  MatmulDesc desc;
+  desc.m = m;
+  desc.x_dtype = pr.w.dtype;
+  desc.y_dtype = y_dtype;
+  auto inst = vs::create(pr.w, desc, opt);
+  cuda::DeviceBuffer dx(pr.x.size_bytes());
+  dx.upload(pr.x.data(), pr.x.size_bytes());
+  const std::size_t ybytes = std::size_t(m * n) * dtype_size(y_dtype);
+  cuda::DeviceBuffer dy(ybytes);
+  SPARSENM_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, ybytes));
+  inst->run(dx.get(), dy.get(), nullptr);
+  SPARSENM_CUDA_CHECK(cudaGetLastError());
+  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<std::byte> host(ybytes);
+  dy.download(host.data(), ybytes);
+  const double out_eps = y_dtype == DType::f32 ? 0.0 : y_dtype == DType::f16 ? 1.0 / 1024 : 1.0 / 128;
+  int bad = 0;
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t r = 0; r < n; ++r) {
+      const std::size_t o = std::size_t(i * n + r);
+      const double got = load_as_float(y_dtype, host.data(), o);
+      const double want = pr.ref[o];
+      const double tol = 1e-5 * pr.scale[o] + out_eps * std::fabs(want) + 1e-30;
+      if (!(std::fabs(got - want) <= tol) && bad++ < 5)
+        ADD_FAILURE() << "y[" << i << "][" << r << "] = " << got << ", want " << want << " (tol " << tol << ")";
+    }
+  EXPECT_EQ(bad, 0) << "elements wrong of " << m * n;
+}
+
+TEST(VnmSmallGpu, VenomAllVAndM) {
+  REQUIRE_DEVICE();
+  std::uint64_t seed = 100;
+  int mi = 0;
+  for (int v : {32, 64, 128, 256})
+    for (int M : {4, 5, 7, 8, 10, 16, 32, 100})
+      for (DType t : {DType::f16, DType::bf16}) {
+        const std::int64_t m = 1 + (mi++ * 7) % 32;  // walks 1..32
+        const std::int64_t n = 2 * v + 19;            // partial slab, not a multiple of 16
+        const std::int64_t k = M * 23 + 3;            // partial last window
+        Problem pr = make_problem(Pattern::venom(v, M), t, m, n, k, ++seed);
+        run_and_check(pr, t, {}, Pattern::venom(v, M).str() + " " + std::string(to_string(t)) + " m=" + std::to_string(m));
+      }
+}
+
+TEST(VnmSmallGpu, EveryMFrom1To32) {
+  REQUIRE_DEVICE();
+  for (std::int64_t m = 1; m <= 32; ++m) {
+    Problem pv = make_problem(Pattern::venom(64, 8), DType::f16, m, 200, 517, 300 + std::uint64_t(m));
+    run_and_check(pv, DType::f32, {}, "64:2:8 m=" + std::to_string(m));
+    Problem ph = make_problem(Pattern::hw24(), DType::bf16, m, 300, 261, 400 + std::uint64_t(m));
+    run_and_check(ph, DType::bf16, {}, "2:4/hw m=" + std::to_string(m));
+  }
+}
+
+TEST(VnmSmallGpu, Hw24TailsAndYDtypes) {
+  REQUIRE_DEVICE();
+  std::uint64_t seed = 500;
+  for (DType t : {DType::f16, DType::bf16})
+    for (DType yt : {DType::f32, DType::f16, DType::bf16})
+      for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {17, 5}, {129, 130}, {300, 1027}}) {
+        Problem pr = make_problem(Pattern::hw24(), t, 9, n, k, ++seed);
+        run_and_check(pr, yt, {}, "hw24 n=" + std::to_string(n) + " k=" + std::to_string(k));
+      }
+}
+
+TEST(VnmSmallGpu, SplitsAndChunks) {
+  REQUIRE_DEVICE();
+  // k long enough for several chunks per split; splits forced to 1 (direct stores) and 5.
+  std::uint64_t seed = 700;
+  for (int splits : {1, 2, 5})
+    for (std::int64_t m : {1, 8, 20, 32}) {
+      Problem pv = make_problem(Pattern::venom(128, 7), DType::bf16, m, 300, 7 * 1100 + 2, ++seed);
+      run_and_check(pv, DType::f32, {splits}, "128:2:7 splits=" + std::to_string(splits) + " m=" + std::to_string(m));
+      Problem ph = make_problem(Pattern::hw24(), DType::f16, m, 140, 9001, ++seed);
+      run_and_check(ph, DType::f16, {splits}, "hw24 splits=" + std::to_string(splits) + " m=" + std::to_string(m));
+    }
+}
+
+TEST(VnmSmallGpu, PrunedPositionsIgnoreInfInX) {
+  REQUIRE_DEVICE();
+  // Per FORMAT.md §8 only stored slots multiply X: put Inf in X where no stored slot of any row
+  // reads (columns outside every slab's selection) and expect finite, exact results.
+  Problem pr = make_problem(Pattern::venom(32, 16), DType::f16, 4, 32, 160, 900);
+  std::vector<char> used(160, 0);
+  for (std::int64_t r = 0; r < 32; ++r)
+    for (std::int64_t s = 0; s < pr.w.layout.value_cols; ++s) used[std::size_t(pr.w.column_of(r, s))] = 1;
+  for (std::int64_t c = 0; c < 160; ++c)
+    if (!used[std::size_t(c)])
+      for (std::int64_t i = 0; i < 4; ++i) pr.x.set(i, c, INFINITY);
+  run_and_check(pr, DType::f32, {}, "Inf in unselected columns");
+}
+
+TEST(VnmSmallGpu, Rejects) {
+  REQUIRE_DEVICE();
+  Problem pr = make_problem(Pattern::venom(32, 8), DType::f16, 1, 40, 40, 1);
+  MatmulDesc d;
+  d.m = 33;
+  EXPECT_THROW(vs::create(pr.w, d), InvalidArgument);
+  d.m = 0;
+  EXPECT_THROW(vs::create(pr.w, d), InvalidArgument);
+  d.m = 4;
+  d.x_dtype = DType::bf16;
+  EXPECT_THROW(vs::create(pr.w, d), InvalidArgument);
+  d.x_dtype = DType::f16;
+  d.accumulate = Accumulate::f64;
+  EXPECT_THROW(vs::create(pr.w, d), InvalidArgument);
+  d.accumulate = Accumulate::f32;
+  d.y_dtype = DType::i32;
+  EXPECT_THROW(vs::create(pr.w, d), InvalidArgument);
+  d.y_dtype = DType::f16;
+  EXPECT_THROW(vs::create(pr.w, d, {-1}), InvalidArgument);
+  EXPECT_TRUE(vs::unsupported(pr.w, d).empty());
+  DenseMatrix e = random_pattern_matrix(Pattern::element(2, 8), DType::f16, 16, 16, 3);
+  EXPECT_THROW(vs::create(condense(e.view(), Pattern::element(2, 8)), d), InvalidArgument);
+  DenseMatrix f = random_pattern_matrix(Pattern::hw24(), DType::f32, 16, 16, 3);
+  d.x_dtype = DType::f32;
+  EXPECT_THROW(vs::create(condense(f.view(), Pattern::hw24()), d), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace sparsenm

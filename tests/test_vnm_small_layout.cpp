@@ -1,0 +1,144 @@
+// CPU tests of the cuda:vnm_gemv packing (src/cuda/vnm_small/layout.hpp): the packed records,
+// read back through the PTX fragment rules of mma.sp.m16n8k32 (A registers per lane, metadata
+// words per lane and selector), reproduce the canonical weight exactly, and a product emulated
+// on them equals the fp64 product of the condensed weight.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "cuda/vnm_small/layout.hpp"
+#include "sparsenm/format.hpp"
+#include "support/random_pattern.hpp"
+
+namespace sparsenm {
+namespace {
+
+namespace sv = vnm_small;
+
+CondensedMatrix make_weight(const Pattern& p, DType t, std::int64_t n, std::int64_t k, std::uint64_t seed) {
+  DenseMatrix d = random_pattern_matrix(p, t, n, k, seed, 0.1);
+  return condense(d.view(), p);
+}
+
+std::vector<double> fp64_product(const DenseMatrix& x, const CondensedMatrix& w) {
+  std::vector<double> y(std::size_t(x.rows() * w.rows()), 0.0);
+  for (std::int64_t i = 0; i < x.rows(); ++i)
+    for (std::int64_t r = 0; r < w.rows(); ++r) {
+      double s = 0;
+      for (std::int64_t slot = 0; slot < w.layout.value_cols; ++slot) {
+        const std::int64_t c = w.column_of(r, slot);
+        if (c < w.cols()) s += double(w.value(r, slot)) * double(x.at(i, c));
+      }
+      y[std::size_t(i * w.rows() + r)] = s;
+    }
+  return y;
+}
+
+// What lane `lane` holds in A register `reg` of k-step h of record (rt, cp).
+std::uint32_t a_reg(const sv::Packed& p, std::int64_t rt, std::int64_t cp, int h, int lane, int reg) {
+  std::uint32_t v;
+  std::memcpy(&v, p.records.data() + std::size_t(rt * p.layout.pairs + cp) * sv::kRecordBytes + (h * 32 + lane) * 16 + reg * 4, 4);
+  return v;
+}
+std::uint32_t meta_word(const sv::Packed& p, std::int64_t rt, std::int64_t cp, int lane) {
+  std::uint32_t v;
+  std::memcpy(&v, p.records.data() + std::size_t(rt * p.layout.pairs + cp) * sv::kRecordBytes + 1024 + lane * 4, 4);
+  return v;
+}
+
+// Emulates the kernel's math from the hardware side: for each mma (rt, cp, h), row rl of the
+// 16-row tile and group gq (0..7) of the k32 step, A's two values come from lane 4*(rl%8) +
+// gq%4, register (rl/8) + 2*(gq/4); the metadata from lane 4*(rl%8) + 2h + gq/4 (selector h),
+// bits 16*(rl/8) + 4*(gq%4).
+std::vector<double> emulate(const sv::Packed& p, const DenseMatrix& x, DType wt) {
+  const sv::Layout& l = p.layout;
+  std::vector<double> y(std::size_t(x.rows() * l.n), 0.0);
+  auto half = [&](std::uint16_t b) { return wt == DType::f16 ? fp16_bits_to_float(b) : bf16_bits_to_float(b); };
+  for (std::int64_t rt = 0; rt < l.row_tiles; ++rt)
+    for (std::int64_t cp = 0; cp < l.pairs; ++cp)
+      for (int h = 0; h < 2; ++h)
+        for (int rl = 0; rl < 16; ++rl) {
+          const std::int64_t r = rt * 16 + rl;
+          for (int gq = 0; gq < 8; ++gq) {
+            const std::int64_t w = cp * 16 + 8 * h + gq;
+            const std::uint32_t a = a_reg(p, rt, cp, h, 4 * (rl % 8) + gq % 4, rl / 8 + 2 * (gq / 4));
+            const std::uint32_t e = meta_word(p, rt, cp, 4 * (rl % 8) + 2 * h + gq / 4);
+            const unsigned nib = (e >> (16 * (rl / 8) + 4 * (gq % 4))) & 0xfu;
+            const int p0 = int(nib & 3u), p1 = int(nib >> 2);
+            EXPECT_LT(p0, p1) << "ordered metadata needs ascending positions";
+            if (r >= l.n) {
+              EXPECT_EQ(a, 0u);
+              continue;
+            }
+            const std::int64_t group = r / l.group_rows;
+            const double v0 = half(std::uint16_t(a & 0xffffu)), v1 = half(std::uint16_t(a >> 16));
+            const std::int64_t c0 = sv::gathered_column(p, group, w, p0), c1 = sv::gathered_column(p, group, w, p1);
+            for (std::int64_t i = 0; i < x.rows(); ++i) {
+              double s = 0;
+              if (c0 >= 0) s += v0 * x.at(i, c0);
+              if (c1 >= 0) s += v1 * x.at(i, c1);
+              y[std::size_t(i * l.n + r)] += s;
+            }
+          }
+        }
+  return y;
+}
+
+struct Case {
+  Pattern p;
+  DType t;
+  std::int64_t n, k, m;
+};
+
+TEST(VnmSmallLayout, EmulatedProductMatchesCondensedProduct) {
+  std::vector<Case> cases;
+  for (int v : {32, 64, 128, 256})
+    for (int mm : {4, 5, 7, 8, 10, 16, 32, 100}) cases.push_back({Pattern::venom(v, mm), DType::f16, v + 21, mm * 19 + 3, 3});
+  cases.push_back({Pattern::hw24(), DType::bf16, 150, 333, 5});
+  cases.push_back({Pattern::hw24(), DType::f16, 16, 4, 1});
+  cases.push_back({Pattern::venom(64, 100), DType::bf16, 70, 50, 2});  // k < M: one partial window
+  std::uint64_t seed = 7;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.p.str() + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
+    CondensedMatrix w = make_weight(c.p, c.t, c.n, c.k, ++seed);
+    DenseMatrix x = random_matrix(c.t, c.m, c.k, ++seed);
+    sv::Packed p = sv::pack(w);
+    EXPECT_EQ(p.records.size(), std::size_t(p.layout.row_tiles * p.layout.pairs) * sv::kRecordBytes);
+    const std::vector<double> want = fp64_product(x, w), got = emulate(p, x, c.t);
+    ASSERT_EQ(want.size(), got.size());
+    for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-9 * (1 + std::fabs(want[i]))) << i;
+  }
+}
+
+TEST(VnmSmallLayout, LayoutAndGeometryValues) {
+  const FormatLayout f = FormatLayout::of(Pattern::venom(128, 10), 1000, 1234);
+  const sv::Layout l = sv::Layout::of(f);
+  EXPECT_TRUE(l.venom);
+  EXPECT_EQ(l.windows, 124);
+  EXPECT_EQ(l.pairs, 8);
+  EXPECT_EQ(l.row_tiles, 63);
+  EXPECT_EQ(l.groups, 8);
+  EXPECT_EQ(l.sel_bytes(), std::size_t(8 * 128 * 4));
+  for (int m : {1, 8, 9, 17, 32}) {
+    const sv::Geometry g = sv::choose_geometry(l, m, 132);
+    EXPECT_EQ(g.n_tiles, (m + 7) / 8);
+    EXPECT_EQ(g.smem_words_per_row % 32, 16) << "bank-conflict-free stride";
+    EXPECT_LE(g.smem_bytes(), 48u * 1024u);
+    EXPECT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
+    EXPECT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
+  }
+  const sv::Layout hw = sv::Layout::of(FormatLayout::of(Pattern::hw24(), 50, 9));
+  EXPECT_FALSE(hw.venom);
+  EXPECT_EQ(hw.group_rows, sv::kHwGroupRows);
+  EXPECT_EQ(hw.sel_bytes(), 0u);
+}
+
+TEST(VnmSmallLayout, RejectsOtherPatternsAndDtypes) {
+  EXPECT_THROW(sv::Layout::of(FormatLayout::of(Pattern::element(2, 8), 16, 16)), std::invalid_argument);
+  CondensedMatrix w32 = make_weight(Pattern::hw24(), DType::f32, 16, 16, 1);
+  EXPECT_THROW(sv::pack(w32), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace sparsenm
