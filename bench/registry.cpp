@@ -8,6 +8,7 @@ Suite prune_suite();  // bench/prune_suite.cpp (CPU)
 #if defined(SPARSENM_WITH_CUDA)
 Suite spmv_suite();  // bench/ew_suites.cu
 Suite spmm_suite();  // bench/ew_suites.cu
+Suite ew_prune_suite();  // bench/ew_suites.cu
 Suite sptc_suite();  // bench/sptc_suite.cu
 Suite train_suite();  // bench/train_suite.cu
 Suite vnm_small_suite();  // bench/vnm_small_suite.cu
@@ -20,6 +21,7 @@ const std::vector<Suite>& suites() {
 #if defined(SPARSENM_WITH_CUDA)
     v.push_back(spmv_suite());
     v.push_back(spmm_suite());
+    v.push_back(ew_prune_suite());
     v.push_back(sptc_suite());
     v.push_back(train_suite());
     v.push_back(vnm_small_suite());

@@ -81,3 +81,12 @@ TEST(EwPruneCuda, RejectsOtherPatternsAndBadArguments) {
 }
 
 }  // namespace
+
+namespace {
+TEST(EwPruneCudaSmoke, SanitizerSmoke) {
+  EW_REQUIRE_DEVICE();
+  const DenseMatrix w = tricky(DType::bf16, 33, 203, 7300);
+  expect_same(prune_cuda(w.view(), Pattern::element(3, 10)), prune(w.view(), Pattern::element(3, 10)), "3:10");
+  expect_same(prune_cuda(w.view(), Pattern::element(2, 8)), prune(w.view(), Pattern::element(2, 8)), "2:8");
+}
+}  // namespace
