@@ -15,6 +15,8 @@
 #include <cusparse.h>
 #include <omp.h>
 
+#include <chrono>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -24,8 +26,10 @@
 
 #include "bench.hpp"
 #include "cuda/common.cuh"
+#include "sparsenm/cuda.hpp"
 #include "sparsenm/format.hpp"
 #include "sparsenm/plan.hpp"
+#include "sparsenm/prune.hpp"
 
 namespace sparsenm::bench {
 namespace {
@@ -430,7 +434,71 @@ void run_grids(Context& ctx, const std::string& suite, const std::vector<Grid>& 
         }
 }
 
+/// prune_cuda_device timed like the kernels (the dense weight on the device, L2 flushed before
+/// each run); the result is compared byte for byte with the CPU prune() (rel_err 0 when equal,
+/// 1 otherwise); the CPU prune's own time is reported beside it (one run, wall clock).
+void run_prune_case(Context& ctx, Timer& timer, const Pattern& p, DType t, std::int64_t n, std::int64_t k,
+                    std::uint64_t seed) {
+  const DenseMatrix w = random_matrix(t, n, k, seed);
+  const FormatLayout l = FormatLayout::of(p, n, k);
+  cuda::DeviceBuffer dw(w.size_bytes()), dv(l.value_bytes(t)), di(l.index_bytes());
+  dw.upload(w.data(), w.size_bytes());
+  auto fn = [&] { prune_cuda_device(dw.get(), t, n, k, k, p, dv.get(), di.as<std::uint8_t>(), nullptr); };
+  fn();
+  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto t0 = std::chrono::steady_clock::now();
+  const CondensedMatrix cpu = prune(w.view(), p);
+  const double cpu_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<std::byte> v(l.value_bytes(t));
+  std::vector<std::uint8_t> ix(l.index_bytes());
+  dv.download(v.data(), v.size());
+  di.download(ix.data(), ix.size());
+  const bool same = ix == cpu.indices && std::memcmp(v.data(), cpu.values.data(), v.size()) == 0;
+  const auto [med, mn] = timer.time(fn, ctx.options.warmup, ctx.options.reps);
+  for (int which = 0; which < 2; ++which) {
+    Row r;
+    r.suite = "ew_prune";
+    r.op = "prune";
+    r.format = "ew";
+    r.pattern = p.str();
+    r.dtype = std::string(to_string(t));
+    r.n = n, r.k = k;
+    r.impl = which == 0 ? "sparsenm:prune_cuda" : "cpu_prune";  // the CPU prune as the peer row
+    r.ms_median = which == 0 ? med : cpu_ms;
+    r.ms_min = which == 0 ? mn : cpu_ms;
+    r.reps = which == 0 ? ctx.options.reps : 1;
+    r.rel_err = which == 0 ? (same ? 0.0 : 1.0) : 0.0;
+    r.bytes = double(w.size_bytes() + l.value_bytes(t) + l.index_bytes());
+    r.note = which == 0 ? (same ? "bit-exact with prune(); " : "DIFFERS from prune(); ") + timer.note()
+                        : "CPU prune(), one run, wall clock, OpenMP";
+    ctx.emit(r);
+  }
+}
+
 }  // namespace
+
+Suite ew_prune_suite() {
+  Suite s;
+  s.name = "ew_prune";
+  s.description = "GPU magnitude pruning + condensing (prune_cuda, element N:M) vs the CPU prune()";
+  s.needs_gpu = true;
+  s.run = [](Context& ctx) {
+    const Options& o = ctx.options;
+    Timer timer;
+    std::uint64_t seed = o.seed * 7919ull;
+    const auto shapes = pick(o.shapes, o.quick ? std::vector<Shape>{{28672, 8192}} : kShapes);
+    const auto pats = pick(o.patterns, std::vector<std::string>{"2:8", "2:4", "8:32", "1:16"});
+    const auto dts = o.dtypes.empty() ? std::vector<DType>{DType::f16} : dtypes_of(o.dtypes);
+    for (const auto& sh : shapes)
+      for (const auto& ps : pats)
+        for (DType t : dts) {
+          const Pattern p = Pattern::parse(ps, "--patterns");
+          if (p.kind != Granularity::element && p.kind != Granularity::hw24) continue;
+          run_prune_case(ctx, timer, p, t, sh.first, sh.second, ++seed);
+        }
+  };
+  return s;
+}
 
 Suite spmv_suite() {
   Suite s;

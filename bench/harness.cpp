@@ -94,6 +94,12 @@ void print_table(const std::string& suite, const std::vector<Row>& rows, double 
   }
   std::printf("\n== %s: %zu rows (copy bandwidth %.0f GB/s; floor = bytes / copy bandwidth)\n", suite.c_str(),
               rows.size(), copy_GBps);
+  auto err = [](double e) {
+    char b[16];
+    if (e < 0) std::snprintf(b, sizeof b, "     -");
+    else std::snprintf(b, sizeof b, "%6.0e", e);
+    return std::string(b);
+  };
   std::printf("%-6s %-8s %-5s %5s %6s %6s | %-22s %9s %6s %6s | %-14s %9s %7s %6s %6s\n", "op", "pattern", "dtype",
               "m", "n", "k", "ours", "ms", "floor%", "err", "peer", "ms", "speedup", "ideal", "ratio");
   for (const Key& key : order) {
@@ -107,15 +113,16 @@ void print_table(const std::string& suite, const std::vector<Row>& rows, double 
         any = true;
         const double speed = p->ms_median / o->ms_median;
         const double ideal = o->bytes > 0 ? p->bytes / o->bytes : 0;
-        std::printf("%-6s %-8s %-5s %5lld %6lld %6lld | %-22s %9.4f %5.0f%% %6.0e | %-14s %9.4f %6.2fx %5.2fx %5.2f\n",
+        std::printf("%-6s %-8s %-5s %5lld %6lld %6lld | %-22s %9.4f %5.0f%% %s | %-14s %9.4f %6.2fx %5.2fx %5.2f\n",
                     o->op.c_str(), o->pattern.c_str(), o->dtype.c_str(), (long long)o->m, (long long)o->n,
                     (long long)o->k, o->impl.c_str(), o->ms_median, floor_ms > 0 ? 100 * floor_ms / o->ms_median : 0,
-                    o->rel_err, p->impl.c_str(), p->ms_median, speed, ideal, ideal > 0 ? speed / ideal : 0);
+                    err(o->rel_err).c_str(), p->impl.c_str(), p->ms_median, speed, ideal, ideal > 0 ? speed / ideal : 0);
       }
       if (!any)
-        std::printf("%-6s %-8s %-5s %5lld %6lld %6lld | %-22s %9.4f %5.0f%% %6.0e | (no peer)\n", o->op.c_str(),
+        std::printf("%-6s %-8s %-5s %5lld %6lld %6lld | %-22s %9.4f %5.0f%% %s | (no peer)\n", o->op.c_str(),
                     o->pattern.c_str(), o->dtype.c_str(), (long long)o->m, (long long)o->n, (long long)o->k,
-                    o->impl.c_str(), o->ms_median, floor_ms > 0 ? 100 * floor_ms / o->ms_median : 0, o->rel_err);
+                    o->impl.c_str(), o->ms_median, floor_ms > 0 ? 100 * floor_ms / o->ms_median : 0,
+                    err(o->rel_err).c_str());
     }
     bool has_ours = false;
     for (const Row* r : g) has_ours = has_ours || r->impl.rfind("sparsenm:", 0) == 0;
