@@ -10,6 +10,14 @@ namespace {
 
 int y_code(DType t) { return t == DType::f32 ? 0 : t == DType::f16 ? 1 : 2; }
 
+/// Thread-block clusters (split-k through DSMEM) need compute capability 9.0 or newer.
+bool cluster_capable() {
+  int dev = 0, major = 0;
+  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
+  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  return major >= 9;
+}
+
 int sm_count() {
   int dev = 0, sms = 0;
   SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
@@ -36,7 +44,8 @@ class EwSpmvInstance final : public KernelInstance {
     values_.upload(p.values.data(), p.values.size());
     indices_ = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
     indices_.upload(p.indices.data(), indices_.size());
-    cfg_ = cuda::ew::plan_spmv(p.layout, w.dtype, int(d.m), sm_count(), args_);
+    cfg_ = cuda::ew::plan_spmv(p.layout, w.dtype, int(d.m), sm_count(), args_, 0,
+                               /*max_split=*/cluster_capable() ? 0 : 1);
     args_.values = values_.get();
     args_.indices = indices_.as<std::uint32_t>();
     args_.y_dtype = y_code(d.y_dtype);

@@ -235,6 +235,10 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmv_kernel(const __grid_cons
     return;
   }
   // Split-k: partials in this CTA's shared memory, summed across the cluster through DSMEM.
+  // Clusters exist from sm_90 on; before that the host plans ksplit = 1 (register.cu).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();
+#else
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   __syncthreads();  // every thread is done reading the staged X
@@ -251,6 +255,7 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmv_kernel(const __grid_cons
     if (r < a.m && grow < a.n) detail::store_y(a.y, std::size_t(r) * a.n + grow, s, a.y_dtype);
   }
   cluster.sync();  // keep this CTA's partials alive until every peer has read them
+#endif
 }
 
 }  // namespace sparsenm::cuda::ew
