@@ -96,10 +96,6 @@ __device__ __forceinline__ std::uint32_t ldg_stream32(const std::uint32_t* p) {
   return v;
 }
 
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
-
 template <class Tr>
 __device__ __forceinline__ void store_out(const Params& p, int i, std::int64_t r, float v) {
   if (i >= p.m || r >= p.n) return;
@@ -112,13 +108,12 @@ __device__ __forceinline__ void store_out(const Params& p, int i, std::int64_t r
 }
 
 template <class Tr>
-__global__ void __launch_bounds__(Tr::kMaxThreads, Tr::kMinBlocks) vnm_small_kernel(const Params p) {
+__global__ void __launch_bounds__(Tr::kMaxThreads) vnm_small_kernel(const Params p) {
   using T = typename Tr::T;
   constexpr int NT = Tr::kNTiles;
   constexpr int kRows = NT * 8;  // staged X rows
   extern __shared__ uint4 smem_u4[];
-  std::uint32_t* xs = reinterpret_cast<std::uint32_t*>(smem_u4);  // [kRows][S]
-  int4* gcols = reinterpret_cast<int4*>(smem_u4) + (kRows * p.smem_words_per_row) / 4;  // [chunk windows]
+  std::uint32_t* xs = reinterpret_cast<std::uint32_t*>(smem_u4);
 
   const int S = p.smem_words_per_row;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
@@ -141,60 +136,33 @@ __global__ void __launch_bounds__(Tr::kMaxThreads, Tr::kMinBlocks) vnm_small_ker
 
   for (std::int64_t c0 = pair0; c0 < pair1; c0 += p.chunk_pairs) {
     const int npairs = int(min(std::int64_t(p.chunk_pairs), pair1 - c0));
-    // Start the weight stream before the gather phase: pull each owned tile's first records of
-    // this chunk into L2 (no registers held; the later LDG.128s hit L2 instead of HBM).
-#pragma unroll
-    for (int tp = 0; tp < Tr::kMaxTilesPerWarp; ++tp) {
-      const int rt = warp + tp * nwarps;
-      if (tp < p.tiles_per_warp && rt < tiles_here) {
-        const char* base = reinterpret_cast<const char*>(
-            p.w + (std::size_t(tile0 + rt) * std::size_t(p.pairs) + std::size_t(c0)) * kRecordU4);
-        const int bytes = min(npairs, Tr::kPrefetchRecords) * sparsenm::vnm_small::kRecordBytes;
-        for (int off = lane * 128; off < bytes; off += 32 * 128) prefetch_l2(base + off);
-      }
-    }
     // ---- stage the chunk's gathered X: word j of row i = gathered columns 2j, 2j+1 ----
-    // (1) the chunk's gathered column numbers (or -1) into shared memory, one window per thread;
-    // (2) every thread takes words j and loads all kRows X rows for them: 2 * kRows independent
-    //     L2 loads in flight per thread, no division, no dependent global load.
     const int words = npairs * 32;
     const std::int64_t wbase = c0 * 16;
-    for (int wl = threadIdx.x; wl < npairs * 16; wl += blockDim.x) {
-      const std::int64_t w = wbase + wl;
-      int4 cols = make_int4(-1, -1, -1, -1);
-      if (w < p.windows) {
-        const std::int64_t base = w * p.window;
-        unsigned s4 = 0x03020100u;  // identity selection (hw24)
-        if (sel) s4 = *reinterpret_cast<const unsigned*>(sel + w * 4);
-        const std::int64_t c[4] = {base + (s4 & 0xffu), base + ((s4 >> 8) & 0xffu), base + ((s4 >> 16) & 0xffu),
-                                   base + (s4 >> 24)};
-        cols.x = c[0] < p.k ? int(c[0]) : -1;
-        cols.y = c[1] < p.k ? int(c[1]) : -1;
-        cols.z = c[2] < p.k ? int(c[2]) : -1;
-        cols.w = c[3] < p.k ? int(c[3]) : -1;
-      }
-      gcols[wl] = cols;
-    }
-    __syncthreads();
-    for (int j = threadIdx.x; j < words; j += blockDim.x) {
-      const int4 cw = gcols[j >> 1];
-      const int c_lo = (j & 1) ? cw.z : cw.x, c_hi = (j & 1) ? cw.w : cw.y;
-      const int slot = (j >> 4) * 16 + 4 * (j & 3) + ((j & 15) >> 2);
-      constexpr int kG = kRows < 16 ? kRows : 16;  // rows per batch of loads in flight
-#pragma unroll
-      for (int i0 = 0; i0 < kRows; i0 += kG) {
-        std::uint32_t v[kG];
-#pragma unroll
-        for (int ii = 0; ii < kG; ++ii) {
-          const int i = i0 + ii;
+    for (int idx = threadIdx.x; idx < kRows * words; idx += blockDim.x) {
+      const int i = idx / words, j = idx - i * words;
+      std::uint32_t v = 0;
+      if (i < p.m) {
+        const std::int64_t w = wbase + (j >> 1);
+        if (w < p.windows) {
+          const int q = (j & 1) * 2;
+          std::int64_t c_lo, c_hi;
+          if (sel) {
+            const unsigned s2 = *reinterpret_cast<const unsigned short*>(sel + w * 4 + q);
+            c_lo = w * p.window + (s2 & 0xffu);
+            c_hi = w * p.window + (s2 >> 8);
+          } else {
+            c_lo = w * 4 + q;
+            c_hi = c_lo + 1;
+          }
           const std::uint16_t* xr = x + std::size_t(i) * std::size_t(p.k);
-          const std::uint32_t lo = (i < p.m && c_lo >= 0) ? std::uint32_t(__ldg(xr + c_lo)) : 0u;
-          const std::uint32_t hi = (i < p.m && c_hi >= 0) ? std::uint32_t(__ldg(xr + c_hi)) : 0u;
-          v[ii] = lo | (hi << 16);
+          const std::uint32_t lo = c_lo < p.k ? std::uint32_t(__ldg(xr + c_lo)) : 0u;
+          const std::uint32_t hi = c_hi < p.k ? std::uint32_t(__ldg(xr + c_hi)) : 0u;
+          v = lo | (hi << 16);
         }
-#pragma unroll
-        for (int ii = 0; ii < kG; ++ii) xs[(i0 + ii) * S + slot] = v[ii];
       }
+      const int step = j >> 4, wi = j & 15;
+      xs[i * S + step * 16 + 4 * (wi & 3) + (wi >> 2)] = v;
     }
     __syncthreads();
 

@@ -149,10 +149,7 @@ struct Geometry {
   int splits = 1;           ///< k splits (grid.y); > 1 needs the fp32 workspace + reduce kernel
   std::int64_t pairs_per_split = 0;
   int smem_words_per_row = 0;  ///< S: 32-bit words per staged X row (== 16 mod 32: no conflicts)
-  /// Staged X (n_tiles * 8 rows of S words) + the chunk's gathered column numbers (int4 per window).
-  std::size_t smem_bytes() const noexcept {
-    return std::size_t(n_tiles) * 8 * smem_words_per_row * 4 + std::size_t(chunk_pairs) * 16 * 16;
-  }
+  std::size_t smem_bytes() const noexcept { return std::size_t(n_tiles) * 8 * smem_words_per_row * 4; }
 };
 
 /// m in 1..32; sms: multiprocessors of the device (for the split heuristic).

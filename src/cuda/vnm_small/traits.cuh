@@ -20,9 +20,7 @@ struct Traits {
   static constexpr int kNTiles = NTiles;
   static constexpr int kMaxThreads = 256;      ///< up to 8 warps per block
   static constexpr int kMaxTilesPerWarp = 2;   ///< V = 256: 16 row tiles over 8 warps
-  static constexpr int kBatch = NTiles == 4 ? 3 : 4;  ///< records in flight per warp (3.5-4.6 KB)
-  static constexpr int kPrefetchRecords = 4;   ///< per owned tile, prefetched to L2 before each gather
-  static constexpr int kMinBlocks = 2;         ///< <= 128 registers: two 8-warp blocks per SM
+  static constexpr int kBatch = 4;             ///< records in flight per warp (4.6 KB)
 };
 
 enum class YType : int { f32 = 0, f16 = 1, bf16 = 2 };
