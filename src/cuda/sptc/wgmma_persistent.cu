@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(384, 1)
             const int mycol = lane < 16 ? __ldg(gcol + kb * 64 + lane) : -1;
             std::uint8_t* bst = sB + s * C::B_BYTES;
             constexpr int CH = BN / 8;  // 16-byte chunks per B row
-#pragma unroll 4
+#pragma unroll 2
             for (int i = lane; i < 16 * CH; i += 32) {
               const int r = i / CH, ch = i % CH;
               const int col = __shfl_sync(0xffffffffu, mycol, r);
