@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -178,7 +179,7 @@ void run_case(Context& ctx, std::int64_t n, std::int64_t k, std::int64_t m, std:
            sparse_bytes, l2);
     }
   }
-  {
+  if (!std::getenv("SPTC_SKIP_MMA")) {
     auto ours = [&] { cs::run_sptc24_mma(a, pr, nullptr); };
     poison();
     ours();
@@ -253,7 +254,7 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
   const Pattern pat = Pattern::venom(v, mw);
   DenseMatrix wd(DType::f16, n, k);
   auto* wb = static_cast<std::uint16_t*>(wd.data());
-  std::vector<int> perm(std::size_t(mw));
+  std::vector<int> perm(static_cast<std::size_t>(mw), 0);
   for (std::int64_t r0 = 0; r0 < n; r0 += v)
     for (std::int64_t c0 = 0; c0 < k; c0 += mw) {
       const int real = int(std::min<std::int64_t>(mw, k - c0));

@@ -168,6 +168,31 @@ TEST(VnmGpu, PersistentHw24PlanCandidate) {
   check_plan_candidate("cuda:sptc_24_wgmma_p", Pattern::hw24(), DType::bf16, DType::f32, 520, 384, 2044, 801);
 }
 
+// Small launches of both persistent paths, for compute-sanitizer (memcheck / racecheck) runs.
+TEST(VnmGpu, SmallForSanitizers) {
+  REQUIRE_SM90();
+  for (cs::PTile tile : {cs::PTile::r128n128, cs::PTile::c64n128}) {
+    const Pattern pat = Pattern::venom(128, 8);
+    const CondensedMatrix w = condense(random_pattern_matrix(pat, DType::f16, 200, 300, 900, 0.0).view(), pat);
+    const DenseMatrix x = make_x(w, DType::f16, 150, 901, false);
+    const int g = cs::ptile_rows(tile);
+    sptc::PackedVnm p = sptc::pack_venom(w, g, 128);
+    cuda::DeviceBuffer v(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4), xt(300 * 152 * 2);
+    v.upload(p.a.values.data(), v.size());
+    mt.upload(p.a.meta.data(), mt.size());
+    gt.upload(p.gather.data(), gt.size());
+    cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
+    const CUtensorMap map = cs::make_values_map_rows(a, g);
+    const double err = run_and_compare(w, x, DType::f16, [&](void* xp, void* yp) {
+      cs::transpose_x(xp, 150, 300, xt.get(), 152, nullptr);
+      cs::Problem pr{DType::f16, DType::f16, xt.get(), yp, 150, 200, 300, 152};
+      cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), tile, pr, nullptr);
+    });
+    EXPECT_LT(err, 2e-3) << cs::to_string(tile);
+  }
+  check_plan_candidate("cuda:sptc_24_wgmma_p", Pattern::hw24(), DType::f16, DType::f16, 150, 200, 256, 902);
+}
+
 TEST(VnmGpu, UnsupportedInputsAreReported) {
   REQUIRE_SM90();
   detail::KernelRegistry reg;
