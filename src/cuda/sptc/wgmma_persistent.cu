@@ -27,6 +27,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -65,7 +66,7 @@ __global__ void __launch_bounds__(384, 1)
     wgmma_sp_persistent_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_x,
                                const std::uint32_t* __restrict__ meta, const std::int32_t* __restrict__ gather,
                                const In* __restrict__ xt, int ldt, Out* __restrict__ y, int m, int n, int kblocks,
-                               int n64_total, int tiles_n, int tiles_m, int vec_store) {
+                               int n64_total, int tiles_n, int tiles_m, int vec_store, int b_lbo, int b_sbo) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = PCfg<BN, ROWSPLIT, STAGES>;
   extern __shared__ std::uint8_t smem_raw[];
@@ -167,7 +168,7 @@ __global__ void __launch_bounds__(384, 1)
         if constexpr (GATHER) {
           // MN-major, 128B swizzle: 64-wide m blocks 8 KB apart (LBO), 8-k groups 1 KB apart (SBO)
           const std::uint8_t* b_tile = sB + s * C::B_BYTES + (ROWSPLIT ? 0 : c * (C::BNC / 64) * 8192);
-          const std::uint64_t db = smem_desc(b_tile, 8192, 1024, 1);
+          const std::uint64_t db = smem_desc(b_tile, b_lbo, b_sbo, 1);
           wgmma_fence();
           WgmmaSp<C::BNC, In, 0, 1>::run(acc, da, db, mw);
           WgmmaSp<C::BNC, In, 1, 1>::run(acc, da + (32 >> 4), db + (4096 >> 4), mw);
@@ -209,7 +210,7 @@ __global__ void __launch_bounds__(384, 1)
   }
 #else
   (void)meta; (void)gather; (void)xt; (void)ldt; (void)y; (void)m; (void)n; (void)kblocks; (void)n64_total;
-  (void)tiles_n; (void)tiles_m; (void)vec_store;
+  (void)tiles_n; (void)tiles_m; (void)vec_store; (void)b_lbo; (void)b_sbo;
   __trap();
 #endif
 }
@@ -286,9 +287,16 @@ void launch(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gath
   const int kblocks = int(a.k_pad / 64);
   const int vec = (p.n * int(sizeof(Out))) % 16 == 0 && (reinterpret_cast<std::uintptr_t>(p.y) % 16) == 0;
   const int grid = std::min(tiles_n * tiles_m, sm_count());
+  // MN-major B descriptor: LBO = 8 KB between 64-wide m blocks, SBO = 1 KB between 8-k groups
+  // (PTX canonical layout). SPARSENM_VNM_DESC_SWAP=1 swaps them: a diagnostic for the first device run.
+  static const bool swap_desc = [] {
+    const char* e = std::getenv("SPARSENM_VNM_DESC_SWAP");
+    return e && e[0] == '1';
+  }();
   kernel<<<grid, C::THREADS, C::SMEM_BYTES, stream>>>(map_a, map_x, a.meta, gather, static_cast<const In*>(p.x),
                                                       int(p.ldx), static_cast<Out*>(p.y), int(p.m), int(p.n), kblocks,
-                                                      int(a.rows_pad / 64), tiles_n, tiles_m, vec);
+                                                      int(a.rows_pad / 64), tiles_n, tiles_m, vec,
+                                                      swap_desc ? 1024 : 8192, swap_desc ? 8192 : 1024);
   SPARSENM_CUDA_CHECK_LAUNCH("wgmma_sp_persistent_kernel");
 }
 
