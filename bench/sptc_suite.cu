@@ -276,7 +276,7 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
   int sms = 132;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   struct Packed {
-    int g;
+    int g, rows_per_tile;
     cuda::DeviceBuffer values, meta, gather;
     cs::DeviceA a;
   };
@@ -284,12 +284,12 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
   for (int g : {128, 64}) {
     if (v < 128 && g == 128) continue;  // V = 64: 64-row tiles only (128 would double the work)
     sptc::PackedVnm p = sptc::pack_venom(w, g, 128);
-    Packed pk{g, cuda::DeviceBuffer(p.a.values.size() * 2), cuda::DeviceBuffer(p.a.meta.size() * 4),
+    Packed pk{g, p.rows_per_group, cuda::DeviceBuffer(p.a.values.size() * 2), cuda::DeviceBuffer(p.a.meta.size() * 4),
               cuda::DeviceBuffer(p.gather.size() * 4), {}};
     pk.values.upload(p.a.values.data(), pk.values.size());
     pk.meta.upload(p.a.meta.data(), pk.meta.size());
     pk.gather.upload(p.gather.data(), pk.gather.size());
-    pk.a = cs::DeviceA{pk.values.get(), pk.meta.as<std::uint32_t>(), n, p.a.rows_pad, p.a.k_pad};
+    pk.a = cs::DeviceA{pk.values.get(), pk.meta.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
     packs.push_back(std::move(pk));
   }
   cuda::DeviceBuffer dW(wd.size_bytes());
@@ -374,12 +374,22 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
       for (cs::PTile tile : tiles_of_g) {
         const CUtensorMap map = cs::make_values_map_rows(pk.a, pk.g);
         cs::Problem pr{DType::f16, DType::f16, dXt.get(), dY.get(), m, n, k, ldt};
-        auto gemm = [&] { cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), tile, pr, nullptr); };
+        auto gemm = [&] { cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, tile, pr, nullptr); };
         poison();
         gemm();
         const double e = check();
         emit(std::string("sparsenm:vnm_gemm_") + cs::to_string(tile), time_ms(gemm, o.warmup, o.reps), e, sparse_bytes,
              l2.empty() ? "GEMM only (X^T given)" : l2 + "; GEMM only (X^T given)");
+        if (tile == cs::PTile::r128n256 || tile == cs::PTile::c64n256) {
+          for (int mode : {2, 3}) {  // gather experiments: no proxy fence / TMA rows
+            auto gm = [&] { cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, tile, pr, nullptr, mode); };
+            poison();
+            gm();
+            const double em = check();
+            emit(std::string("sparsenm:vnm_gemm_") + cs::to_string(tile) + (mode == 2 ? "_nofence" : "_tmarows"),
+                 time_ms(gm, o.warmup, o.reps), em, sparse_bytes, "GEMM only, gather experiment");
+          }
+        }
         if (tile == plan_tile) {
           auto full = [&] {
             tr();

@@ -85,42 +85,41 @@ PackedVnm pack_venom(const CondensedMatrix& w, int group_rows, int row_align) {
     throw InvalidArgument("row_align", "must be a positive multiple of group_rows");
   const FormatLayout& L = w.layout;
   const int v = L.pattern.v, mw = L.pattern.m;
+  const bool spread = v < group_rows;
+  if (spread && !(v == 32 && group_rows == 64))
+    throw InvalidArgument("group_rows", "must be <= V, except V = 32 with 64-row groups");
+  if (!spread && v % group_rows != 0) throw InvalidArgument("group_rows", "must divide V");
   PackedVnm out;
   out.group_rows = group_rows;
-  out.slabs_per_group = v >= group_rows ? 1 : group_rows / v;
-  if (v >= group_rows && v % group_rows != 0) throw InvalidArgument("group_rows", "must divide V when V >= group_rows");
-  const int S = out.slabs_per_group;
-  const std::int64_t groups_k = L.windows * S;  // groups of 4 along sparse-k
+  out.rows_per_group = spread ? 32 : group_rows;
+  const std::int64_t packed_rows = spread ? ((L.rows + 31) / 32) * 64 : L.rows;
   const auto* vals = reinterpret_cast<const std::uint16_t*>(w.values.data());
-  out.a = pack24(L.rows, groups_k, row_align, [&](std::int64_t r, std::vector<Slot>& slots) {
-    const std::uint8_t* idx = w.indices.data() + std::size_t(r * L.index_row_bytes);
-    const int s_own = S == 1 ? 0 : int((r / v) % S);
-    for (std::int64_t win = 0; win < L.windows; ++win)
-      for (int s = 0; s < S; ++s) {
-        const std::int64_t gi = win * S + s;
-        Slot* sl = &slots[std::size_t(2 * gi)];
-        if (s != s_own) {
-          sl[0] = Slot{gi, 0, 0};
-          sl[1] = Slot{gi, 1, 0};
-          continue;
-        }
-        for (int j = 0; j < 2; ++j)
-          sl[j] = Slot{gi, int(get_packed(idx, win * 2 + j, L.index_bits)), vals[std::size_t(r * L.value_cols + win * 2 + j)]};
+  out.a = pack24(packed_rows, L.windows, row_align, [&](std::int64_t pr, std::vector<Slot>& slots) {
+    const std::int64_t r = out.weight_row(pr, L.rows);
+    for (std::int64_t win = 0; win < L.windows; ++win) {
+      Slot* sl = &slots[std::size_t(2 * win)];
+      if (r < 0) {
+        sl[0] = Slot{win, 0, 0};
+        sl[1] = Slot{win, 1, 0};
+        continue;
       }
+      const std::uint8_t* idx = w.indices.data() + std::size_t(r * L.index_row_bytes);
+      for (int j = 0; j < 2; ++j)
+        sl[j] = Slot{win, int(get_packed(idx, win * 2 + j, L.index_bits)), vals[std::size_t(r * L.value_cols + win * 2 + j)]};
+    }
   });
   out.groups = out.a.rows_pad / group_rows;
   out.gather.assign(std::size_t(out.groups * out.a.k_pad), -1);
-  for (std::int64_t g = 0; g < out.groups; ++g)
+  for (std::int64_t g = 0; g < out.groups; ++g) {
+    const std::int64_t slab = g * out.rows_per_group / v;
+    if (slab >= L.colloc_rows) continue;
+    const std::uint8_t* crow = w.columns.data() + std::size_t(slab * L.colloc_row_bytes);
     for (std::int64_t win = 0; win < L.windows; ++win)
-      for (int s = 0; s < S; ++s) {
-        const std::int64_t slab = S == 1 ? g * group_rows / v : g * S + s;
-        if (slab >= L.colloc_rows) continue;
-        const std::uint8_t* crow = w.columns.data() + std::size_t(slab * L.colloc_row_bytes);
-        for (int i = 0; i < 4; ++i) {
-          const std::int64_t col = win * mw + get_packed(crow, win * 4 + i, L.colloc_bits);
-          if (col < L.cols) out.gather[std::size_t(g * out.a.k_pad + (win * S + s) * 4 + i)] = std::int32_t(col);
-        }
+      for (int i = 0; i < 4; ++i) {
+        const std::int64_t col = win * mw + get_packed(crow, win * 4 + i, L.colloc_bits);
+        if (col < L.cols) out.gather[std::size_t(g * out.a.k_pad + win * 4 + i)] = std::int32_t(col);
       }
+  }
   return out;
 }
 

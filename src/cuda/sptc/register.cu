@@ -126,7 +126,8 @@ class VnmInstance : public KernelInstance {
     meta_.upload(p.a.meta.data(), meta_.size());
     gather_ = cuda::DeviceBuffer(p.gather.size() * 4);
     gather_.upload(p.gather.data(), gather_.size());
-    a_ = cs::DeviceA{values_.get(), meta_.as<std::uint32_t>(), n_, p.a.rows_pad, p.a.k_pad};
+    a_ = cs::DeviceA{values_.get(), meta_.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
+    rows_per_tile_ = p.rows_per_group;
     map_ = cs::make_values_map_rows(a_, cs::ptile_rows(tile_));
     xt_ = cuda::DeviceBuffer(std::size_t(k_ * ldt_) * 2);
   }
@@ -135,12 +136,12 @@ class VnmInstance : public KernelInstance {
     auto s = static_cast<cudaStream_t>(stream);
     cs::transpose_x(x, desc_.m, k_, xt_.get(), ldt_, s);
     cs::Problem p{desc_.x_dtype, desc_.y_dtype, xt_.get(), y, desc_.m, n_, k_, ldt_};
-    cs::run_vnm_wgmma(a_, map_, gather_.as<std::int32_t>(), tile_, p, s);
+    cs::run_vnm_wgmma(a_, map_, gather_.as<std::int32_t>(), rows_per_tile_, tile_, p, s);
   }
   std::size_t workspace_bytes() const override { return xt_.size(); }
 
-  /// V >= 128: 128-row tiles (one slab per tile); V = 64 / 32: 64-row tiles (V = 32 pairs two
-  /// slabs per tile at twice the tensor-core work, see pack.hpp). BN 256 once it fills ~1.4 waves.
+  /// V >= 128: 128-row tiles (one slab per tile); V = 64 / 32: 64-row tiles (V = 32 puts one
+  /// slab in the upper half of each tile, at twice the tensor-core work, see pack.hpp). BN 256 once it fills ~1.4 waves.
   static cs::PTile choose_tile(int v, std::int64_t n, std::int64_t m) {
     const int sms = sm_count();
     auto tiles = [&](std::int64_t bm, std::int64_t bn) { return double(((n + bm - 1) / bm) * ((m + bn - 1) / bn)); };
@@ -151,6 +152,7 @@ class VnmInstance : public KernelInstance {
  private:
   MatmulDesc desc_;
   std::int64_t n_ = 0, k_ = 0, ldt_ = 0;
+  int rows_per_tile_ = 128;
   cs::PTile tile_ = cs::PTile::r128n256;
   cuda::DeviceBuffer values_, meta_, gather_, xt_;
   cs::DeviceA a_;

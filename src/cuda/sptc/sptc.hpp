@@ -61,9 +61,11 @@ void run_sptc24_wgmma_persistent(const DeviceA& a, const CUtensorMap& values_map
 
 /// sm_90a, persistent grid: V:2:M after the gather. p.x = Xt [k][p.ldx] (transpose_x), p.ldx =
 /// m rounded up to 8; gather [rows_pad / ptile_rows(tile)][k_pad] from pack.hpp's PackedVnm
-/// packed with group_rows = ptile_rows(tile).
-void run_vnm_wgmma(const DeviceA& a, const CUtensorMap& values_map, const std::int32_t* gather, PTile tile,
-                   const Problem& p, cudaStream_t stream);
+/// packed with group_rows = ptile_rows(tile); rows_per_tile = PackedVnm::rows_per_group (weight
+/// rows per tile: the tile's rows, or 32 for V = 32 spread over 64-row tiles). gather_mode: 0/1
+/// = cp.async gather (the default), 2 and 3 = experiments (f16 only; see wgmma_persistent.cu).
+void run_vnm_wgmma(const DeviceA& a, const CUtensorMap& values_map, const std::int32_t* gather, int rows_per_tile,
+                   PTile tile, const Problem& p, cudaStream_t stream, int gather_mode = 0);
 
 /// xt [k][ldt] = x^T for 16-bit x [m][k], zero in columns m..ldt-1 (ldt >= m, ldt % 8 == 0).
 void transpose_x(const void* x, std::int64_t m, std::int64_t k, void* xt, std::int64_t ldt, cudaStream_t stream);

@@ -61,13 +61,19 @@ __device__ __forceinline__ void fence_proxy_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
-template <class In, class Out, int BN, bool ROWSPLIT, bool GATHER, int STAGES>
+// GM (B source): 0 = X by TMA (2:4); 1 = gather by cp.async + consumer-side proxy fence;
+// 2 = gather by cp.async without the fence (experiment); 3 = gather by one 128-byte TMA box per
+// (sparse-k row, 64-wide m block) from a tensor map over Xt (experiment).
+template <class In, class Out, int BN, bool ROWSPLIT, int GM, int STAGES>
 __global__ void __launch_bounds__(384, 1)
     wgmma_sp_persistent_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_x,
                                const std::uint32_t* __restrict__ meta, const std::int32_t* __restrict__ gather,
                                const In* __restrict__ xt, int ldt, Out* __restrict__ y, int m, int n, int kblocks,
-                               int n64_total, int tiles_n, int tiles_m, int vec_store, int b_lbo, int b_sbo) {
+                               int n64_total, int tiles_n, int tiles_m, int vec_store, int b_lbo, int b_sbo,
+                               int rows_valid) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr bool GATHER = GM != 0;
+  constexpr bool CPASYNC = GM == 1 || GM == 2;
   using C = PCfg<BN, ROWSPLIT, STAGES>;
   extern __shared__ std::uint8_t smem_raw[];
   std::uint8_t* smem = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
@@ -93,7 +99,7 @@ __global__ void __launch_bounds__(384, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       // full: the expect_tx arrival (+ with GATHER one cp.async arrival per producer thread)
-      mbar_init(&full[s], GATHER ? 129 : 1);
+      mbar_init(&full[s], CPASYNC ? 129 : 1);
       mbar_init(&empty[s], C::NCONS * 4);
     }
     fence_mbar_init();
@@ -105,7 +111,7 @@ __global__ void __launch_bounds__(384, 1)
     if (GATHER || tid == 0) {
       if (tid == 0) {
         tma_prefetch_desc(&tm_a);
-        if (!GATHER) tma_prefetch_desc(&tm_x);
+        if (GM != 1 && GM != 2) tma_prefetch_desc(&tm_x);
       }
       const int w = tid / 32, lane = tid % 32;
       int it = 0;
@@ -118,13 +124,26 @@ __global__ void __launch_bounds__(384, 1)
           const int s = it % STAGES;
           if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
           if (tid == 0) {
-            mbar_expect_tx(&full[s], GATHER ? C::A_BYTES + C::M_BYTES : C::A_BYTES + C::B_BYTES + C::M_BYTES);
+            mbar_expect_tx(&full[s], CPASYNC ? C::A_BYTES + C::M_BYTES : C::A_BYTES + C::B_BYTES + C::M_BYTES);
             tma_load_2d(sA + s * C::A_BYTES, &tm_a, &full[s], kb * 32, tn * C::BM);
             if (!GATHER) tma_load_2d(sB + s * C::B_BYTES, &tm_x, &full[s], kb * 64, m0);
             bulk_load(sM + s * (C::BM / 64) * 128,
                       meta + (std::size_t(kb) * n64_total + std::size_t(tn) * (C::BM / 64)) * 128, C::M_BYTES, &full[s]);
           }
-          if constexpr (GATHER) {
+          if constexpr (GM == 3) {
+            // thread t: sparse-k row t/2 of the stage, m blocks of its half; a -1 column is out of
+            // bounds for the tensor map, so TMA fills zeros (and still counts the bytes)
+            constexpr int NB = BN / 64;
+            const int row = tid >> 1;
+            const int col = __ldg(gcol - w * 16 + kb * 64 + row);
+            std::uint8_t* bst = sB + s * C::B_BYTES;
+#pragma unroll
+            for (int j = 0; j < NB / 2; ++j) {
+              const int b = (tid & 1) * (NB / 2) + j;
+              tma_load_2d(bst + b * 8192 + row * 128, &tm_x, &full[s], m0 + b * 64, col);
+            }
+          }
+          if constexpr (CPASYNC) {
             // warp w gathers sparse-k rows 16w..16w+15 of this stage: lane l < 16 holds row 16w+l's column
             const int mycol = lane < 16 ? __ldg(gcol + kb * 64 + lane) : -1;
             std::uint8_t* bst = sB + s * C::B_BYTES;
@@ -144,7 +163,7 @@ __global__ void __launch_bounds__(384, 1)
           }
         }
       }
-      if constexpr (GATHER) cp_async_wait<0>();
+      if constexpr (CPASYNC) cp_async_wait<0>();
     }
   } else {
     setmaxnreg_inc<232>();
@@ -161,7 +180,7 @@ __global__ void __launch_bounds__(384, 1)
       for (int kb = 0; kb < kblocks; ++kb, ++it) {
         const int s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);
-        if constexpr (GATHER) fence_proxy_async_smem();  // cp.async (generic proxy) writes -> wgmma reads
+        if constexpr (GM == 1) fence_proxy_async_smem();  // cp.async (generic proxy) writes -> wgmma reads
         const std::uint32_t mw = sM[s * (C::BM / 64) * 128 + (ROWSPLIT ? c * 128 : 0) + tid];
         const std::uint8_t* a_tile = sA + s * C::A_BYTES + (ROWSPLIT ? c * 64 * 64 : 0);
         const std::uint64_t da = smem_desc(a_tile, 16, 512, 2);  // 64B swizzle, 8 rows x 64 B
@@ -192,7 +211,8 @@ __global__ void __launch_bounds__(384, 1)
       const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
       float* base = st + (2 * t) * C::OUT_LD + 16 * w + g;
       const int y_m0 = tm * BN + (ROWSPLIT ? 0 : c * C::BNC);
-      const int y_n0 = tn * C::BM + (ROWSPLIT ? c * 64 : 0);
+      const int y_n0 = tn * rows_valid + (ROWSPLIT ? c * 64 : 0);
+      const int n_end = tn * rows_valid + rows_valid;
 #pragma unroll
       for (int q = 0; q < C::BNC / 64; ++q) {
         asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // previous chunk's stores are done
@@ -204,13 +224,13 @@ __global__ void __launch_bounds__(384, 1)
           base[j * 8 * C::OUT_LD + C::OUT_LD + 8] = acc[4 * (8 * q + j) + 3];
         }
         asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
-        store_tile<Out, 64, C::OUT_LD>(st, y, y_m0 + 64 * q, y_n0, m, n, vec_store, tid);
+        store_tile<Out, 64, C::OUT_LD>(st, y, y_m0 + 64 * q, y_n0, m, n, vec_store, tid, n_end);
       }
     }
   }
 #else
   (void)meta; (void)gather; (void)xt; (void)ldt; (void)y; (void)m; (void)n; (void)kblocks; (void)n64_total;
-  (void)tiles_n; (void)tiles_m; (void)vec_store; (void)b_lbo; (void)b_sbo;
+  (void)tiles_n; (void)tiles_m; (void)vec_store; (void)b_lbo; (void)b_sbo; (void)rows_valid;
   __trap();
 #endif
 }
@@ -269,61 +289,66 @@ int sm_count() {
   return sms;
 }
 
-template <class In, class Out, int BN, bool ROWSPLIT, bool GATHER, int STAGES>
-void launch(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gather, const Problem& p,
+template <class In, class Out, int BN, bool ROWSPLIT, int GM, int STAGES>
+void launch(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gather, int rows_valid, const Problem& p,
             cudaStream_t stream) {
   using C = PCfg<BN, ROWSPLIT, STAGES>;
-  auto kernel = wgmma_sp_persistent_kernel<In, Out, BN, ROWSPLIT, GATHER, STAGES>;
+  auto kernel = wgmma_sp_persistent_kernel<In, Out, BN, ROWSPLIT, GM, STAGES>;
   static std::once_flag once;
   std::call_once(once, [&] {
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM_BYTES));
   });
   CUtensorMap map_x{};
-  if (!GATHER)
+  if (GM == 0)
     map_x = encode_tensor_2d(p.x, std::uint64_t(p.ldx), std::uint64_t(p.m), std::uint64_t(p.ldx) * 2, 64, BN,
                              CU_TENSOR_MAP_SWIZZLE_128B, "x");
+  if (GM == 3)
+    map_x = encode_tensor_2d(p.x, std::uint64_t(p.ldx), std::uint64_t(p.k), std::uint64_t(p.ldx) * 2, 64, 1,
+                             CU_TENSOR_MAP_SWIZZLE_128B, "xt");
   const int tiles_n = int(a.rows_pad / C::BM);
   const int tiles_m = int((p.m + BN - 1) / BN);
   const int kblocks = int(a.k_pad / 64);
   const int vec = (p.n * int(sizeof(Out))) % 16 == 0 && (reinterpret_cast<std::uintptr_t>(p.y) % 16) == 0;
   const int grid = std::min(tiles_n * tiles_m, sm_count());
   // MN-major B descriptor: LBO = 8 KB between 64-wide m blocks, SBO = 1 KB between 8-k groups
-  // (PTX canonical layout). SPARSENM_VNM_DESC_SWAP=1 swaps them: a diagnostic for the first device run.
-  static const bool swap_desc = [] {
-    const char* e = std::getenv("SPARSENM_VNM_DESC_SWAP");
-    return e && e[0] == '1';
-  }();
+  // (PTX canonical layout; the swapped pair was tried on the H200 and fails, as expected).
   kernel<<<grid, C::THREADS, C::SMEM_BYTES, stream>>>(map_a, map_x, a.meta, gather, static_cast<const In*>(p.x),
                                                       int(p.ldx), static_cast<Out*>(p.y), int(p.m), int(p.n), kblocks,
                                                       int(a.rows_pad / 64), tiles_n, tiles_m, vec,
-                                                      swap_desc ? 1024 : 8192, swap_desc ? 8192 : 1024);
+                                                      8192, 1024, rows_valid);
   SPARSENM_CUDA_CHECK_LAUNCH("wgmma_sp_persistent_kernel");
 }
 
-template <class In, class Out, bool GATHER>
-void dispatch_tile(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gather, PTile tile,
+template <class In, class Out, int GM>
+void dispatch_tile(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gather, int rows_valid, PTile tile,
                    const Problem& p, cudaStream_t s) {
   switch (tile) {
-    case PTile::r128n256: return launch<In, Out, 256, true, GATHER, 4>(a, map_a, gather, p, s);
-    case PTile::r128n128: return launch<In, Out, 128, true, GATHER, 6>(a, map_a, gather, p, s);
-    case PTile::c64n256: return launch<In, Out, 256, false, GATHER, 5>(a, map_a, gather, p, s);
-    case PTile::c64n128: return launch<In, Out, 128, false, GATHER, 7>(a, map_a, gather, p, s);
+    case PTile::r128n256: return launch<In, Out, 256, true, GM, 4>(a, map_a, gather, rows_valid, p, s);
+    case PTile::r128n128: return launch<In, Out, 128, true, GM, 6>(a, map_a, gather, rows_valid, p, s);
+    case PTile::c64n256: return launch<In, Out, 256, false, GM, 5>(a, map_a, gather, rows_valid, p, s);
+    case PTile::c64n128: return launch<In, Out, 128, false, GM, 7>(a, map_a, gather, rows_valid, p, s);
   }
 }
 
-template <bool GATHER>
-void dispatch(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gather, PTile tile, const Problem& p,
-              cudaStream_t s) {
+template <int GM>
+void dispatch(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gather, int rows_valid, PTile tile,
+              const Problem& p, cudaStream_t s, int mode) {
+  constexpr bool GATHER = GM != 0;
   if (p.ldx % 8 != 0 || reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0)
     throw InvalidArgument(GATHER ? "xt" : "x", "needs 16-byte aligned rows (leading dimension % 8 == 0, aligned pointer)");
   if (a.rows_pad % ptile_rows(tile) != 0) throw InvalidArgument("packed W", "rows_pad must be a multiple of the tile rows");
   if (p.m < 1) return;
+  if (GATHER && mode >= 2) {  // experimental gather modes: f16 in and out only
+    if (p.in != DType::f16 || p.out != DType::f16) throw InvalidArgument("gather_mode", "modes 2 and 3 take f16 in and out only");
+    if (mode == 2) return dispatch_tile<__half, __half, 2>(a, map_a, gather, rows_valid, tile, p, s);
+    return dispatch_tile<__half, __half, 3>(a, map_a, gather, rows_valid, tile, p, s);
+  }
   auto out = [&](auto in_tag) {
     using In = decltype(in_tag);
     switch (p.out) {
-      case DType::f32: return dispatch_tile<In, float, GATHER>(a, map_a, gather, tile, p, s);
-      case DType::f16: return dispatch_tile<In, __half, GATHER>(a, map_a, gather, tile, p, s);
-      case DType::bf16: return dispatch_tile<In, __nv_bfloat16, GATHER>(a, map_a, gather, tile, p, s);
+      case DType::f32: return dispatch_tile<In, float, GM>(a, map_a, gather, rows_valid, tile, p, s);
+      case DType::f16: return dispatch_tile<In, __half, GM>(a, map_a, gather, rows_valid, tile, p, s);
+      case DType::bf16: return dispatch_tile<In, __nv_bfloat16, GM>(a, map_a, gather, rows_valid, tile, p, s);
       default: throw InvalidArgument("y dtype", "must be f32, f16 or bf16 for the sparse tensor-core kernels");
     }
   };
@@ -350,13 +375,16 @@ int ptile_rows(PTile t) noexcept { return (t == PTile::r128n256 || t == PTile::r
 
 void run_sptc24_wgmma_persistent(const DeviceA& a, const CUtensorMap& values_map, PTile tile, const Problem& p,
                                  cudaStream_t stream) {
-  dispatch<false>(a, values_map, nullptr, tile, p, stream);
+  dispatch<0>(a, values_map, nullptr, ptile_rows(tile), tile, p, stream, 0);
 }
 
-void run_vnm_wgmma(const DeviceA& a, const CUtensorMap& values_map, const std::int32_t* gather, PTile tile,
-                   const Problem& p, cudaStream_t stream) {
+void run_vnm_wgmma(const DeviceA& a, const CUtensorMap& values_map, const std::int32_t* gather, int rows_per_tile,
+                   PTile tile, const Problem& p, cudaStream_t stream, int gather_mode) {
   if (!gather) throw InvalidArgument("gather", "must not be null");
-  dispatch<true>(a, values_map, gather, tile, p, stream);
+  if (rows_per_tile != ptile_rows(tile) && !(rows_per_tile == 32 && ptile_rows(tile) == 64))
+    throw InvalidArgument("rows_per_tile", "must be the tile's rows, or 32 for 64-row tiles (V = 32)");
+  if (gather_mode < 0 || gather_mode > 3) throw InvalidArgument("gather_mode", "must be 0..3");
+  dispatch<1>(a, values_map, gather, rows_per_tile, tile, p, stream, gather_mode);
 }
 
 void transpose_x(const void* x, std::int64_t m, std::int64_t k, void* xt, std::int64_t ldt, cudaStream_t stream) {
