@@ -13,7 +13,10 @@
 //     64-wide m blocks, SBO = 1 KB between groups of 8 k). Why a transposed workspace: the 4
 //     selected columns of a window are scattered 2-byte elements of every X row, so a K-major
 //     gather would be element-wise; in Xt they are whole rows. Its cost is one pass over X
-//     (2*m*k*2 bytes), measured separately by the bench ("sparsenm:vnm_transpose").
+//     (2*m*k*2 bytes), measured separately by the bench ("sparsenm:vnm_transpose"): ~3.1 TB/s on
+//     an H200, 3-10 % of the total. What limits the kernel is the cp.async gather rate (~8 B/clk
+//     per SM vs ~36 B/clk for TMA in the 2:4 path; docs/PERF-sptc.md), hence the two experimental
+//     gather modes below (not yet measured).
 //
 // CTA = 1 producer warpgroup + 2 consumer warpgroups; the grid is persistent (one CTA per SM, a
 // static round-robin over tiles), the mbarrier ring runs on across tiles, so the producer loads
