@@ -1,5 +1,9 @@
 // sparsenm — pruning on the CPU (reference quality; GPU versions live with the kernels).
 // Ties are broken deterministically: at equal magnitude the lower column (row, subset) wins.
+// |NaN| counts as +inf (NaNs are kept first, never silently dropped). Tail windows are padded
+// logically with zeros; a column past the end is chosen only when a window has fewer real
+// columns than slots. Errors: InvalidArgument for a non-weight dtype, an empty matrix or an
+// invalid pattern. Details and the V:2:M search for M > 16: docs/PRUNE.md.
 #pragma once
 #include <cstdint>
 #include <vector>

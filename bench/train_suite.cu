@@ -1,0 +1,291 @@
+// sparsenm bench — suite "train": the memory-bound kernels of 2:4 sparse training
+// (include/sparsenm/train.hpp) at GPT-2 774M / 1.5B FFN shapes (d = 1280 / 1600, 4d; tokens
+// 8192 / 16384), reported as GB/s against the device-to-device copy bandwidth of the same run.
+// Method (BENCH.md): per-call CUDA events between back-to-back calls after warm-up; median and
+// min; operands rotate over enough copies that >= 320 MB of other data is touched before a
+// buffer is reused (the weight shapes are below 2x L2). `bytes` = every input read once + every
+// output written once. Correctness is covered by tests/gpu/test_train_*.cu (bit-exact against
+// host references); rows carry rel_err -1 except where the suite checks a kernel itself.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench.hpp"
+#include "cuda/common.cuh"
+#include "sparsenm/train.hpp"
+
+namespace sparsenm::bench {
+namespace {
+
+using cuda::DeviceBuffer;
+
+/// One timed case: `call(slot)` launches the kernel on rotation slot `slot`.
+struct Timing {
+  double median = 0, min = 0;
+};
+
+Timing time_calls(const std::function<void(int)>& call, int slots, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) call(i % slots);
+  std::vector<cudaEvent_t> ev(std::size_t(reps) + 1);
+  for (auto& e : ev) SPARSENM_CUDA_CHECK(cudaEventCreate(&e));
+  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+  for (int i = 0; i < reps; ++i) {
+    SPARSENM_CUDA_CHECK(cudaEventRecord(ev[std::size_t(i)]));
+    call(i % slots);
+  }
+  SPARSENM_CUDA_CHECK(cudaEventRecord(ev[std::size_t(reps)]));
+  SPARSENM_CUDA_CHECK(cudaEventSynchronize(ev[std::size_t(reps)]));
+  SPARSENM_CUDA_CHECK(cudaGetLastError());
+  std::vector<double> t(static_cast<std::size_t>(reps));
+  for (int i = 0; i < reps; ++i) {
+    float ms = 0;
+    SPARSENM_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[std::size_t(i)], ev[std::size_t(i) + 1]));
+    t[std::size_t(i)] = ms;
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t.front()};
+}
+
+int rotation_slots(double bytes_per_call);
+
+/// Copy bandwidth at the case's own size: cudaMemcpyAsync of bytes/2 (read + write = bytes),
+/// rotated like the case; shows how much of the gap to the 1 GiB copy is size (launch, ramp,
+/// tail) rather than the kernel.
+double copy_same_size_GBps(double bytes, int warmup, int reps) {
+  const std::size_t half = (std::size_t(bytes / 2) + 255) / 256 * 256;
+  const int slots = rotation_slots(bytes);
+  std::vector<cuda::DeviceBuffer> src, dst;
+  for (int i = 0; i < slots; ++i) {
+    src.emplace_back(half);
+    dst.emplace_back(half);
+    SPARSENM_CUDA_CHECK(cudaMemset(src.back().get(), 1, half));
+  }
+  const Timing t = time_calls(
+      [&](int i) {
+        SPARSENM_CUDA_CHECK(cudaMemcpyAsync(dst[std::size_t(i)].get(), src[std::size_t(i)].get(), half, cudaMemcpyDeviceToDevice));
+      },
+      slots, warmup, reps);
+  return 2.0 * double(half) / (t.median * 1e6);
+}
+
+int rotation_slots(double bytes_per_call) {
+  const double want = 320e6;
+  return int(std::clamp(std::ceil(want / std::max(bytes_per_call, 1.0)), 1.0, 32.0));
+}
+
+/// A set of device buffers per rotation slot, filled with non-zero random-ish data.
+struct Slots {
+  std::vector<std::vector<DeviceBuffer>> bufs;
+  Slots(int slots, const std::vector<std::size_t>& sizes) : bufs(std::size_t(slots)) {
+    for (auto& s : bufs)
+      for (std::size_t b : sizes) s.emplace_back(b);
+  }
+  void* at(int slot, int i) const { return bufs[std::size_t(slot)][std::size_t(i)].get(); }
+};
+
+__global__ void fill_kernel(std::uint16_t* p, std::size_t n, std::uint32_t seed, std::uint16_t and_mask, std::uint16_t or_mask) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    std::uint32_t h = std::uint32_t(i) * 2654435761u ^ seed;
+    h ^= h >> 13;
+    h *= 0x5bd1e995u;
+    h ^= h >> 15;
+    p[i] = std::uint16_t((h & and_mask) | or_mask);
+  }
+}
+/// Random finite values: f16 in about [-2, 2] (exponent field capped), bf16 likewise, f32 as
+/// pairs of such halves (finite). Masks: random transposable-looking words are not needed by
+/// the kernels' speed; apply uses a mask produced by the search.
+void fill(void* p, std::size_t bytes, std::uint32_t seed) {
+  fill_kernel<<<1024, 256>>>(static_cast<std::uint16_t*>(p), bytes / 2, seed, 0xBFFF, 0x0000);
+  SPARSENM_CUDA_CHECK(cudaGetLastError());
+}
+
+struct Shape {
+  std::int64_t rows, cols;
+};
+
+}  // namespace
+
+Suite train_suite() {
+  Suite s;
+  s.name = "train";
+  s.description = "2:4 sparse training kernels (mask search/apply, MVUE, masked decay, flip count, GEGLU/SwiGLU) vs copy bandwidth";
+  s.needs_gpu = true;
+  s.run = [](Context& ctx) {
+    const int warmup = ctx.options.warmup, reps = ctx.options.reps;
+    const std::vector<std::int64_t> ds = {1280, 1600};
+    const std::vector<std::int64_t> tokens = ctx.options.quick ? std::vector<std::int64_t>{8192, 16384}
+                                                               : std::vector<std::int64_t>{8192, 16384};
+    auto emit = [&](const std::string& op, const std::string& dtype, std::int64_t m, std::int64_t n, std::int64_t k,
+                    const std::string& kernel, Timing t, double bytes, int slots, const std::string& extra) {
+      Row r;
+      r.suite = "train";
+      r.op = op;
+      r.format = "hw24";
+      r.pattern = "2:4";
+      r.dtype = dtype;
+      r.m = m;
+      r.n = n;
+      r.k = k;
+      r.impl = "sparsenm:" + kernel;
+      r.ms_median = t.median;
+      r.ms_min = t.min;
+      r.reps = reps;
+      r.bytes = bytes;
+      const double gbps = bytes / (t.median * 1e6);
+      const double same = copy_same_size_GBps(bytes, warmup, reps);
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "GBps=%.0f frac_copy=%.3f copy_same_size_GBps=%.0f frac_same_size=%.3f L2 rotated over %d slot(s)%s%s",
+                    gbps, ctx.copy_GBps > 0 ? gbps / ctx.copy_GBps : 0.0, same, gbps / same, slots, extra.empty() ? "" : "; ",
+                    extra.c_str());
+      r.note = buf;
+      ctx.emit(r);
+    };
+    const DType dt16 = DType::f16;
+
+    for (std::int64_t d : ds) {
+      // ---- weights: c_fc W [4d][d] and c_proj W [d][4d] ----
+      for (Shape w : {Shape{4 * d, d}, Shape{d, 4 * d}}) {
+        for (DType t : {DType::f16, DType::bf16, DType::f32}) {
+          if (t != dt16 && w.rows != 4 * d) continue;
+          const std::int64_t R = w.rows, C = w.cols;
+          const std::size_t wb = std::size_t(R * C) * dtype_size(t), mb = std::size_t(train::mask24_words(R, C)) * 2;
+          const std::size_t vb = std::size_t(R * train::hw24_value_cols(C)) * dtype_size(t),
+                            ib = std::size_t(R * train::hw24_index_row_bytes(C));
+          const std::size_t tvb = std::size_t(C * train::hw24_value_cols(R)) * dtype_size(t),
+                            tib = std::size_t(C * train::hw24_index_row_bytes(R));
+          const double search_bytes = double(wb + mb + vb + ib + tvb + tib);
+          const int slots = rotation_slots(search_bytes);
+          Slots b(slots, {wb, mb, vb, ib, tvb, tib});
+          for (int i = 0; i < slots; ++i) fill(b.at(i, 0), wb, 17u + unsigned(i));
+          auto search = [&](int i) {
+            train::transposable_mask24(t, b.at(i, 0), R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
+                                       {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
+                                       {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
+          };
+          emit("mask24_search", std::string(to_string(t)), 0, R, C, "transposable_mask24",
+               time_calls(search, slots, warmup, reps), search_bytes, slots, "W + mask + S(W) + S(W)^T");
+          // apply with the mask each slot's search just wrote; check apply == search outputs
+          for (int i = 0; i < slots; ++i) search(i);
+          std::vector<std::uint8_t> ref_v(vb), got_v(vb);
+          SPARSENM_CUDA_CHECK(cudaMemcpy(ref_v.data(), b.at(0, 2), vb, cudaMemcpyDeviceToHost));
+          auto apply = [&](int i) {
+            train::apply_mask24(t, b.at(i, 0), R, C, static_cast<const std::uint16_t*>(b.at(i, 1)),
+                                {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
+                                {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
+          };
+          SPARSENM_CUDA_CHECK(cudaMemset(b.at(0, 2), 0xFF, vb));
+          const Timing ta = time_calls(apply, slots, warmup, reps);
+          SPARSENM_CUDA_CHECK(cudaMemcpy(got_v.data(), b.at(0, 2), vb, cudaMemcpyDeviceToHost));
+          emit("mask24_apply", std::string(to_string(t)), 0, R, C, "apply_mask24", ta, search_bytes, slots,
+               got_v == ref_v ? "apply(search mask) == search: ok" : "apply(search mask) != search: MISMATCH");
+        }
+      }
+      // ---- MVUE of dZ^T: dZ [tokens][n], n = 4d (c_fc output) and d (c_proj output) ----
+      for (std::int64_t T : tokens) {
+        for (std::int64_t n : {4 * d, d}) {
+          for (auto layout : {train::GradLayout::token_major, train::GradLayout::feature_major}) {
+            if (layout == train::GradLayout::feature_major && n != 4 * d) continue;
+            const DType t = dt16;
+            const std::size_t gb = std::size_t(T * n) * dtype_size(t), vb = std::size_t(n * train::hw24_value_cols(T)) * dtype_size(t),
+                              ib = std::size_t(n * train::hw24_index_row_bytes(T));
+            const double bytes = double(gb + vb + ib);
+            const int slots = rotation_slots(bytes);
+            Slots b(slots, {gb, vb, ib});
+            for (int i = 0; i < slots; ++i) fill(b.at(i, 0), gb, 33u + unsigned(i));
+            std::uint64_t seed = 1;
+            auto call = [&](int i) {
+              train::mvue24(t, b.at(i, 0), T, n, layout, seed++, {b.at(i, 1), static_cast<std::uint8_t*>(b.at(i, 2))});
+            };
+            const bool tm = layout == train::GradLayout::token_major;
+            emit(tm ? "mvue24_token_major" : "mvue24_feature_major", "f16", T, n, 0, "mvue24", time_calls(call, slots, warmup, reps),
+                 bytes, slots, tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)");
+          }
+        }
+      }
+      // ---- masked decay (f32 master grads, and f16) on c_fc W [4d][d] ----
+      for (DType t : {DType::f32, DType::f16}) {
+        const std::int64_t R = 4 * d, C = d;
+        const std::size_t wb = std::size_t(R * C) * dtype_size(t), mb = std::size_t(train::mask24_words(R, C)) * 2;
+        const double bytes = double(3 * wb + mb);
+        const int slots = rotation_slots(bytes);
+        Slots b(slots, {wb, wb, mb});
+        for (int i = 0; i < slots; ++i) {
+          fill(b.at(i, 0), wb, 5u + unsigned(i));
+          fill(b.at(i, 1), wb, 55u + unsigned(i));
+          fill(b.at(i, 2), mb, 555u + unsigned(i));
+        }
+        auto call = [&](int i) {
+          train::masked_decay(t, b.at(i, 0), b.at(i, 1), static_cast<const std::uint16_t*>(b.at(i, 2)), R, C, 1e-30f);
+        };
+        emit("masked_decay", std::string(to_string(t)), 0, R, C, "masked_decay", time_calls(call, slots, warmup, reps), bytes, slots,
+             "grad r/w + w + mask");
+      }
+      // ---- flip count: one layer's c_fc mask, and all FFN masks of the model in one buffer ----
+      {
+        const std::int64_t layers = d == 1280 ? 36 : 48;
+        for (Shape m : {Shape{4 * d, d}, Shape{2 * layers * 4 * d, d}}) {
+          const std::size_t mb = std::size_t(train::mask24_words(m.rows, m.cols)) * 2;
+          const double bytes = double(2 * mb);
+          const int slots = rotation_slots(bytes);
+          Slots b(slots, {mb, mb, 8});
+          for (int i = 0; i < slots; ++i) {
+            fill(b.at(i, 0), mb, 7u + unsigned(i));
+            fill(b.at(i, 1), mb, 77u + unsigned(i));
+          }
+          auto call = [&](int i) {
+            train::flip_count(static_cast<const std::uint16_t*>(b.at(i, 0)), static_cast<const std::uint16_t*>(b.at(i, 1)),
+                              m.rows, m.cols, static_cast<unsigned long long*>(b.at(i, 2)));
+          };
+          emit("flip_count", "u16", 0, m.rows, m.cols, "flip_count", time_calls(call, slots, warmup, reps), bytes, slots,
+               m.rows == 4 * d ? "one layer's c_fc mask" : "all FFN masks of the model in one buffer");
+        }
+      }
+      // ---- GEGLU / SwiGLU: Z [T][2h], h = 4d; row-major and column-major (Z^T) ----
+      for (std::int64_t T : tokens) {
+        const std::int64_t h = 4 * d;
+        for (bool colmajor : {false, true}) {
+          for (auto gate : {train::Gate::geglu, train::Gate::swiglu}) {
+            if (gate == train::Gate::swiglu && colmajor) continue;
+            const DType t = dt16;
+            const std::int64_t rows = colmajor ? h : T, cols = colmajor ? T : h, ld_in = colmajor ? T : 2 * h,
+                               off = colmajor ? h * T : h;
+            const std::size_t zb = std::size_t(2 * T * h) * dtype_size(t), ob = std::size_t(T * h) * dtype_size(t);
+            const std::string gname = gate == train::Gate::geglu ? "geglu" : "swiglu";
+            const std::string lay = colmajor ? "column-major Z (Z^T [2h][T])" : "row-major Z [T][2h]";
+            {
+              const double bytes = double(zb + ob);
+              const int slots = rotation_slots(bytes);
+              Slots b(slots, {zb, ob});
+              for (int i = 0; i < slots; ++i) fill(b.at(i, 0), zb, 9u + unsigned(i));
+              auto call = [&](int i) { train::glu_forward(gate, t, b.at(i, 0), rows, cols, ld_in, off, b.at(i, 1), cols); };
+              emit(gname + "_fwd", "f16", T, h, 0, gname + "_forward", time_calls(call, slots, warmup, reps), bytes, slots, lay);
+            }
+            {
+              const double bytes = double(2 * zb + ob);
+              const int slots = rotation_slots(bytes);
+              Slots b(slots, {zb, ob, zb});
+              for (int i = 0; i < slots; ++i) {
+                fill(b.at(i, 0), zb, 19u + unsigned(i));
+                fill(b.at(i, 1), ob, 29u + unsigned(i));
+              }
+              auto call = [&](int i) {
+                train::glu_backward(gate, t, b.at(i, 0), rows, cols, ld_in, off, b.at(i, 1), cols, b.at(i, 2));
+              };
+              emit(gname + "_bwd", "f16", T, h, 0, gname + "_backward", time_calls(call, slots, warmup, reps), bytes, slots, lay);
+            }
+          }
+        }
+      }
+    }
+  };
+  return s;
+}
+
+}  // namespace sparsenm::bench

@@ -1,0 +1,117 @@
+// sparsenm — the EW-N:M family's plan candidates: "cuda:ew_spmv" (m <= 8) and "cuda:ew_spmm" (any m).
+#include <memory>
+
+#include "cuda/common.cuh"
+#include "cuda/ew/spmv.hpp"
+#include "plan/registry.hpp"
+
+namespace sparsenm::detail {
+namespace {
+
+int y_code(DType t) { return t == DType::f32 ? 0 : t == DType::f16 ? 1 : 2; }
+
+int sm_count() {
+  int dev = 0, sms = 0;
+  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
+  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
+/// Checks shared by the EW candidates; "" when (w, desc) is an EW problem we can serve.
+std::string ew_common_unsupported(const CondensedMatrix& w, const MatmulDesc& d) {
+  const auto kind = w.pattern().kind;
+  if (kind != Granularity::element && kind != Granularity::hw24)
+    return "needs an element or hw24 pattern (got " + w.pattern().str() + ")";
+  if (d.x_dtype != w.dtype) return "x_dtype must equal the weight dtype";
+  if (!is_weight_dtype(d.y_dtype)) return "y_dtype must be f32, f16 or bf16";
+  if (d.accumulate != Accumulate::f32) return "accumulates in f32 only";
+  return {};
+}
+
+class EwSpmvInstance final : public KernelInstance {
+ public:
+  EwSpmvInstance(const CondensedMatrix& w, const MatmulDesc& d) {
+    const cuda::ew::SpmvPacked p = cuda::ew::pack_spmv(w);
+    values_ = cuda::DeviceBuffer(p.values.size());
+    values_.upload(p.values.data(), p.values.size());
+    indices_ = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
+    indices_.upload(p.indices.data(), indices_.size());
+    cfg_ = cuda::ew::plan_spmv(p.layout, w.dtype, int(d.m), sm_count(), args_);
+    args_.values = values_.get();
+    args_.indices = indices_.as<std::uint32_t>();
+    args_.y_dtype = y_code(d.y_dtype);
+    launch_ = cuda::ew::find_spmv(w.dtype, cfg_.mr, p.layout.bits, p.layout.n, p.layout.m);
+    if (!launch_) throw Unsupported("ew_spmv: no compiled instance for " + w.pattern().str());
+  }
+  void run(const void* x, void* y, void* stream) const override {
+    cuda::ew::SpmvArgs a = args_;
+    a.x = x;
+    a.y = y;
+    launch_(a, cfg_, static_cast<cudaStream_t>(stream));
+  }
+
+ private:
+  cuda::DeviceBuffer values_, indices_;
+  cuda::ew::SpmvArgs args_;
+  cuda::ew::SpmvConfig cfg_;
+  cuda::ew::SpmvLaunchFn launch_ = nullptr;
+};
+
+class EwSpmmInstance final : public KernelInstance {
+ public:
+  EwSpmmInstance(const CondensedMatrix& w, const MatmulDesc& d) {
+    const cuda::ew::SpmvPacked p = cuda::ew::pack_spmv(w);
+    values_ = cuda::DeviceBuffer(p.values.size());
+    values_.upload(p.values.data(), p.values.size());
+    indices_ = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
+    indices_.upload(p.indices.data(), indices_.size());
+    cfg_ = cuda::ew::plan_spmm(p.layout, w.dtype, int(d.m), args_);
+    args_.values = values_.get();
+    args_.indices = indices_.as<std::uint32_t>();
+    args_.y_dtype = y_code(d.y_dtype);
+    launch_ = cuda::ew::find_spmm(w.dtype, p.layout.bits, p.layout.n, p.layout.m);
+    if (!launch_) throw Unsupported("ew_spmm: no compiled instance for " + w.pattern().str());
+  }
+  void run(const void* x, void* y, void* stream) const override {
+    cuda::ew::SpmvArgs a = args_;
+    a.x = x;
+    a.y = y;
+    launch_(a, cfg_, static_cast<cudaStream_t>(stream));
+  }
+
+ private:
+  cuda::DeviceBuffer values_, indices_;
+  cuda::ew::SpmvArgs args_;
+  cuda::ew::SpmvConfig cfg_;
+  cuda::ew::SpmvLaunchFn launch_ = nullptr;
+};
+
+}  // namespace
+
+void register_ew_kernels(KernelRegistry& r) {
+  KernelCandidate spmv;
+  spmv.name = "cuda:ew_spmv";
+  spmv.backend = Backend::cuda;
+  spmv.unsupported = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+    if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmv " + why;
+    return cuda::ew::spmv_unsupported(cuda::ew::SpmvLayout::of(w.layout, w.dtype), w.dtype, d.m);
+  };
+  spmv.create = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwSpmvInstance>(w, d);
+  };
+  r.add(std::move(spmv));
+
+  KernelCandidate spmm;
+  spmm.name = "cuda:ew_spmm";
+  spmm.backend = Backend::cuda;
+  spmm.unsupported = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+    if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmm " + why;
+    return cuda::ew::spmm_unsupported(cuda::ew::SpmvLayout::of(w.layout, w.dtype), w.dtype, d.m);
+  };
+  spmm.create = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwSpmmInstance>(w, d);
+  };
+  r.add(std::move(spmm));
+}
+
+}  // namespace sparsenm::detail

@@ -1,0 +1,160 @@
+// sparsenm — transposable 2:4 mask search and apply-mask, fused with compression of W and W^T
+// (seed 003 §3.2, §5.1; issue 5). One kernel template, two modes (kSearch: find the mask;
+// else: read it).
+//
+// Layout: W [rows][cols] row-major, dtype T (f16 / bf16 / f32). Outputs (train.hpp): the uint16
+// mask per 4x4 block; hw24 S(W) [rows][cols/2] + 4 bits per window; hw24 S(W)^T [cols][rows/2].
+// Tiling: a CTA (256 threads) owns a 128-row x 64-column tile of W. Thread (brl = tid / 8,
+// tcl = tid % 8) owns rows 4*brl..+3 and columns 8*tcl..+7: two 4x4 blocks.
+// - Reads: each thread loads its 4 rows x 8 elements with 16-byte loads (one for f16/bf16, two
+//   for f32); a warp covers 4 block rows x 64 columns, i.e. 16 rows x 128 B (f16): fully
+//   used 32-byte sectors, every input byte read exactly once (.cs streaming loads).
+// - S(W): the thread's 4 rows x 2 windows map to 4 values + 1 index byte per row, written
+//   straight from registers (8-byte value stores; a warp writes 16 rows x 64 contiguous bytes).
+// - S(W)^T: each of the thread's 8 columns is a W^T row; its (value pair, nibble) for window
+//   brl goes to shared memory (TileT), and the CTA writes 64 W^T rows x 128 B + 16 index bytes.
+// - Mask: two uint16 per thread (one 4-byte store on interior tiles).
+// Bytes moved per element (f16): 2 read + 1 + 1/8 (S(W)) + 1 + 1/8 (S(W)^T) + 1/8 (mask) =
+// 4.375 B, every output written once. Floor = bytes / copy bandwidth. Compute: ~16 fp32 ops
+// per element for the search (pattern24.cuh) — in fp64, to match the CPU reference bit for bit.
+// Tails: partial tiles (or unaligned shapes) take the guarded element-wise path; elements past
+// the matrix read as 0 (logical zero padding, train.hpp).
+#pragma once
+#include <cstdint>
+
+#include "cuda/common.cuh"
+#include "cuda/train/pattern24.cuh"
+#include "cuda/train/tile_t.cuh"
+#include "cuda/train/train_common.cuh"
+
+namespace sparsenm::train::detail {
+
+struct Mask24Traits {
+  static constexpr int kThreads = 256, kTileRows = 128, kTileCols = 64;
+};
+
+template <class T, bool kSearch>
+__global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 1 : 4) mask24_kernel(Mask24Args args) {
+  using E = Elem<T>;
+  using Raw = typename E::Raw;
+  using Traits = Mask24Traits;
+  __shared__ TileT<Raw> tile;
+
+  const int tid = threadIdx.x, tcl = tid & 7, brl = tid >> 3;
+  const std::int64_t rows = args.rows, cols = args.cols;
+  const std::int64_t brows = (rows + 3) / 4, bcols = (cols + 3) / 4;
+  const std::int64_t row_tile = blockIdx.y, col_tile = blockIdx.x;
+  const std::int64_t r0 = row_tile * Traits::kTileRows + 4 * brl, c0 = col_tile * Traits::kTileCols + 8 * tcl;
+  const bool fast = args.aligned && (row_tile + 1) * Traits::kTileRows <= rows &&
+                    (col_tile + 1) * Traits::kTileCols <= cols;
+  const Raw* __restrict__ w = static_cast<const Raw*>(args.w);
+
+  Raw x[4][8];
+  if (fast) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) load_vec<Raw, 8>(w + (r0 + r) * cols + c0, x[r]);
+  } else {
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) x[r][j] = (r0 + r < rows && c0 + j < cols) ? w[(r0 + r) * cols + c0 + j] : Raw(0);
+  }
+
+  const std::int64_t br = r0 / 4, bc = c0 / 4;
+  unsigned bm[2];
+  if constexpr (kSearch) {
+#pragma unroll
+    for (int b = 0; b < 2; ++b) {
+      float a[4][4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) a[r][c] = rank_magnitude24(E::to_float(b == 0 ? x[r][c] : x[r][4 + c]));
+      const unsigned m = best_pattern24<double>(a);
+      if (b == 0) bm[0] = m;
+      else bm[1] = m;
+    }
+  } else {
+#pragma unroll
+    for (int b = 0; b < 2; ++b)
+      bm[b] = (br < brows && bc + b < bcols) ? unsigned(args.mask_in[br * bcols + bc + b]) : 0xCC33u;
+  }
+  if constexpr (kSearch) {
+    if (args.mask_out) {
+      if (fast && (bcols % 2 == 0)) {
+        *reinterpret_cast<std::uint32_t*>(args.mask_out + br * bcols + bc) = bm[0] | (bm[1] << 16);
+      } else if (br < brows) {
+        if (bc < bcols) args.mask_out[br * bcols + bc] = std::uint16_t(bm[0]);
+        if (bc + 1 < bcols) args.mask_out[br * bcols + bc + 1] = std::uint16_t(bm[1]);
+      }
+    }
+  }
+
+  unsigned bad = 0;
+  // ---- S(W): rows of the thread, straight from registers ----
+  if (args.w_values || args.w_indices) {
+    const std::int64_t windows = bcols, vcols = 2 * windows, irb = (windows + 1) / 2;
+    Raw* __restrict__ wv = static_cast<Raw*>(args.w_values);
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      Raw v[4];
+      unsigned nib[2];
+#pragma unroll
+      for (int b = 0; b < 2; ++b) {
+        const QuadPos q = quad_positions(bm[b] >> (4 * r));
+        v[2 * b] = sel4(x[r][4 * b], x[r][4 * b + 1], x[r][4 * b + 2], x[r][4 * b + 3], q.lo);
+        v[2 * b + 1] = sel4(x[r][4 * b], x[r][4 * b + 1], x[r][4 * b + 2], x[r][4 * b + 3], q.hi);
+        nib[b] = unsigned(q.lo) | (unsigned(q.hi) << 2);
+        if (!kSearch && q.bad && r0 + r < rows && bc + b < bcols) ++bad;
+      }
+      const std::int64_t row = r0 + r;
+      if (fast) {
+        if (wv) store_vec<Raw, 4>(wv + row * vcols + 2 * bc, v);
+        if (args.w_indices) args.w_indices[row * irb + bc / 2] = std::uint8_t(nib[0] | (nib[1] << 4));
+      } else if (row < rows) {
+#pragma unroll
+        for (int b = 0; b < 2; ++b)
+          if (wv && bc + b < windows) {
+            wv[row * vcols + 2 * (bc + b)] = v[2 * b];
+            wv[row * vcols + 2 * (bc + b) + 1] = v[2 * b + 1];
+          }
+        if (args.w_indices && bc / 2 < irb)
+          args.w_indices[row * irb + bc / 2] = std::uint8_t(nib[0] | (bc + 1 < windows ? nib[1] << 4 : 0u));
+      }
+    }
+  }
+  // ---- S(W)^T: columns of the thread, via shared memory ----
+  const bool want_t = args.wt_values || args.wt_indices;
+  if (want_t) {
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      const int b = c / 4, cc = c % 4;
+      const unsigned m = bm[b];
+      const unsigned col = ((m >> cc) & 1u) | (((m >> (4 + cc)) & 1u) << 1) | (((m >> (8 + cc)) & 1u) << 2) |
+                           (((m >> (12 + cc)) & 1u) << 3);
+      const QuadPos q = quad_positions(col);
+      const Raw lo = sel4(x[0][c], x[1][c], x[2][c], x[3][c], q.lo);
+      const Raw hi = sel4(x[0][c], x[1][c], x[2][c], x[3][c], q.hi);
+      tile.put(8 * tcl + c, brl, lo, hi, unsigned(q.lo) | (unsigned(q.hi) << 2));
+      if (!kSearch && q.bad && c0 + c < cols && br < brows) ++bad;
+    }
+  }
+  if (!kSearch && bad && args.violations) atomicAdd(args.violations, bad);
+  if (want_t) {
+    __syncthreads();
+    tile.write(static_cast<Raw*>(args.wt_values), args.wt_indices, col_tile * Traits::kTileCols,
+               row_tile * (Traits::kTileRows / 4), cols, brows, fast);
+  }
+}
+
+template <class T>
+void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
+  using Traits = Mask24Traits;
+  const dim3 grid(unsigned((a.cols + Traits::kTileCols - 1) / Traits::kTileCols),
+                  unsigned((a.rows + Traits::kTileRows - 1) / Traits::kTileRows));
+  if (search) mask24_kernel<T, true><<<grid, Traits::kThreads, 0, s>>>(a);
+  else mask24_kernel<T, false><<<grid, Traits::kThreads, 0, s>>>(a);
+  SPARSENM_CUDA_CHECK_LAUNCH("mask24_kernel");
+}
+
+}  // namespace sparsenm::train::detail

@@ -1,0 +1,55 @@
+// sparsenm — Philox-4x32-10 counter-based RNG (Salmon, Moraes, Dror, Shaw, SC'11), host and
+// device. Used by the MVUE 2:4 estimator: a group's random number depends only on (seed, group
+// position), so CPU and GPU results are identical and independent of the launch configuration.
+#pragma once
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define SPARSENM_HD __host__ __device__ __forceinline__
+#define SPARSENM_UNROLL _Pragma("unroll")
+#else
+#define SPARSENM_HD inline
+#define SPARSENM_UNROLL
+#endif
+
+namespace sparsenm::train {
+
+struct Philox4 {
+  std::uint32_t v[4];
+};
+
+SPARSENM_HD std::uint32_t philox_mulhi(std::uint32_t a, std::uint32_t b, std::uint32_t* lo) {
+  std::uint64_t p = std::uint64_t(a) * b;
+  *lo = std::uint32_t(p);
+  return std::uint32_t(p >> 32);
+}
+
+/// Philox-4x32-10 of counter (c0..c3) under key (k0, k1).
+SPARSENM_HD Philox4 philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint32_t c2, std::uint32_t c3,
+                                  std::uint32_t k0, std::uint32_t k1) {
+  constexpr std::uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u, W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int round = 0; round < 10; ++round) {
+    std::uint32_t lo0, lo1;
+    std::uint32_t hi0 = philox_mulhi(M0, c0, &lo0);
+    std::uint32_t hi1 = philox_mulhi(M1, c2, &lo1);
+    std::uint32_t n0 = hi1 ^ c1 ^ k0, n1 = lo1, n2 = hi0 ^ c3 ^ k1, n3 = lo0;
+    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+    k0 += W0;
+    k1 += W1;
+  }
+  return Philox4{{c0, c1, c2, c3}};
+}
+
+/// The MVUE uniform of group `group` (token / 4) of row `row` (feature) under seed, as the CPU
+/// reference (src/prune/philox.hpp): counter = (group lo32, group hi32, row lo32, row hi32),
+/// key = (seed lo32, seed hi32), u = (v[0] >> 8) * 2^-24, in [0, 1).
+SPARSENM_HD float mvue_uniform(std::uint64_t seed, std::uint64_t row, std::uint64_t group) {
+  Philox4 r = philox4x32_10(std::uint32_t(group), std::uint32_t(group >> 32), std::uint32_t(row),
+                            std::uint32_t(row >> 32), std::uint32_t(seed), std::uint32_t(seed >> 32));
+  return float(r.v[0] >> 8) * (1.0f / 16777216.0f);
+}
+
+}  // namespace sparsenm::train

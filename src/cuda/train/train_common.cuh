@@ -1,0 +1,126 @@
+// sparsenm — shared pieces of the training kernels (src/cuda/train): element traits for the
+// three weight dtypes, raw 16-byte vector access, and the launch-argument structs.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace sparsenm::train::detail {
+
+/// Element traits: raw storage word, conversions, and how many elements one 16-byte access holds.
+template <class T> struct Elem;
+template <> struct Elem<__half> {
+  using Raw = std::uint16_t;
+  static constexpr int kPer16B = 8;
+  static __device__ __forceinline__ float to_float(Raw r) { return __half2float(__ushort_as_half(r)); }
+  static __device__ __forceinline__ Raw from_float(float f) { return __half_as_ushort(__float2half_rn(f)); }
+};
+template <> struct Elem<__nv_bfloat16> {
+  using Raw = std::uint16_t;
+  static constexpr int kPer16B = 8;
+  static __device__ __forceinline__ float to_float(Raw r) { return __uint_as_float(std::uint32_t(r) << 16); }
+  static __device__ __forceinline__ Raw from_float(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
+};
+template <> struct Elem<float> {
+  using Raw = std::uint32_t;
+  static constexpr int kPer16B = 4;
+  static __device__ __forceinline__ float to_float(Raw r) { return __uint_as_float(r); }
+  static __device__ __forceinline__ Raw from_float(float f) { return __float_as_uint(f); }
+};
+
+/// Loads N raw elements (N * sizeof(Raw) a multiple of 16) with 16-byte loads, streaming (.cs:
+/// every byte is used once).
+template <class Raw, int N>
+__device__ __forceinline__ void load_vec(const Raw* __restrict__ p, Raw (&out)[N]) {
+  static_assert((N * sizeof(Raw)) % 16 == 0);
+  constexpr int kVec = N * sizeof(Raw) / 16;
+#pragma unroll
+  for (int v = 0; v < kVec; ++v) {
+    uint4 q = __ldcs(reinterpret_cast<const uint4*>(p) + v);
+    std::uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (sizeof(Raw) == 2) {
+        out[v * 8 + 2 * i] = Raw(w[i] & 0xffffu);
+        out[v * 8 + 2 * i + 1] = Raw(w[i] >> 16);
+      } else {
+        out[v * 4 + i] = Raw(w[i]);
+      }
+    }
+  }
+}
+
+/// Stores N raw elements (N * sizeof(Raw) in {8, 16, 32, ...}) with the widest aligned stores.
+template <class Raw, int N>
+__device__ __forceinline__ void store_vec(Raw* __restrict__ p, const Raw (&in)[N]) {
+  constexpr int kBytes = N * sizeof(Raw);
+  std::uint32_t w[kBytes / 4];
+#pragma unroll
+  for (int i = 0; i < kBytes / 4; ++i) {
+    if constexpr (sizeof(Raw) == 2) w[i] = std::uint32_t(in[2 * i]) | (std::uint32_t(in[2 * i + 1]) << 16);
+    else w[i] = in[i];
+  }
+  if constexpr (kBytes % 16 == 0) {
+#pragma unroll
+    for (int v = 0; v < kBytes / 16; ++v)
+      __stcs(reinterpret_cast<uint4*>(p) + v, make_uint4(w[4 * v], w[4 * v + 1], w[4 * v + 2], w[4 * v + 3]));
+  } else {
+    static_assert(kBytes == 8);
+    __stcs(reinterpret_cast<uint2*>(p), make_uint2(w[0], w[1]));
+  }
+}
+
+/// Arguments of the mask search / apply kernels (mask24.cuh).
+struct Mask24Args {
+  const void* w = nullptr;
+  std::int64_t rows = 0, cols = 0;
+  const std::uint16_t* mask_in = nullptr;  ///< apply: the given mask
+  std::uint16_t* mask_out = nullptr;       ///< search: may be null
+  void* w_values = nullptr;
+  std::uint8_t* w_indices = nullptr;
+  void* wt_values = nullptr;
+  std::uint8_t* wt_indices = nullptr;
+  std::uint32_t* violations = nullptr;
+  bool aligned = false;  ///< shapes and pointers allow the vector path on interior tiles
+};
+
+struct Mvue24Args {
+  const void* g = nullptr;
+  std::int64_t tokens = 0, features = 0;
+  bool token_major = true;
+  std::uint64_t seed = 0;
+  void* values = nullptr;
+  std::uint8_t* indices = nullptr;
+  bool aligned = false;
+};
+
+struct DecayArgs {
+  void* grad = nullptr;
+  const void* w = nullptr;
+  const std::uint16_t* mask = nullptr;
+  std::int64_t rows = 0, cols = 0;
+  float lambda = 0.f;
+  bool aligned = false;
+};
+
+struct GluArgs {
+  int gate = 0;  ///< 0 = GEGLU, 1 = SwiGLU
+  const void* in = nullptr;
+  std::int64_t rows = 0, cols = 0, ld_in = 0, gate_offset = 0;
+  void* out = nullptr;  ///< forward: out; backward: din (in's layout)
+  std::int64_t ld_out = 0;
+  const void* dout = nullptr;  ///< backward only
+  std::int64_t ld_dout = 0;
+  bool aligned = false;
+};
+
+template <class T> void launch_mask24(const Mask24Args& a, bool search, cudaStream_t s);
+template <class T> void launch_mvue24(const Mvue24Args& a, cudaStream_t s);
+template <class T> void launch_masked_decay(const DecayArgs& a, cudaStream_t s);
+template <class T> void launch_glu(const GluArgs& a, bool backward, cudaStream_t s);
+void launch_flip_count(const std::uint16_t* a, const std::uint16_t* b, std::int64_t rows, std::int64_t cols,
+                       unsigned long long* count, cudaStream_t s);
+
+}  // namespace sparsenm::train::detail

@@ -1,0 +1,51 @@
+// sparsenm prune — MVUE 2:4 (minimum-variance unbiased 2-sparse estimator of a group of 4),
+// exposed for tests.
+//
+// The estimator (Chmiel et al., ICLR'23, used by seed 003 eq. 6 for neural gradients). For a
+// group x0..x3 with a_i = |x_i|, any unbiased estimator that keeps at most 2 values keeps x_i
+// with some probability p_i (sum p_i <= 2, p_i <= 1) and then has Var_i >= a_i^2 / p_i - a_i^2
+// (Cauchy-Schwarz), with equality for the value x_i / p_i. Minimising sum_i a_i^2 / p_i under
+// those constraints gives the water-filling solution
+//   <= 2 nonzeros:             p_i = 1 for the nonzeros: the group is returned unchanged;
+//   a_t <= R (t = argmax a, R = S - a_t, S = sum a):  p_i = 2 a_i / S, kept value sign(x_i) S/2;
+//   a_t >  R:                  p_t = 1 (x_t kept exactly), p_i = a_i / R for the other three,
+//                              the one kept gets sign(x_i) R.
+// These are the values of the toolkit's exact `legacy.MVUE24` (±S/2 in the main regime); the
+// toolkit's default `MVUE24_approx` (successive sampling proportional to |x| with Horvitz-
+// Thompson values) is unbiased too but has a larger variance (tested).
+//
+// The kept pair is drawn by systematic sampling, which realises these marginals exactly with
+// one uniform u in [0, 1): lay the intervals a_0, a_1, a_2, a_3 (of the candidates) end to end
+// in index order and keep the elements whose intervals contain the points u*L and u*L + L,
+// L = S/2 (main regime); in the a_t > R regime x_t is kept and one more element is the one
+// whose interval (among the other three, total R) contains u*R. Since no candidate interval is
+// longer than L, the two points never fall in the same one (a rounding collision is resolved
+// by taking the next candidate). The joint law of the pair does not change any element's
+// distribution, so the estimator is unbiased with the minimum variance.
+//
+// Arithmetic (reproducible bit for bit by a GPU version): f32, in this order:
+//   S = ((a0 + a1) + a2) + a3; t = first index of the largest a; R = sum of the other a_i in
+//   index order starting from 0; main regime iff a_t <= R; L = 0.5f * S; points u*L, u*L + L
+//   (or u*R); interval ends are running sums in index order over elements with a_i > 0; a
+//   point p selects the first element whose end is > p; if none, the last element with a > 0.
+// The uniform comes from Philox-4x32-10 (philox.hpp, mvue_uniform): key = seed, counter =
+// (column / 4, row). Groups past the last column are padded with zeros.
+// Non-finite groups (any NaN or +-inf): not estimable; the two largest |x| are kept unscaled
+// (|NaN| = +inf, ties: lower column), so the NaN/inf reaches the output instead of vanishing.
+#pragma once
+#include <cstdint>
+
+namespace sparsenm::prune_detail {
+
+/// One group: in x[4], uniform u in [0, 1); writes out[4] (at most 2 nonzeros).
+void mvue_group(const float x[4], float u, float out[4]) noexcept;
+
+/// The estimator's inclusion probabilities for magnitudes a[4] >= 0 (finite), in double.
+void mvue_probabilities(const double a[4], double p[4]) noexcept;
+
+/// Inclusion probabilities of the 2by4 toolkit's MVUE24_approx (first pick proportional to a,
+/// second proportional to a among the remaining three), epsilon left out: p_i = t_i +
+/// a_i * sum_{j != i} t_j / (S - a_j), t_i = a_i / S. Needs at least 2 nonzeros.
+void mvue_approx_probabilities(const double a[4], double p[4]) noexcept;
+
+}  // namespace sparsenm::prune_detail

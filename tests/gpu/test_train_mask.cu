@@ -1,0 +1,283 @@
+// GPU tests: transposable 2:4 mask search and apply-mask + compression (src/cuda/train/mask24.cuh)
+// against a host brute force over all 90 patterns (fp32 score as specified in train.hpp, and
+// optimality in fp64), host compression of the masked matrix, tails, ties, NaN, violations.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "sparsenm/error.hpp"
+#include "sparsenm/train.hpp"
+#include "train_test_util.hpp"
+
+namespace sparsenm::test {
+namespace {
+
+constexpr int kPa[6] = {0, 0, 0, 1, 1, 2}, kPb[6] = {1, 2, 3, 2, 3, 3};
+
+std::uint16_t mask_of(const std::array<int, 4>& p);
+/// The 90 transposable patterns in ascending 16-bit mask value (the CPU reference's order).
+const std::vector<std::array<int, 4>>& patterns90() {
+  static const std::vector<std::array<int, 4>> all = [] {
+    std::vector<std::array<int, 4>> v;
+    for (int p0 = 0; p0 < 6; ++p0)
+      for (int p1 = 0; p1 < 6; ++p1)
+        for (int p2 = 0; p2 < 6; ++p2)
+          for (int p3 = 0; p3 < 6; ++p3) {
+            int cnt[4] = {0, 0, 0, 0};
+            for (int p : {p0, p1, p2, p3}) ++cnt[kPa[p]], ++cnt[kPb[p]];
+            if (cnt[0] == 2 && cnt[1] == 2 && cnt[2] == 2 && cnt[3] == 2) v.push_back({p0, p1, p2, p3});
+          }
+    std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return mask_of(x) < mask_of(y); });
+    return v;
+  }();
+  return all;
+}
+std::uint16_t mask_of(const std::array<int, 4>& p) {
+  unsigned m = 0;
+  for (int r = 0; r < 4; ++r) m |= ((1u << kPa[p[r]]) | (1u << kPb[p[r]])) << (4 * r);
+  return std::uint16_t(m);
+}
+
+double mag(const HostMat& w, std::int64_t r, std::int64_t c) {
+  const double a = (r < w.rows && c < w.cols) ? std::fabs(double(w.at(r, c))) : 0.0;
+  return std::isnan(a) ? INFINITY : a;
+}
+
+/// Host brute force, the CPU reference's rule (train.hpp): fp64 magnitudes (NaN -> inf),
+/// S = ((s0 + s1) + s2) + s3, strict > over the patterns in ascending mask value.
+std::vector<std::uint16_t> brute_mask(const HostMat& w) {
+  const std::int64_t br = (w.rows + 3) / 4, bc = (w.cols + 3) / 4;
+  std::vector<std::uint16_t> out(std::size_t(br * bc));
+  for (std::int64_t i = 0; i < br; ++i)
+    for (std::int64_t j = 0; j < bc; ++j) {
+      double a[4][4];
+      for (int r = 0; r < 4; ++r)
+        for (int c = 0; c < 4; ++c) a[r][c] = mag(w, 4 * i + r, 4 * j + c);
+      double best = -1.0;
+      std::uint16_t bm = mask_of(patterns90()[0]);
+      for (const auto& p : patterns90()) {
+        double s[4];
+        for (int r = 0; r < 4; ++r) s[r] = a[r][kPa[p[r]]] + a[r][kPb[p[r]]];
+        const double v = ((s[0] + s[1]) + s[2]) + s[3];
+        if (v > best) best = v, bm = mask_of(p);
+      }
+      out[std::size_t(i * bc + j)] = bm;
+    }
+  return out;
+}
+
+bool transposable(std::uint16_t m) {
+  for (int r = 0; r < 4; ++r)
+    if (__builtin_popcount((m >> (4 * r)) & 0xfu) != 2) return false;
+  for (int c = 0; c < 4; ++c) {
+    int n = 0;
+    for (int r = 0; r < 4; ++r) n += (m >> (4 * r + c)) & 1u;
+    if (n != 2) return false;
+  }
+  return true;
+}
+
+/// Positions of a quad per the train.hpp rule (two lowest kept, then lowest free); counts bad.
+std::pair<int, int> quad(unsigned m4, std::int64_t* bad) {
+  m4 &= 0xfu;
+  if (__builtin_popcount(m4) != 2 && bad) ++*bad;
+  unsigned keep = 0;
+  for (int i = 0; i < 4 && __builtin_popcount(keep) < 2; ++i)
+    if (m4 & (1u << i)) keep |= 1u << i;
+  for (int i = 0; i < 4 && __builtin_popcount(keep) < 2; ++i)
+    if (!(keep & (1u << i))) keep |= 1u << i;
+  return {__builtin_ctz(keep), 31 - __builtin_clz(keep)};
+}
+
+/// Host compression of W under mask (rows) and of W^T (columns), with violations counted.
+std::pair<Hw24, Hw24> host_compress(const HostMat& w, const std::vector<std::uint16_t>& mask, std::int64_t* bad) {
+  const std::int64_t bc = (w.cols + 3) / 4;
+  Hw24 a(w.rows, w.cols), t(w.cols, w.rows);
+  auto raw = [&](std::int64_t r, std::int64_t c) { return (r < w.rows && c < w.cols) ? w.raw(r, c) : 0u; };
+  for (std::int64_t r = 0; r < w.rows; ++r)
+    for (std::int64_t j = 0; j < bc; ++j) {
+      const auto [lo, hi] = quad(mask[std::size_t((r / 4) * bc + j)] >> (4 * (r % 4)), bad);
+      a.put(r, j, lo, hi, raw(r, 4 * j + lo), raw(r, 4 * j + hi));
+    }
+  for (std::int64_t c = 0; c < w.cols; ++c)
+    for (std::int64_t i = 0; i < (w.rows + 3) / 4; ++i) {
+      const unsigned m = mask[std::size_t(i * bc + c / 4)];
+      unsigned col = 0;
+      for (int r = 0; r < 4; ++r) col |= ((m >> (4 * r + c % 4)) & 1u) << r;
+      const auto [lo, hi] = quad(col, bad);
+      t.put(c, i, lo, hi, raw(4 * i + lo, c), raw(4 * i + hi, c));
+    }
+  return {a, t};
+}
+
+struct GpuOut {
+  std::vector<std::uint16_t> mask;
+  std::vector<std::byte> wv, wtv;
+  std::vector<std::uint8_t> wi, wti;
+  std::uint32_t violations = 0;
+};
+
+GpuOut run_gpu(const HostMat& w, const std::vector<std::uint16_t>* given_mask) {
+  const std::int64_t R = w.rows, C = w.cols;
+  const std::size_t mw = std::size_t(train::mask24_words(R, C));
+  const std::size_t wvb = std::size_t(R * train::hw24_value_cols(C)) * w.esz(),
+                    wib = std::size_t(R * train::hw24_index_row_bytes(C));
+  const std::size_t tvb = std::size_t(C * train::hw24_value_cols(R)) * w.esz(),
+                    tib = std::size_t(C * train::hw24_index_row_bytes(R));
+  auto dw = upload(w.bytes.data(), w.bytes.size());
+  auto dmask = poisoned(mw * 2), dwv = poisoned(wvb), dwi = poisoned(wib), dtv = poisoned(tvb), dti = poisoned(tib);
+  cuda::DeviceBuffer dviol(4);
+  SPARSENM_CUDA_CHECK(cudaMemset(dviol.get(), 0, 4));
+  const train::Compressed24View w24{dwv.get(), dwi.as<std::uint8_t>()}, wt24{dtv.get(), dti.as<std::uint8_t>()};
+  if (given_mask) {
+    dmask.upload(given_mask->data(), mw * 2);
+    train::apply_mask24(w.dtype, dw.get(), R, C, dmask.as<std::uint16_t>(), w24, wt24, dviol.as<std::uint32_t>());
+  } else {
+    train::transposable_mask24(w.dtype, dw.get(), R, C, dmask.as<std::uint16_t>(), w24, wt24);
+  }
+  SPARSENM_CUDA_CHECK(cudaGetLastError());
+  GpuOut o;
+  o.mask = download<std::uint16_t>(dmask, mw);
+  o.wv = download<std::byte>(dwv, wvb);
+  o.wi = download<std::uint8_t>(dwi, wib);
+  o.wtv = download<std::byte>(dtv, tvb);
+  o.wti = download<std::uint8_t>(dti, tib);
+  o.violations = download<std::uint32_t>(dviol, 1)[0];
+  return o;
+}
+
+using Case = std::tuple<DType, std::int64_t, std::int64_t>;
+class Mask24 : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Mask24, SearchMatchesBruteForceAndCompresses) {
+  SPARSENM_REQUIRE_GPU();
+  const auto [t, R, C] = GetParam();
+  const HostMat w = random_mat(t, R, C, 1000 + std::uint64_t(R * 7 + C));
+  const GpuOut g = run_gpu(w, nullptr);
+  const auto ref = brute_mask(w);
+  std::int64_t diff = 0, nontrans = 0, subopt = 0;
+  const std::int64_t bc = (C + 3) / 4;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    diff += g.mask[i] != ref[i];
+    nontrans += !transposable(g.mask[i]);
+    // optimal in fp64 up to the fp32 rounding of the score
+    double best = 0, got = 0;
+    const std::int64_t bi = std::int64_t(i) / bc, bj = std::int64_t(i) % bc;
+    for (const auto& p : patterns90()) {
+      double s = 0;
+      const std::uint16_t m = mask_of(p);
+      for (int r = 0; r < 4; ++r)
+        for (int c = 0; c < 4; ++c)
+          if ((m >> (4 * r + c)) & 1u) s += mag(w, 4 * bi + r, 4 * bj + c);
+      best = std::max(best, s);
+      if (m == g.mask[i]) got = s;
+    }
+    subopt += got < best * (1 - 1e-6);
+  }
+  EXPECT_EQ(diff, 0) << "masks differ from the brute force";
+  EXPECT_EQ(nontrans, 0);
+  EXPECT_EQ(subopt, 0);
+  const auto [a, tt] = host_compress(w, ref, nullptr);
+  expect_hw24_equal(a, g.wv, g.wi, w.esz(), "S(W)");
+  expect_hw24_equal(tt, g.wtv, g.wti, w.esz(), "S(W)^T");
+}
+
+TEST_P(Mask24, ApplyRandomValidMaskAndSearchRoundTrip) {
+  SPARSENM_REQUIRE_GPU();
+  const auto [t, R, C] = GetParam();
+  const HostMat w = random_mat(t, R, C, 2000 + std::uint64_t(R * 5 + C));
+  std::mt19937 rng(7);
+  std::vector<std::uint16_t> mask(std::size_t(train::mask24_words(R, C)));
+  for (auto& m : mask) m = mask_of(patterns90()[rng() % 90]);
+  const GpuOut g = run_gpu(w, &mask);
+  std::int64_t bad = 0;
+  const auto [a, tt] = host_compress(w, mask, &bad);
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(g.violations, 0u);
+  expect_hw24_equal(a, g.wv, g.wi, w.esz(), "apply S(W)");
+  expect_hw24_equal(tt, g.wtv, g.wti, w.esz(), "apply S(W)^T");
+  // apply(search mask) reproduces the search's compressed outputs
+  const GpuOut s = run_gpu(w, nullptr);
+  const GpuOut ap = run_gpu(w, &s.mask);
+  EXPECT_EQ(ap.wv, s.wv);
+  EXPECT_EQ(ap.wi, s.wi);
+  EXPECT_EQ(ap.wtv, s.wtv);
+  EXPECT_EQ(ap.wti, s.wti);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Mask24,
+                         ::testing::Values(Case{DType::f16, 128, 64}, Case{DType::f16, 256, 192}, Case{DType::f16, 160, 96},
+                                           Case{DType::f16, 37, 45}, Case{DType::f16, 130, 70}, Case{DType::f16, 3, 2},
+                                           Case{DType::bf16, 256, 128}, Case{DType::bf16, 61, 77},
+                                           Case{DType::f32, 128, 128}, Case{DType::f32, 99, 13}));
+
+TEST(Mask24Ties, TiesGoToTheSmallestMaskValue) {
+  SPARSENM_REQUIRE_GPU();
+  // values from a tiny set: many exact ties; plus all-zero and all-equal blocks
+  HostMat w(DType::f16, 128, 128);
+  std::mt19937 rng(3);
+  const float vals[5] = {0.f, 0.25f, -0.25f, 0.5f, -0.5f};
+  for (std::int64_t r = 0; r < w.rows; ++r)
+    for (std::int64_t c = 0; c < w.cols; ++c) w.set(r, c, r < 8 ? (r < 4 ? 0.f : 0.75f) : vals[rng() % 5]);
+  const GpuOut g = run_gpu(w, nullptr);
+  const auto ref = brute_mask(w);
+  EXPECT_EQ(g.mask, ref);
+  EXPECT_EQ(g.mask[0], mask_of(patterns90()[0]));  // all-zero block -> first pattern
+  const auto [a, tt] = host_compress(w, ref, nullptr);
+  expect_hw24_equal(a, g.wv, g.wi, w.esz(), "ties S(W)");
+  expect_hw24_equal(tt, g.wtv, g.wti, w.esz(), "ties S(W)^T");
+}
+
+TEST(Mask24Nan, NanBlocksFollowTheRule) {
+  SPARSENM_REQUIRE_GPU();
+  HostMat w = random_mat(DType::f32, 64, 64, 11);
+  for (int i = 0; i < 64; i += 5) w.set(i, (i * 7) % 64, NAN);
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) w.set(16 + r, 16 + c, NAN);  // a whole NaN block
+  const GpuOut g = run_gpu(w, nullptr);
+  for (auto m : g.mask) EXPECT_TRUE(transposable(m)) << std::hex << m;
+  EXPECT_EQ(g.mask, brute_mask(w));  // NaN ranks as +inf
+}
+
+TEST(Mask24Apply, InvalidMasksAreCountedAndStoredByTheRule) {
+  SPARSENM_REQUIRE_GPU();
+  const HostMat w = random_mat(DType::f16, 37, 45, 5);
+  std::vector<std::uint16_t> mask(std::size_t(train::mask24_words(37, 45)), mask_of(patterns90()[17]));
+  mask[0] = 0xFFFF;  // 4 bad rows, 4 bad columns
+  mask[5] = 0x0001;
+  mask[mask.size() - 1] = 0x0000;  // last block: only the real rows/columns count
+  const GpuOut g = run_gpu(w, &mask);
+  std::int64_t bad = 0;
+  const auto [a, tt] = host_compress(w, mask, &bad);
+  EXPECT_GT(bad, 0);
+  EXPECT_EQ(std::int64_t(g.violations), bad);
+  expect_hw24_equal(a, g.wv, g.wi, w.esz(), "invalid S(W)");
+  expect_hw24_equal(tt, g.wtv, g.wti, w.esz(), "invalid S(W)^T");
+}
+
+TEST(Mask24Args, ErrorsNameTheArgument) {
+  int dummy = 0;
+  const train::Compressed24View none{};
+  std::uint16_t* m = reinterpret_cast<std::uint16_t*>(&dummy);
+  EXPECT_THROW(train::transposable_mask24(DType::f16, nullptr, 4, 4, m, none, none), InvalidArgument);
+  EXPECT_THROW(train::transposable_mask24(DType::u8, &dummy, 4, 4, m, none, none), InvalidArgument);
+  EXPECT_THROW(train::transposable_mask24(DType::f16, &dummy, 0, 4, m, none, none), InvalidArgument);
+  EXPECT_THROW(train::transposable_mask24(DType::f16, &dummy, 4, -1, m, none, none), InvalidArgument);
+  EXPECT_THROW(train::transposable_mask24(DType::f16, &dummy, 4, 4, nullptr, none, none), InvalidArgument);
+  EXPECT_THROW(train::apply_mask24(DType::f16, &dummy, 4, 4, nullptr, {&dummy, nullptr}, none), InvalidArgument);
+  EXPECT_THROW(train::apply_mask24(DType::f16, &dummy, 4, 4, m, none, none), InvalidArgument);
+  try {
+    train::transposable_mask24(DType::f16, &dummy, 0, 4, m, none, none);
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(e.argument(), "rows");
+  }
+}
+
+}  // namespace
+}  // namespace sparsenm::test

@@ -1,0 +1,232 @@
+// GPU tests: MVUE 2:4 + compression (src/cuda/train/mvue24.cuh) — bit-exact against a host
+// implementation of the estimator spelled out in train.hpp (same Philox-4x32-10 stream), both
+// input layouts agree, tails, reproducibility, unbiasedness and the analytic variance.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <tuple>
+#include <vector>
+
+#include "cuda/train/philox.hpp"
+#include "sparsenm/error.hpp"
+#include "sparsenm/train.hpp"
+#include "train_test_util.hpp"
+
+namespace sparsenm::test {
+namespace {
+
+/// The CPU reference's dense rule (src/prune/mvue.hpp text), written out here independently.
+void host_mvue(const float x[4], float u, float out[4]) {
+  float a[4];
+  bool finite = true;
+  int nonzero = 0;
+  for (int i = 0; i < 4; ++i) {
+    out[i] = 0.f;
+    a[i] = std::fabs(x[i]);
+    finite = finite && std::isfinite(x[i]);
+    nonzero += a[i] > 0.f;
+  }
+  if (!finite) {
+    float k[4];
+    for (int i = 0; i < 4; ++i) k[i] = std::isnan(x[i]) ? INFINITY : a[i];
+    const int k1 = int(std::max_element(k, k + 4) - k);
+    int k2 = -1;
+    for (int i = 0; i < 4; ++i)
+      if (i != k1 && (k2 < 0 || k[i] > k[k2])) k2 = i;
+    out[k1] = x[k1];
+    out[k2] = x[k2];
+    return;
+  }
+  if (nonzero <= 2) {
+    for (int i = 0; i < 4; ++i) out[i] = x[i];
+    return;
+  }
+  const int t = int(std::max_element(a, a + 4) - a);
+  float R = 0.f;
+  for (int i = 0; i < 4; ++i)
+    if (i != t) R += a[i];
+  std::vector<int> cand;
+  if (a[t] > R) {
+    const float p = u * R;
+    float end = 0.f;
+    int chosen = -1;
+    for (int i = 0; i < 4; ++i)
+      if (i != t && a[i] > 0.f) {
+        end += a[i];
+        cand.push_back(i);
+        if (chosen < 0 && p < end) chosen = i;
+      }
+    if (chosen < 0) chosen = cand.back();
+    out[t] = x[t];
+    out[chosen] = std::copysign(R, x[chosen]);
+    return;
+  }
+  const float S = ((a[0] + a[1]) + a[2]) + a[3], L = 0.5f * S, p1 = u * L, p2 = p1 + L;
+  float end = 0.f;
+  int f = -1, s2 = -1;
+  for (int i = 0; i < 4; ++i)
+    if (a[i] > 0.f) {
+      end += a[i];
+      cand.push_back(i);
+      if (f < 0 && p1 < end) f = i;
+      if (s2 < 0 && p2 < end) s2 = i;
+    }
+  if (f < 0) f = cand.back();
+  if (s2 < 0) s2 = cand.back();
+  if (s2 == f) {
+    s2 = -1;
+    for (int i : cand)
+      if (i > f && s2 < 0) s2 = i;
+    for (auto it = cand.rbegin(); it != cand.rend(); ++it)
+      if (*it < f && s2 < 0) s2 = *it;
+  }
+  out[f] = std::copysign(L, x[f]);
+  out[s2] = std::copysign(L, x[s2]);
+}
+
+/// Reference hw24 of MVUE(G^T) for G given as [tokens][features] (token-major host matrix):
+/// condense (format.hpp rule: nonzero raw words first, then the lowest free positions, raw
+/// values copied) of the dense MVUE output in the matrix dtype.
+Hw24 host_mvue24(const HostMat& g_tm, std::uint64_t seed) {
+  const std::int64_t T = g_tm.rows, N = g_tm.cols, W = (T + 3) / 4;
+  const std::uint32_t mag = g_tm.dtype == DType::f32 ? 0x7fffffffu : 0x7fffu;
+  Hw24 out(N, T);
+  for (std::int64_t f = 0; f < N; ++f)
+    for (std::int64_t w = 0; w < W; ++w) {
+      float x[4], y[4];
+      for (int i = 0; i < 4; ++i) x[i] = 4 * w + i < T ? g_tm.at(4 * w + i, f) : 0.f;
+      host_mvue(x, train::mvue_uniform(seed, std::uint64_t(f), std::uint64_t(w)), y);
+      std::uint32_t r[4];
+      for (int i = 0; i < 4; ++i) r[i] = raw_of(g_tm.dtype, y[i]);
+      int pos[2], n = 0;
+      for (int i = 0; i < 4 && n < 2; ++i)
+        if (r[i] & mag) pos[n++] = i;
+      for (int i = 0; i < 4 && n < 2; ++i)
+        if (!(r[i] & mag) && (n == 0 || pos[0] != i)) pos[n++] = i;
+      std::sort(pos, pos + 2);
+      out.put(f, w, pos[0], pos[1], r[pos[0]], r[pos[1]]);
+    }
+  return out;
+}
+
+HostMat transpose(const HostMat& m) {
+  HostMat t(m.dtype, m.cols, m.rows);
+  for (std::int64_t r = 0; r < m.rows; ++r)
+    for (std::int64_t c = 0; c < m.cols; ++c) std::memcpy(t.bytes.data() + std::size_t(c * m.rows + r) * m.esz(),
+                                                          m.bytes.data() + std::size_t(r * m.cols + c) * m.esz(), m.esz());
+  return t;
+}
+
+std::pair<std::vector<std::byte>, std::vector<std::uint8_t>> run_gpu(const HostMat& g, train::GradLayout layout,
+                                                                     std::int64_t tokens, std::int64_t features,
+                                                                     std::uint64_t seed) {
+  const std::size_t vb = std::size_t(features * train::hw24_value_cols(tokens)) * g.esz();
+  const std::size_t ib = std::size_t(features * train::hw24_index_row_bytes(tokens));
+  auto dg = upload(g.bytes.data(), g.bytes.size());
+  auto dv = poisoned(vb), di = poisoned(ib);
+  train::mvue24(g.dtype, dg.get(), tokens, features, layout, seed, {dv.get(), di.as<std::uint8_t>()});
+  SPARSENM_CUDA_CHECK(cudaGetLastError());
+  return {download<std::byte>(dv, vb), download<std::uint8_t>(di, ib)};
+}
+
+using Case = std::tuple<DType, std::int64_t, std::int64_t>;  // dtype, tokens, features
+class Mvue24 : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Mvue24, BitExactAgainstHostForBothLayouts) {
+  SPARSENM_REQUIRE_GPU();
+  const auto [t, T, N] = GetParam();
+  HostMat g = random_mat(t, T, N, 31 + std::uint64_t(T * 3 + N));
+  // sprinkle the special cases: zero groups, one-nonzero groups, one dominant element
+  for (std::int64_t f = 0; f < N; f += 7)
+    for (std::int64_t i = 0; i < std::min<std::int64_t>(T, 4); ++i) g.set(i, f, 0.f);
+  for (std::int64_t f = 3; f < N; f += 11)
+    if (T > 5) g.set(4, f, 0.f), g.set(5, f, 0.f), g.set(6, f, 0.f);
+  for (std::int64_t f = 1; f < N; f += 5) g.set(0, f, 8.f);
+  const std::uint64_t seed = 0x1234abcd5678ull;
+  const Hw24 ref = host_mvue24(g, seed);
+  const auto [v1, i1] = run_gpu(g, train::GradLayout::token_major, T, N, seed);
+  expect_hw24_equal(ref, v1, i1, g.esz(), "token_major");
+  const auto [v2, i2] = run_gpu(transpose(g), train::GradLayout::feature_major, T, N, seed);
+  expect_hw24_equal(ref, v2, i2, g.esz(), "feature_major");
+  // reproducible; another seed gives another sample
+  const auto [v3, i3] = run_gpu(g, train::GradLayout::token_major, T, N, seed);
+  EXPECT_EQ(v3, v1);
+  EXPECT_EQ(i3, i1);
+  const auto [v4, i4] = run_gpu(g, train::GradLayout::token_major, T, N, seed + 1);
+  if (T * N >= 256) EXPECT_NE(i4, i1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Mvue24,
+                         ::testing::Values(Case{DType::f16, 256, 128}, Case{DType::f16, 128, 64}, Case{DType::f16, 70, 45},
+                                           Case{DType::f16, 160, 66}, Case{DType::f16, 3, 5},
+                                           Case{DType::bf16, 256, 192}, Case{DType::bf16, 33, 17},
+                                           Case{DType::f32, 128, 128}, Case{DType::f32, 50, 9}));
+
+TEST(Mvue24Stats, UnbiasedWithTheAnalyticVariance) {
+  SPARSENM_REQUIRE_GPU();
+  // one group pattern of 4 tokens per test vector, repeated over many features: every copy has
+  // its own counter, so the copies are independent samples.
+  const float groups[5][4] = {{0.6f, -0.1f, 0.3f, -0.5f},   // uncapped
+                              {3.0f, 0.5f, -0.25f, 0.25f},  // capped (one dominant element)
+                              {1.f, 1.f, 1.f, 1.f},         // all equal
+                              {0.f, 0.f, 2.f, -1.f},        // two nonzeros: both always kept
+                              {0.f, 0.7f, 0.f, 0.f}};       // one nonzero
+  const std::int64_t copies = 40000, T = 4 * 5;
+  HostMat g(DType::f32, copies, T);  // feature_major: [features][tokens]
+  for (std::int64_t f = 0; f < copies; ++f)
+    for (int k = 0; k < 5; ++k)
+      for (int i = 0; i < 4; ++i) g.set(f, 4 * k + i, groups[k][i]);
+  const auto [vb, ib] = run_gpu(g, train::GradLayout::feature_major, T, copies, 99);
+  const float* v = reinterpret_cast<const float*>(vb.data());
+  for (int k = 0; k < 5; ++k) {
+    double sum[4] = {}, sq[4] = {};
+    for (std::int64_t f = 0; f < copies; ++f) {
+      const std::uint8_t byte = ib[std::size_t(f * ((5 + 1) / 2) + k / 2)];
+      const unsigned nib = (byte >> (4 * (k & 1))) & 0xfu;
+      const int lo = nib & 3, hi = nib >> 2;
+      ASSERT_LT(lo, hi);
+      double d[4] = {0, 0, 0, 0};
+      d[lo] = v[f * 10 + 2 * k];
+      d[hi] = v[f * 10 + 2 * k + 1];
+      for (int i = 0; i < 4; ++i) sum[i] += d[i], sq[i] += d[i] * d[i];
+    }
+    double a[4], S = 0;
+    for (int i = 0; i < 4; ++i) S += a[i] = std::fabs(groups[k][i]);
+    double am = *std::max_element(a, a + 4);
+    for (int i = 0; i < 4; ++i) {
+      const double x = groups[k][i];
+      const double p = (2 * am >= S) ? (a[i] == am ? 1.0 : a[i] / (S - am)) : 2 * a[i] / S;
+      const double var = p > 0 ? x * x * (1 / p - 1) : 0;
+      const double mean = sum[i] / copies, evar = sq[i] / copies - mean * mean;
+      EXPECT_NEAR(mean, x, 5 * std::sqrt(var / copies) + 1e-6) << "group " << k << " elem " << i;
+      EXPECT_NEAR(evar, var, 0.08 * var + 1e-6) << "group " << k << " elem " << i;
+    }
+  }
+}
+
+TEST(Mvue24Nan, NonFiniteGroupsKeepTheNonFiniteValue) {
+  SPARSENM_REQUIRE_GPU();
+  HostMat g = random_mat(DType::f32, 8, 8, 4);
+  g.set(1, 2, NAN);
+  g.set(5, 3, INFINITY);
+  const auto [vb, ib] = run_gpu(g, train::GradLayout::token_major, 8, 8, 1);
+  const float* v = reinterpret_cast<const float*>(vb.data());
+  EXPECT_TRUE(std::isnan(v[2 * 4 + 0]) || std::isnan(v[2 * 4 + 1]));  // feature 2, window 0
+  EXPECT_TRUE(std::isinf(v[3 * 4 + 2]) || std::isinf(v[3 * 4 + 3]));  // feature 3, window 1
+  EXPECT_FALSE(std::isnan(v[0]));
+  expect_hw24_equal(host_mvue24(g, 1), vb, ib, 4, "non-finite");
+}
+
+TEST(Mvue24Args, ErrorsNameTheArgument) {
+  int dummy = 0;
+  const train::Compressed24View out{&dummy, nullptr};
+  EXPECT_THROW(train::mvue24(DType::f16, nullptr, 8, 8, train::GradLayout::token_major, 1, out), InvalidArgument);
+  EXPECT_THROW(train::mvue24(DType::f64, &dummy, 8, 8, train::GradLayout::token_major, 1, out), InvalidArgument);
+  EXPECT_THROW(train::mvue24(DType::f16, &dummy, 0, 8, train::GradLayout::token_major, 1, out), InvalidArgument);
+  EXPECT_THROW(train::mvue24(DType::f16, &dummy, 8, 8, train::GradLayout::token_major, 1, {}), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace sparsenm::test

@@ -1,0 +1,252 @@
+// CPU tests of the per-block / per-group rules that the training kernels compile (host and
+// device share src/cuda/train/pattern24.cuh and mvue_rule.hpp; the PTX of the kernels is the one
+// measured on the H200): the two-level transposable-mask search against a brute force over the
+// 90 patterns (random, tie-heavy and NaN blocks), the quad-position rule, and the MVUE rule
+// against an independent implementation of train.hpp's text plus its statistics.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "cuda/train/mvue_rule.hpp"
+#include "cuda/train/pattern24.cuh"
+#include "cuda/train/philox.hpp"
+
+namespace sparsenm::train {
+namespace {
+
+/// The 90 transposable masks in ascending 16-bit value (the CPU reference's order).
+std::vector<std::uint16_t> all_patterns() {
+  std::vector<std::uint16_t> v;
+  for (std::uint32_t m = 0; m < 65536; ++m) {
+    bool ok = true;
+    for (int i = 0; i < 4 && ok; ++i) ok = __builtin_popcount((m >> (4 * i)) & 0xfu) == 2;
+    for (int j = 0; j < 4 && ok; ++j) ok = __builtin_popcount(m & (0x1111u << j)) == 2;
+    if (ok) v.push_back(std::uint16_t(m));
+  }
+  return v;
+}
+
+/// The CPU reference's rule: fp64 magnitudes (NaN -> inf), ((s0 + s1) + s2) + s3, first max.
+unsigned brute(const float (&w)[4][4], const std::vector<std::uint16_t>& pats) {
+  double best = -1.0;
+  unsigned bm = pats[0];
+  for (auto m : pats) {
+    double s[4];
+    for (int r = 0; r < 4; ++r) {
+      const unsigned row = (m >> (4 * r)) & 0xfu;
+      const int lo = __builtin_ctz(row), hi = 31 - __builtin_clz(row);
+      auto mag = [](float x) { const double a = std::fabs(double(x)); return std::isnan(a) ? INFINITY : a; };
+      s[r] = mag(w[r][lo]) + mag(w[r][hi]);
+    }
+    const double v = ((s[0] + s[1]) + s[2]) + s[3];
+    if (v > best) best = v, bm = m;
+  }
+  return bm;
+}
+
+unsigned gpu_rule(const float (&w)[4][4]) {
+  float a[4][4];
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) a[r][c] = detail::rank_magnitude24(w[r][c]);
+  return detail::best_pattern24<double>(a);
+}
+
+bool transposable(unsigned m) {
+  for (int i = 0; i < 4; ++i) {
+    if (__builtin_popcount((m >> (4 * i)) & 0xfu) != 2) return false;
+    int n = 0;
+    for (int r = 0; r < 4; ++r) n += (m >> (4 * r + i)) & 1u;
+    if (n != 2) return false;
+  }
+  return true;
+}
+
+TEST(TrainRules, NinetyPatterns) {
+  const auto p = all_patterns();
+  EXPECT_EQ(p.size(), 90u);
+  for (auto m : p) EXPECT_TRUE(transposable(m));
+}
+
+TEST(TrainRules, MaskSearchEqualsBruteForce) {
+  const auto pats = all_patterns();
+  std::mt19937 g(1);
+  std::uniform_real_distribution<float> d(0.f, 1.f);
+  int bad = 0;
+  for (int it = 0; it < 60000; ++it) {
+    float a[4][4];
+    const int mode = it % 5;
+    for (auto& row : a)
+      for (auto& x : row) {
+        if (mode == 0) x = d(g) - 0.5f;
+        else if (mode == 1) x = float(int(g() % 5) - 2) * 0.25f;  // many exact ties, signs
+        else if (mode == 2) x = float(g() % 2);
+        else if (mode == 3) x = std::ldexp(d(g), int(g() % 40) - 20);  // wide exponent range
+        else x = (g() % 6 == 0) ? NAN : ((g() % 7 == 0) ? -INFINITY : d(g));
+      }
+    bad += gpu_rule(a) != brute(a, pats);
+  }
+  EXPECT_EQ(bad, 0);
+  float zero[4][4] = {};
+  EXPECT_EQ(gpu_rule(zero), pats[0]);
+}
+
+TEST(TrainRules, MaskSearchNaNStillTransposable) {
+  std::mt19937 g(2);
+  for (int it = 0; it < 2000; ++it) {
+    float a[4][4];
+    for (auto& row : a)
+      for (auto& x : row) x = (g() % 4 == 0) ? NAN : float(g() % 100);
+    EXPECT_TRUE(transposable(gpu_rule(a)));
+  }
+}
+
+TEST(TrainRules, QuadPositions) {
+  for (unsigned m = 0; m < 16; ++m) {
+    const auto q = detail::quad_positions(m);
+    EXPECT_LT(q.lo, q.hi);
+    EXPECT_EQ(q.bad, __builtin_popcount(m) != 2);
+    if (__builtin_popcount(m) == 2) EXPECT_EQ((1u << q.lo) | (1u << q.hi), m);
+  }
+  EXPECT_EQ(detail::quad_positions(0xf).lo, 0);
+  EXPECT_EQ(detail::quad_positions(0xf).hi, 1);
+  EXPECT_EQ(detail::quad_positions(0x8).lo, 0);
+  EXPECT_EQ(detail::quad_positions(0x8).hi, 3);
+}
+
+/// The CPU reference's rule (src/prune/mvue.hpp text), written out here independently.
+void ref_mvue(const float x[4], float u, float out[4]) {
+  float a[4];
+  bool finite = true;
+  int nonzero = 0;
+  for (int i = 0; i < 4; ++i) {
+    out[i] = 0.f;
+    a[i] = std::fabs(x[i]);
+    finite = finite && std::isfinite(x[i]);
+    nonzero += a[i] > 0.f;
+  }
+  if (!finite) {
+    float k[4];
+    for (int i = 0; i < 4; ++i) k[i] = std::isnan(x[i]) ? INFINITY : a[i];
+    const int k1 = int(std::max_element(k, k + 4) - k);
+    int k2 = -1;
+    for (int i = 0; i < 4; ++i)
+      if (i != k1 && (k2 < 0 || k[i] > k[k2])) k2 = i;
+    out[k1] = x[k1];
+    out[k2] = x[k2];
+    return;
+  }
+  if (nonzero <= 2) {
+    for (int i = 0; i < 4; ++i) out[i] = x[i];
+    return;
+  }
+  const int t = int(std::max_element(a, a + 4) - a);
+  float R = 0.f;
+  for (int i = 0; i < 4; ++i)
+    if (i != t) R += a[i];
+  std::vector<int> cand;
+  if (a[t] > R) {
+    const float p = u * R;
+    float end = 0.f;
+    int chosen = -1;
+    for (int i = 0; i < 4; ++i)
+      if (i != t && a[i] > 0.f) {
+        end += a[i];
+        cand.push_back(i);
+        if (chosen < 0 && p < end) chosen = i;
+      }
+    if (chosen < 0) chosen = cand.back();
+    out[t] = x[t];
+    out[chosen] = std::copysign(R, x[chosen]);
+    return;
+  }
+  const float S = ((a[0] + a[1]) + a[2]) + a[3], L = 0.5f * S, p1 = u * L, p2 = p1 + L;
+  float end = 0.f;
+  int f = -1, s2 = -1;
+  for (int i = 0; i < 4; ++i)
+    if (a[i] > 0.f) {
+      end += a[i];
+      cand.push_back(i);
+      if (f < 0 && p1 < end) f = i;
+      if (s2 < 0 && p2 < end) s2 = i;
+    }
+  if (f < 0) f = cand.back();
+  if (s2 < 0) s2 = cand.back();
+  if (s2 == f) {
+    s2 = -1;
+    for (int i : cand)
+      if (i > f && s2 < 0) s2 = i;
+    for (auto it = cand.rbegin(); it != cand.rend(); ++it)
+      if (*it < f && s2 < 0) s2 = *it;
+  }
+  out[f] = std::copysign(L, x[f]);
+  out[s2] = std::copysign(L, x[s2]);
+}
+
+TEST(TrainRules, MvueRuleMatchesTheCpuReferenceBitForBit) {
+  std::mt19937 g(3);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  int bad = 0;
+  for (int it = 0; it < 200000; ++it) {
+    float x[4];
+    for (int i = 0; i < 4; ++i) {
+      x[i] = d(g);
+      if (it % 5 == 1 && i) x[i] *= 1e-3f;  // capped
+      if (it % 5 == 2 && (g() & 1)) x[i] = 0.f;
+      if (it % 5 == 3) x[i] = float(int(g() % 3) - 1);
+      if (it % 5 == 4 && g() % 8 == 0) x[i] = (g() & 1) ? NAN : -INFINITY;
+    }
+    const float u = mvue_uniform(7, std::uint64_t(it % 97), std::uint64_t(it));
+    float y[4], r[4];
+    const float xs[4] = {x[0], x[1], x[2], x[3]};
+    detail::mvue_group_dense(xs, u, y);
+    ref_mvue(x, u, r);
+    bad += std::memcmp(y, r, sizeof y) != 0;
+    int nz = 0;
+    for (float v : y) nz += v != 0.f || std::isnan(v);
+    ASSERT_LE(nz, 2);
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(TrainRules, MvueUnbiasedWithAnalyticVariance) {
+  const float groups[3][4] = {{0.6f, -0.1f, 0.3f, -0.5f}, {3.0f, 0.5f, -0.25f, 0.25f}, {1.f, 1.f, 1.f, 1.f}};
+  const int n = 200000;
+  for (const auto& x : groups) {
+    double sum[4] = {}, sq[4] = {};
+    for (int it = 0; it < n; ++it) {
+      float y[4];
+      detail::mvue_group_dense(x, mvue_uniform(11, 0, std::uint64_t(it)), y);
+      for (int i = 0; i < 4; ++i) sum[i] += y[i], sq[i] += double(y[i]) * y[i];
+    }
+    double a[4], S = 0;
+    for (int i = 0; i < 4; ++i) S += a[i] = std::fabs(x[i]);
+    const double am = *std::max_element(a, a + 4);
+    for (int i = 0; i < 4; ++i) {
+      const double p = (am > S - am) ? (a[i] == am ? 1.0 : a[i] / (S - am)) : 2 * a[i] / S;
+      const double var = x[i] * x[i] * (1 / p - 1), mean = sum[i] / n;
+      EXPECT_NEAR(mean, x[i], 5 * std::sqrt(var / n) + 1e-6);
+      EXPECT_NEAR(sq[i] / n - mean * mean, var, 0.04 * var + 1e-6);
+    }
+  }
+}
+
+TEST(TrainRules, CondensePositions) {
+  int lo, hi;
+  const std::uint16_t a[4] = {0, 0x8000, 0x3c00, 0};  // -0 is zero: positions (0, 2)
+  detail::condense_positions<std::uint16_t>(a, lo, hi);
+  EXPECT_EQ(lo, 0);
+  EXPECT_EQ(hi, 2);
+  const std::uint16_t b[4] = {0, 0x3c00, 0, 0x7e00};  // NaN is nonzero
+  detail::condense_positions<std::uint16_t>(b, lo, hi);
+  EXPECT_EQ(lo, 1);
+  EXPECT_EQ(hi, 3);
+}
+
+}  // namespace
+}  // namespace sparsenm::train
