@@ -169,7 +169,9 @@ void run_case(Context& ctx, std::int64_t n, std::int64_t k, std::int64_t m, std:
     }
   }
   if (cs::device_cc() == 90) {
-    for (cs::PTile tile : {cs::PTile::r128n256, cs::PTile::r128n128}) {
+    std::vector<cs::PTile> ptiles{cs::PTile::r128n256, cs::PTile::r128n128};
+    if (std::getenv("SPTC_CLUSTER")) ptiles.push_back(cs::PTile::r128n256x2);  // experiment: 2x1 clusters, X multicast
+    for (cs::PTile tile : ptiles) {
       const CUtensorMap map = cs::make_values_map_rows(a, cs::ptile_rows(tile));
       auto ours = [&] { cs::run_sptc24_wgmma_persistent(a, map, tile, pr, nullptr); };
       poison();

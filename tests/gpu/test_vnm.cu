@@ -196,6 +196,33 @@ TEST(VnmGpu, PersistentHw24EveryTileShape) {
     }
 }
 
+// Experiment: 2x1 clusters with the X tile multicast (PTile::r128n256x2). Kept in its own suite so
+// that device scripts can run it apart, under a short timeout (a wrong cluster protocol hangs).
+TEST(SptcClusterExperimental, Hw24Multicast) {
+  REQUIRE_SM90();
+  std::uint64_t seed = 750;
+  // odd number of 128-row tiles (the last pair has a tile past the matrix), m tails, > 1 unit per cluster
+  for (auto [m, n, k] : {std::array<std::int64_t, 3>{300, 130, 520}, {4100, 1100, 256}, {7, 390, 64}, {2000, 4096, 1000}}) {
+    SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
+    const CondensedMatrix w = condense(random_pattern_matrix(Pattern::hw24(), DType::f16, n, k, seed, 0.0).view(), Pattern::hw24());
+    const DenseMatrix x = make_x(w, DType::f16, m, seed + 1, false);
+    ++seed;
+    sptc::Packed24 p = sptc::pack_hw24(w, 128);
+    cuda::DeviceBuffer v(p.values.size() * 2), mt(p.meta.size() * 4);
+    v.upload(p.values.data(), v.size());
+    mt.upload(p.meta.data(), mt.size());
+    cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.rows, p.rows_pad, p.k_pad};
+    const CUtensorMap map = cs::make_values_map_rows(a, 128);
+    for (int rep = 0; rep < 3; ++rep) {  // repeated: a race shows as a moving error
+      const double err = run_and_compare(w, x, DType::f32, [&](void* xp, void* yp) {
+        cs::Problem pr{DType::f16, DType::f32, xp, yp, m, n, k, k};
+        cs::run_sptc24_wgmma_persistent(a, map, cs::PTile::r128n256x2, pr, nullptr);
+      });
+      EXPECT_LT(err, 1e-5);
+    }
+  }
+}
+
 TEST(VnmGpu, PersistentHw24PlanCandidate) {
   REQUIRE_SM90();
   check_plan_candidate("cuda:sptc_24_wgmma_p", Pattern::hw24(), DType::f16, DType::f16, 129, 257, 1000, 800);

@@ -50,8 +50,9 @@ CUtensorMap encode_tensor_2d(const void* base, std::uint64_t inner, std::uint64_
 CUtensorMap make_values_map_rows(const DeviceA& a, int bm);
 
 /// Tiles of the persistent kernels (wgmma_persistent.cu): r = the two consumer warpgroups split
-/// 128 W rows (64 each) and share the BN Y rows; c = they share 64 W rows and split the BN Y rows.
-enum class PTile : int { r128n256, r128n128, c64n256, c64n128 };
+/// 128 W rows (64 each) and share the BN Y rows; c = they share 64 W rows and split the BN Y rows;
+/// r128n256x2 = r128n256 in 2x1 clusters with the X tile multicast (experiment, hardware 2:4 only).
+enum class PTile : int { r128n256, r128n128, c64n256, c64n128, r128n256x2 };
 const char* to_string(PTile t) noexcept;
 int ptile_rows(PTile t) noexcept;  ///< W rows per CTA tile (= the venom gather group rows)
 

@@ -67,7 +67,11 @@ __device__ __forceinline__ void fence_proxy_async_smem() {
 // GM (B source): 0 = X by TMA (2:4); 1 = gather by cp.async + consumer-side proxy fence;
 // 2 = gather by cp.async without the fence (experiment); 3 = gather by one 128-byte TMA box per
 // (sparse-k row, 64-wide m block) from a tensor map over Xt (experiment).
-template <class In, class Out, int BN, bool ROWSPLIT, int GM, int STAGES>
+// CL = 2 (experiment, GM = 0 and ROWSPLIT only): 2x1 clusters along W rows; the two CTAs work
+// on tiles (2p, tm) and (2p+1, tm) in lockstep, each loads half of the shared X tile and multicasts
+// it to both, so X leaves L2 once per pair. A stage may be refilled only when the consumers of
+// both CTAs have released it: consumers arrive on the empty barriers of both CTAs.
+template <class In, class Out, int BN, bool ROWSPLIT, int GM, int STAGES, int CL = 1>
 __global__ void __launch_bounds__(384, 1)
     wgmma_sp_persistent_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_x,
                                const std::uint32_t* __restrict__ meta, const std::int32_t* __restrict__ gather,
@@ -77,6 +81,8 @@ __global__ void __launch_bounds__(384, 1)
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr bool GATHER = GM != 0;
   constexpr bool CPASYNC = GM == 1 || GM == 2;
+  static_assert(CL == 1 || (CL == 2 && GM == 0 && ROWSPLIT), "clusters: X by TMA, row-split tiles only");
+  const int rank = CL == 2 ? int(cluster_ctarank()) : 0;
   using C = PCfg<BN, ROWSPLIT, STAGES>;
   extern __shared__ std::uint8_t smem_raw[];
   std::uint8_t* smem = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
@@ -87,13 +93,18 @@ __global__ void __launch_bounds__(384, 1)
   std::uint64_t* full = reinterpret_cast<std::uint64_t*>(smem + C::RING_BYTES + C::EPI_BYTES);
   std::uint64_t* empty = full + STAGES;
 
-  const int total = tiles_n * tiles_m;
+  // CL = 2: units are pairs of row tiles (the last pair may have a row tile past the matrix: its
+  // A rows are zero-filled by TMA, its metadata read from the last real tile, nothing is stored)
+  const int units_n = (tiles_n + CL - 1) / CL;
+  const int total = units_n * tiles_m;
+  const int first_unit = CL == 2 ? int(blockIdx.x) / 2 : int(blockIdx.x);
+  const int unit_stride = CL == 2 ? int(gridDim.x) / 2 : int(gridDim.x);
   constexpr int GROUP = 8;  // groups of 8 row tiles sweep all column tiles (A and X slices stay in L2)
   auto tile_coords = [&](int tile, int& tn, int& tm) {
     const int per_group = GROUP * tiles_m;
     const int first_n = (tile / per_group) * GROUP;
-    const int gsize = min(GROUP, tiles_n - first_n);
-    tn = first_n + (tile % per_group) % gsize;
+    const int gsize = min(GROUP, units_n - first_n);
+    tn = (first_n + (tile % per_group) % gsize) * CL + rank;
     tm = (tile % per_group) / gsize;
   };
 
@@ -103,11 +114,14 @@ __global__ void __launch_bounds__(384, 1)
     for (int s = 0; s < STAGES; ++s) {
       // full: the expect_tx arrival (+ with GATHER one cp.async arrival per producer thread)
       mbar_init(&full[s], CPASYNC ? 129 : 1);
-      mbar_init(&empty[s], C::NCONS * 4);
+      mbar_init(&empty[s], C::NCONS * 4 * CL);
     }
     fence_mbar_init();
   }
-  __syncthreads();
+  if constexpr (CL == 2)
+    cluster_sync();  // the peer's barriers exist before anything is multicast or arrived on
+  else
+    __syncthreads();
 
   if (wg == 0) {
     setmaxnreg_dec<40>();
@@ -118,9 +132,10 @@ __global__ void __launch_bounds__(384, 1)
       }
       const int w = tid / 32, lane = tid % 32;
       int it = 0;
-      for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
+      for (int tile = first_unit; tile < total; tile += unit_stride) {
         int tn, tm;
         tile_coords(tile, tn, tm);
+        const int tn_meta = min(tn, tiles_n - 1);
         const std::int32_t* gcol = gather + std::size_t(tn) * std::size_t(kblocks) * 64 + w * 16;
         const int m0 = tm * BN;
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
@@ -129,9 +144,14 @@ __global__ void __launch_bounds__(384, 1)
           if (tid == 0) {
             mbar_expect_tx(&full[s], CPASYNC ? C::A_BYTES + C::M_BYTES : C::A_BYTES + C::B_BYTES + C::M_BYTES);
             tma_load_2d(sA + s * C::A_BYTES, &tm_a, &full[s], kb * 32, tn * C::BM);
-            if (!GATHER) tma_load_2d(sB + s * C::B_BYTES, &tm_x, &full[s], kb * 64, m0);
+            if constexpr (CL == 2)
+              tma_load_2d_multicast(sB + s * C::B_BYTES + rank * (BN / 2) * 128, &tm_x, &full[s], kb * 64,
+                                    m0 + rank * (BN / 2), std::uint16_t(0x3));
+            else if (!GATHER)
+              tma_load_2d(sB + s * C::B_BYTES, &tm_x, &full[s], kb * 64, m0);
             bulk_load(sM + s * (C::BM / 64) * 128,
-                      meta + (std::size_t(kb) * n64_total + std::size_t(tn) * (C::BM / 64)) * 128, C::M_BYTES, &full[s]);
+                      meta + (std::size_t(kb) * n64_total + std::size_t(tn_meta) * (C::BM / 64)) * 128, C::M_BYTES,
+                      &full[s]);
           }
           if constexpr (GM == 3) {
             // thread t: sparse-k row t/2 of the stage, m blocks of its half; a -1 column is out of
@@ -174,7 +194,17 @@ __global__ void __launch_bounds__(384, 1)
     constexpr int ACC = C::BNC / 2;
     float acc[ACC];
     int it = 0;
-    for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
+    auto release = [&](int stage) {
+      if ((tid % 32) == 0) {
+        if constexpr (CL == 2) {
+          mbar_arrive_cluster(&empty[stage], 0);
+          mbar_arrive_cluster(&empty[stage], 1);
+        } else {
+          mbar_arrive(&empty[stage]);
+        }
+      }
+    };
+    for (int tile = first_unit; tile < total; tile += unit_stride) {
       int tn, tm;
       tile_coords(tile, tn, tm);
 #pragma unroll
@@ -203,11 +233,11 @@ __global__ void __launch_bounds__(384, 1)
         }
         wgmma_commit();
         wgmma_wait<1>();
-        if (kb > 0 && (tid % 32) == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+        if (kb > 0) release((it - 1) % STAGES);
       }
       wgmma_wait<0>();
       fence_regs(acc);
-      if ((tid % 32) == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+      release((it - 1) % STAGES);
 
       // ---- epilogue: 64 Y rows at a time through this consumer's staging buffer ----
       float* st = epi + c * 64 * C::OUT_LD;
@@ -231,6 +261,7 @@ __global__ void __launch_bounds__(384, 1)
       }
     }
   }
+  if constexpr (CL == 2) cluster_sync();  // no CTA leaves while its peer may still write or arrive here
 #else
   (void)meta; (void)gather; (void)xt; (void)ldt; (void)y; (void)m; (void)n; (void)kblocks; (void)n64_total;
   (void)tiles_n; (void)tiles_m; (void)vec_store; (void)b_lbo; (void)b_sbo; (void)rows_valid;
@@ -292,18 +323,18 @@ int sm_count() {
   return sms;
 }
 
-template <class In, class Out, int BN, bool ROWSPLIT, int GM, int STAGES>
+template <class In, class Out, int BN, bool ROWSPLIT, int GM, int STAGES, int CL = 1>
 void launch(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gather, int rows_valid, const Problem& p,
             cudaStream_t stream) {
   using C = PCfg<BN, ROWSPLIT, STAGES>;
-  auto kernel = wgmma_sp_persistent_kernel<In, Out, BN, ROWSPLIT, GM, STAGES>;
+  auto kernel = wgmma_sp_persistent_kernel<In, Out, BN, ROWSPLIT, GM, STAGES, CL>;
   static std::once_flag once;
   std::call_once(once, [&] {
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM_BYTES));
   });
   CUtensorMap map_x{};
-  if (GM == 0)
-    map_x = encode_tensor_2d(p.x, std::uint64_t(p.ldx), std::uint64_t(p.m), std::uint64_t(p.ldx) * 2, 64, BN,
+  if (GM == 0)  // CL = 2: each CTA of a pair loads half of the X tile (and multicasts it)
+    map_x = encode_tensor_2d(p.x, std::uint64_t(p.ldx), std::uint64_t(p.m), std::uint64_t(p.ldx) * 2, 64, BN / CL,
                              CU_TENSOR_MAP_SWIZZLE_128B, "x");
   if (GM == 3)
     map_x = encode_tensor_2d(p.x, std::uint64_t(p.ldx), std::uint64_t(p.k), std::uint64_t(p.ldx) * 2, 64, 1,
@@ -312,13 +343,47 @@ void launch(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gath
   const int tiles_m = int((p.m + BN - 1) / BN);
   const int kblocks = int(a.k_pad / 64);
   const int vec = (p.n * int(sizeof(Out))) % 16 == 0 && (reinterpret_cast<std::uintptr_t>(p.y) % 16) == 0;
-  const int grid = std::min(tiles_n * tiles_m, sm_count());
+  const int units = ((tiles_n + CL - 1) / CL) * tiles_m;
+  int resident = sm_count() / CL;  // CTAs (CL = 1) or clusters (CL = 2) that fit at once
+  if constexpr (CL > 1) {
+    // pairs must sit in one GPC: not every SM can host half of a cluster
+    static int max_clusters = [&] {
+      cudaLaunchConfig_t q{};
+      q.gridDim = dim3(unsigned(2 * resident));
+      q.blockDim = dim3(C::THREADS);
+      q.dynamicSmemBytes = C::SMEM_BYTES;
+      cudaLaunchAttribute qa[1];
+      qa[0].id = cudaLaunchAttributeClusterDimension;
+      qa[0].val.clusterDim.x = unsigned(CL);
+      qa[0].val.clusterDim.y = 1;
+      qa[0].val.clusterDim.z = 1;
+      q.attrs = qa;
+      q.numAttrs = 1;
+      int nc = 0;
+      SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&nc, kernel, &q));
+      return nc;
+    }();
+    if (max_clusters < 1) throw CudaError("wgmma_sp_persistent_kernel: no 2-CTA cluster fits on this device");
+    resident = std::min(resident, max_clusters);
+  }
+  const int grid = std::min(units, resident) * CL;
   // MN-major B descriptor: LBO = 8 KB between 64-wide m blocks, SBO = 1 KB between 8-k groups
   // (PTX canonical layout; the swapped pair was tried on the H200 and fails, as expected).
-  kernel<<<grid, C::THREADS, C::SMEM_BYTES, stream>>>(map_a, map_x, a.meta, gather, static_cast<const In*>(p.x),
-                                                      int(p.ldx), static_cast<Out*>(p.y), int(p.m), int(p.n), kblocks,
-                                                      int(a.rows_pad / 64), tiles_n, tiles_m, vec,
-                                                      8192, 1024, rows_valid);
+  cudaLaunchConfig_t lc{};
+  lc.gridDim = dim3(unsigned(grid));
+  lc.blockDim = dim3(C::THREADS);
+  lc.dynamicSmemBytes = C::SMEM_BYTES;
+  lc.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = unsigned(CL);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  lc.attrs = attr;
+  lc.numAttrs = CL > 1 ? 1 : 0;
+  SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&lc, kernel, map_a, map_x, a.meta, gather, static_cast<const In*>(p.x), int(p.ldx),
+                                         static_cast<Out*>(p.y), int(p.m), int(p.n), kblocks, int(a.rows_pad / 64),
+                                         tiles_n, tiles_m, vec, 8192, 1024, rows_valid));
   SPARSENM_CUDA_CHECK_LAUNCH("wgmma_sp_persistent_kernel");
 }
 
@@ -330,6 +395,9 @@ void dispatch_tile(const DeviceA& a, const CUtensorMap& map_a, const std::int32_
     case PTile::r128n128: return launch<In, Out, 128, true, GM, 6>(a, map_a, gather, rows_valid, p, s);
     case PTile::c64n256: return launch<In, Out, 256, false, GM, 5>(a, map_a, gather, rows_valid, p, s);
     case PTile::c64n128: return launch<In, Out, 128, false, GM, 7>(a, map_a, gather, rows_valid, p, s);
+    case PTile::r128n256x2:
+      if constexpr (GM == 0) return launch<In, Out, 256, true, 0, 4, 2>(a, map_a, gather, rows_valid, p, s);
+      throw InvalidArgument("tile", "the 2x1 cluster tile is for hardware 2:4 (X by TMA) only");
   }
 }
 
@@ -371,10 +439,11 @@ const char* to_string(PTile t) noexcept {
     case PTile::r128n128: return "p128x128";
     case PTile::c64n256: return "p64x256";
     case PTile::c64n128: return "p64x128";
+    case PTile::r128n256x2: return "p128x256c2";
   }
   return "?";
 }
-int ptile_rows(PTile t) noexcept { return (t == PTile::r128n256 || t == PTile::r128n128) ? 128 : 64; }
+int ptile_rows(PTile t) noexcept { return (t == PTile::c64n256 || t == PTile::c64n128) ? 64 : 128; }
 
 void run_sptc24_wgmma_persistent(const DeviceA& a, const CUtensorMap& values_map, PTile tile, const Problem& p,
                                  cudaStream_t stream) {
