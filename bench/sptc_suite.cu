@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -167,7 +168,20 @@ void run_case(Context& ctx, std::int64_t n, std::int64_t k, std::int64_t m, std:
            sparse_bytes, l2);
     }
   }
-  {
+  if (cs::device_cc() == 90) {
+    std::vector<cs::PTile> ptiles{cs::PTile::r128n256, cs::PTile::r128n128};
+    if (std::getenv("SPTC_CLUSTER")) ptiles.push_back(cs::PTile::r128n256x2);  // experiment: 2x1 clusters, X multicast
+    for (cs::PTile tile : ptiles) {
+      const CUtensorMap map = cs::make_values_map_rows(a, cs::ptile_rows(tile));
+      auto ours = [&] { cs::run_sptc24_wgmma_persistent(a, map, tile, pr, nullptr); };
+      poison();
+      ours();
+      const double e = check();
+      emit(std::string("sparsenm:sptc_24_wgmma_") + cs::to_string(tile), time_ms(ours, o.warmup, o.reps), e,
+           sparse_bytes, l2);
+    }
+  }
+  if (!std::getenv("SPTC_SKIP_MMA")) {
     auto ours = [&] { cs::run_sptc24_mma(a, pr, nullptr); };
     poison();
     ours();
@@ -231,6 +245,169 @@ void run_case(Context& ctx, std::int64_t n, std::int64_t k, std::int64_t m, std:
 #endif
 }
 
+
+/// V:2:M (venom) SpMM: W with V-row slabs, 4 random columns per slab-window, 2 random of those 4
+/// per row; ours = transpose X + gathered wgmma.sp (plan's tile), plus the GEMM alone per tile and
+/// the transpose alone; cuBLAS fp16 on the dense expansion in the same process.
+void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, const std::vector<std::int64_t>& ms,
+                  std::uint64_t seed) {
+  const Options& o = ctx.options;
+  Rng rng{seed};
+  const Pattern pat = Pattern::venom(v, mw);
+  DenseMatrix wd(DType::f16, n, k);
+  auto* wb = static_cast<std::uint16_t*>(wd.data());
+  std::vector<int> perm(static_cast<std::size_t>(mw), 0);
+  for (std::int64_t r0 = 0; r0 < n; r0 += v)
+    for (std::int64_t c0 = 0; c0 < k; c0 += mw) {
+      const int real = int(std::min<std::int64_t>(mw, k - c0));
+      for (int i = 0; i < real; ++i) perm[std::size_t(i)] = i;
+      const int sel = std::min(real, 4);
+      for (int i = 0; i < sel; ++i) std::swap(perm[std::size_t(i)], perm[std::size_t(i + int(rng.next() % std::uint64_t(real - i)))]);
+      for (std::int64_t r = r0; r < std::min(n, r0 + v); ++r) {
+        const int a = int(rng.next() % std::uint64_t(sel));
+        int b = int(rng.next() % std::uint64_t(sel - 1));
+        if (b >= a) ++b;
+        for (int q : {a, b}) {
+          float val = rng.value();
+          if (val == 0.f) val = 0.5f;
+          wb[r * k + c0 + perm[std::size_t(q)]] = float_to_fp16_bits(val);
+        }
+      }
+    }
+  const CondensedMatrix w = condense(wd.view(), pat);
+  int sms = 132;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  struct Packed {
+    int g, rows_per_tile;
+    cuda::DeviceBuffer values, meta, gather;
+    cs::DeviceA a;
+  };
+  std::vector<Packed> packs;
+  for (int g : {128, 64}) {
+    if (v < 128 && g == 128) continue;  // V = 64: 64-row tiles only (128 would double the work)
+    sptc::PackedVnm p = sptc::pack_venom(w, g, 128);
+    Packed pk{g, p.rows_per_group, cuda::DeviceBuffer(p.a.values.size() * 2), cuda::DeviceBuffer(p.a.meta.size() * 4),
+              cuda::DeviceBuffer(p.gather.size() * 4), {}};
+    pk.values.upload(p.a.values.data(), pk.values.size());
+    pk.meta.upload(p.a.meta.data(), pk.meta.size());
+    pk.gather.upload(p.gather.data(), pk.gather.size());
+    pk.a = cs::DeviceA{pk.values.get(), pk.meta.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
+    packs.push_back(std::move(pk));
+  }
+  cuda::DeviceBuffer dW(wd.size_bytes());
+  dW.upload(wd.data(), wd.size_bytes());
+  cublasHandle_t hb;
+  CUBLAS_OK(cublasCreate(&hb));
+  for (std::int64_t m : ms) {
+    DenseMatrix xh(DType::f16, m, k);
+    auto* xb = static_cast<std::uint16_t*>(xh.data());
+    for (std::int64_t i = 0; i < m * k; ++i) xb[i] = float_to_fp16_bits(rng.value());
+    const std::int64_t ldt = (m + 7) / 8 * 8;
+    cuda::DeviceBuffer dX(xh.size_bytes()), dY(std::size_t(m * n) * 2), dXt(std::size_t(k * ldt) * 2);
+    dX.upload(xh.data(), xh.size_bytes());
+    std::vector<std::pair<std::int64_t, std::int64_t>> samples;
+    for (int i = 0; i < 256; ++i) samples.emplace_back(std::int64_t(rng.next() % m), std::int64_t(rng.next() % n));
+    std::vector<double> want;
+    for (auto [i, j] : samples) {
+      double acc = 0;
+      for (std::int64_t q = 0; q < k; ++q)
+        if (wb[j * k + q]) acc += double(xh.at(i, q)) * double(wd.at(j, q));
+      want.push_back(acc);
+    }
+    std::vector<std::uint16_t> yh(std::size_t(m * n));
+    auto check = [&]() {
+      SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+      dY.download(yh.data(), dY.size());
+      double num = 0, den = 0;
+      for (std::size_t q = 0; q < samples.size(); ++q) {
+        const double g = fp16_bits_to_float(yh[std::size_t(samples[q].first * n + samples[q].second)]);
+        num += (g - want[q]) * (g - want[q]);
+        den += want[q] * want[q];
+      }
+      return std::isfinite(num) ? std::sqrt(num / den) : INFINITY;
+    };
+    auto poison = [&] { SPARSENM_CUDA_CHECK(cudaMemset(dY.get(), 0xFF, dY.size())); };
+    const double flops = 2.0 * double(m) * double(n) * double(k);  // dense-equivalent
+    const double dense_bytes = double(n) * k * 2 + double(m) * k * 2 + double(m) * n * 2;
+    const double sparse_bytes = double(n) * k * 2 * (2.0 / mw) * 1.125 + double(m) * k * 2 + double(m) * n * 2;
+    const std::string l2 = dense_bytes > 120e6 ? "" : "working set < 2x L2, not rotated";
+    auto emit = [&](const std::string& impl, std::pair<double, double> t, double err, double bytes, const std::string& note) {
+      Row r;
+      r.suite = "sptc";
+      r.op = "spmm";
+      r.format = "venom";
+      r.pattern = pat.str();
+      r.dtype = "fp16";
+      r.m = m;
+      r.n = n;
+      r.k = k;
+      r.impl = impl;
+      r.ms_median = t.first;
+      r.ms_min = t.second;
+      r.reps = o.reps;
+      r.rel_err = err;
+      r.bytes = bytes;
+      r.flops = flops;
+      r.note = note;
+      ctx.emit(r);
+    };
+    const float alpha = 1.f, beta = 0.f;
+    auto cublas = [&] {
+      CUBLAS_OK(cublasGemmEx(hb, CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(m), int(k), &alpha, dW.get(), CUDA_R_16F, int(k),
+                             dX.get(), CUDA_R_16F, int(k), &beta, dY.get(), CUDA_R_16F, int(n), CUBLAS_COMPUTE_32F,
+                             CUBLAS_GEMM_DEFAULT));
+    };
+    poison();
+    cublas();
+    const double e_cublas = check();
+    emit("cublas", time_ms(cublas, o.warmup, o.reps), e_cublas, dense_bytes,
+         l2.empty() ? "dense expansion of the V:2:M weight" : l2 + "; dense expansion of the V:2:M weight");
+    if (cs::device_cc() != 90) continue;
+    // the plan's tile (register.cu VnmInstance::choose_tile)
+    auto tiles = [&](std::int64_t bm, std::int64_t bn) { return double(((n + bm - 1) / bm) * ((m + bn - 1) / bn)); };
+    const cs::PTile plan_tile = v >= 128 ? (tiles(128, 256) >= 1.4 * sms ? cs::PTile::r128n256 : cs::PTile::r128n128)
+                                         : (tiles(64, 256) >= 1.4 * sms ? cs::PTile::c64n256 : cs::PTile::c64n128);
+    auto tr = [&] { cs::transpose_x(dX.get(), m, k, dXt.get(), ldt, nullptr); };
+    emit("sparsenm:vnm_transpose", time_ms(tr, o.warmup, o.reps), -1, 4.0 * double(m) * k, "X -> X^T workspace only");
+    tr();
+    for (const Packed& pk : packs) {
+      const std::vector<cs::PTile> tiles_of_g = pk.g == 128 ? std::vector<cs::PTile>{cs::PTile::r128n256, cs::PTile::r128n128}
+                                                             : std::vector<cs::PTile>{cs::PTile::c64n256, cs::PTile::c64n128};
+      for (cs::PTile tile : tiles_of_g) {
+        const CUtensorMap map = cs::make_values_map_rows(pk.a, pk.g);
+        cs::Problem pr{DType::f16, DType::f16, dXt.get(), dY.get(), m, n, k, ldt};
+        auto gemm = [&] { cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, tile, pr, nullptr); };
+        poison();
+        gemm();
+        const double e = check();
+        emit(std::string("sparsenm:vnm_gemm_") + cs::to_string(tile), time_ms(gemm, o.warmup, o.reps), e, sparse_bytes,
+             l2.empty() ? "GEMM only (X^T given)" : l2 + "; GEMM only (X^T given)");
+        if (tile == cs::PTile::r128n256 || tile == cs::PTile::c64n256) {
+          for (int mode : {2, 3}) {  // gather experiments: no proxy fence / TMA rows
+            auto gm = [&] { cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, tile, pr, nullptr, mode); };
+            poison();
+            gm();
+            const double em = check();
+            emit(std::string("sparsenm:vnm_gemm_") + cs::to_string(tile) + (mode == 2 ? "_nofence" : "_tmarows"),
+                 time_ms(gm, o.warmup, o.reps), em, sparse_bytes, "GEMM only, gather experiment");
+          }
+        }
+        if (tile == plan_tile) {
+          auto full = [&] {
+            tr();
+            gemm();
+          };
+          poison();
+          full();
+          const double e2 = check();
+          emit("sparsenm:vnm_wgmma", time_ms(full, o.warmup, o.reps), e2, sparse_bytes + 4.0 * double(m) * k,
+               (l2.empty() ? std::string() : l2 + "; ") + "transpose + GEMM (what the plan runs), tile " + cs::to_string(tile));
+        }
+      }
+    }
+  }
+  CUBLAS_OK(cublasDestroy(hb));
+}
 }  // namespace
 
 Suite sptc_suite() {
@@ -248,8 +425,27 @@ Suite sptc_suite() {
     std::vector<std::int64_t> ms = o.ms;
     if (ms.empty()) ms = o.quick ? std::vector<std::int64_t>{512, 2048, 8192} : std::vector<std::int64_t>{32, 128, 512, 2048, 8192};
     std::uint64_t seed = o.seed;
+    // patterns: "2:4" (hardware 2:4 cases) and V:2:M venom patterns; default both families
+    std::vector<std::string> pats = o.patterns;
+    if (pats.empty()) pats = {"2:4", "64:2:8", "64:2:16", "64:2:32", "128:2:8", "128:2:16", "128:2:32"};
     for (auto [n, k] : shapes)
-      for (std::int64_t m : ms) run_case(ctx, n, k, m, seed++);
+      for (const std::string& ps : pats) {
+        if (ps == "2:4") {
+          for (std::int64_t m : ms) run_case(ctx, n, k, m, seed++);
+          continue;
+        }
+        Pattern p;
+        try {
+          p = Pattern::parse(ps, "--pattern");
+        } catch (const InvalidArgument&) {
+          p.kind = Granularity::element;
+        }
+        if (p.kind != Granularity::venom) {  // patterns of other suites: not this suite's business
+          std::fprintf(stderr, "sptc suite: pattern %s skipped (takes 2:4 and V:2:M)\n", ps.c_str());
+          continue;
+        }
+        run_vnm_case(ctx, n, k, p.v, p.m, ms, seed++);
+      }
   };
   return s;
 }

@@ -159,5 +159,72 @@ TEST(SptcLayout, Pack24RejectsBadSlotsAndAlignment) {
   EXPECT_THROW(sptc::pack24(4, 2, 128, wrong_group), std::invalid_argument);
 }
 
+/// V:2:M -> gathered 2:4: expanding the packed operand through the gather table must give back
+/// the dense weight exactly (every stored value at its column, nothing else), every gathered
+/// index past the matrix must be -1, and padding must stay valid ordered metadata.
+void check_venom(int v, int mw, DType t, std::int64_t rows, std::int64_t cols, int group_rows, std::uint64_t seed) {
+  const Pattern pat = Pattern::venom(v, mw);
+  SCOPED_TRACE(pat.str() + " " + std::to_string(rows) + "x" + std::to_string(cols) + " G=" + std::to_string(group_rows));
+  DenseMatrix dense = random_pattern_matrix(pat, t, rows, cols, seed, 0.2);
+  CondensedMatrix w = condense(dense.view(), pat);
+  ASSERT_EQ(sptc::venom_unsupported(w), "");
+  sptc::PackedVnm p = sptc::pack_venom(w, group_rows, 128);
+  const bool spread = v < group_rows;
+  EXPECT_EQ(p.rows_per_group, spread ? 32 : group_rows);
+  EXPECT_EQ(p.a.rows, spread ? (rows + 31) / 32 * 64 : rows);
+  EXPECT_EQ(p.a.k, w.layout.windows * 4);
+  EXPECT_EQ(p.groups * group_rows, p.a.rows_pad);
+  ASSERT_EQ(p.gather.size(), std::size_t(p.groups * p.a.k_pad));
+  expect_valid_codes_and_padding(p.a);
+  for (std::int32_t c : p.gather) ASSERT_TRUE(c >= -1 && c < cols);
+  std::vector<float> got(std::size_t(rows * cols), 0.f);
+  for (std::int64_t pr = 0; pr < p.a.rows_pad; ++pr)
+    for (std::int64_t gi = 0; gi < p.a.k / 4; ++gi)
+      for (int s = 0; s < 2; ++s) {
+        const std::uint16_t bits = p.a.value(pr, 2 * gi + s);
+        const float val = t == DType::f16 ? fp16_bits_to_float(bits) : bf16_bits_to_float(bits);
+        const std::int64_t r = p.weight_row(pr, rows);
+        if (r < 0) {
+          ASSERT_EQ(bits, 0) << "padding row " << pr << " holds a value";
+          continue;
+        }
+        const std::int32_t col = p.gather[std::size_t((pr / group_rows) * p.a.k_pad + gi * 4 + p.a.position(pr, gi, s))];
+        if (col < 0) {
+          ASSERT_EQ(val, 0.f) << "row " << r << ": a nonzero value reads a zero B row";
+          continue;
+        }
+        got[std::size_t(r * cols + col)] += val;
+      }
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) ASSERT_EQ(got[std::size_t(r * cols + c)], dense.at(r, c)) << "row " << r << " col " << c;
+}
+
+TEST(SptcLayout, VenomGathersExactlyEveryVAndM) {
+  std::uint64_t seed = 40;
+  for (int v : {32, 64, 128, 256})
+    for (int mw : {4, 5, 7, 8, 10, 16, 32, 100})
+      for (int g : {64, 128}) {
+        if (v < g && !(v == 32 && g == 64)) continue;
+        check_venom(v, mw, seed % 2 ? DType::bf16 : DType::f16, v + 37, 3 * mw + 3, g, seed);
+        ++seed;
+      }
+}
+
+TEST(SptcLayout, VenomRejectsOtherPatternsAndBadGroups) {
+  DenseMatrix d = random_pattern_matrix(Pattern::hw24(), DType::f16, 8, 16, 13, 0.0);
+  CondensedMatrix w = condense(d.view(), Pattern::hw24());
+  EXPECT_NE(sptc::venom_unsupported(w).find("venom"), std::string::npos);
+  EXPECT_THROW(sptc::pack_venom(w, 64, 128), InvalidArgument);
+  DenseMatrix dv = random_pattern_matrix(Pattern::venom(64, 8), DType::f16, 70, 40, 14, 0.0);
+  CondensedMatrix wv = condense(dv.view(), Pattern::venom(64, 8));
+  EXPECT_THROW(sptc::pack_venom(wv, 96, 192), InvalidArgument);
+  EXPECT_THROW(sptc::pack_venom(wv, 64, 96), InvalidArgument);
+  EXPECT_THROW(sptc::pack_venom(wv, 128, 128), InvalidArgument);  // two slabs in one tile
+  EXPECT_NO_THROW(sptc::pack_venom(wv, 64, 128));
+  DenseMatrix df = random_pattern_matrix(Pattern::venom(64, 8), DType::f32, 70, 40, 15, 0.0);
+  CondensedMatrix wf = condense(df.view(), Pattern::venom(64, 8));
+  EXPECT_NE(sptc::venom_unsupported(wf).find("f16 or bf16"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sparsenm

@@ -17,7 +17,7 @@ Suite sptc_suite();
 int main(int argc, char** argv) {
   using namespace sparsenm::bench;
   if (argc < 2) {
-    std::fprintf(stderr, "usage: sptc_bench OUT.jsonl [--quick] [--reps N] [--shape n,k] [--m m]\n");
+    std::fprintf(stderr, "usage: sptc_bench OUT.jsonl [--quick] [--reps N] [--shape n,k] [--m m] [--pattern 2:4|V:2:M]\n");
     return 2;
   }
   Options o;
@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
     if (a == "--quick") o.quick = true;
     else if (a == "--reps" && i + 1 < argc) o.reps = std::atoi(argv[++i]);
     else if (a == "--m" && i + 1 < argc) o.ms.push_back(std::atoll(argv[++i]));
+    else if (a == "--pattern" && i + 1 < argc) o.patterns.push_back(argv[++i]);
     else if (a == "--shape" && i + 1 < argc) {
       long long n = 0, k = 0;
       std::sscanf(argv[++i], "%lld,%lld", &n, &k);

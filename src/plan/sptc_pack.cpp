@@ -66,4 +66,61 @@ Packed24 pack_hw24(const CondensedMatrix& w, int row_align) {
   });
 }
 
+std::string venom_unsupported(const CondensedMatrix& w) {
+  if (w.dtype != DType::f16 && w.dtype != DType::bf16) return "weight dtype must be f16 or bf16 (sparse tensor cores)";
+  const FormatLayout& L = w.layout;
+  if (L.pattern.kind != Granularity::venom) return "pattern must be venom V:2:M";
+  if (L.rows < 1 || L.cols < 1) return "weight must have rows, cols >= 1";
+  if (L.pattern.v < 32 || L.pattern.v % 32 != 0 || L.pattern.m < 4) return "venom needs V a multiple of 32 and M >= 4";
+  if (w.values.size() < std::size_t(L.rows * L.value_cols) * 2 || w.indices.size() < std::size_t(L.index_rows * L.index_row_bytes) ||
+      w.columns.size() < std::size_t(L.colloc_rows * L.colloc_row_bytes))
+    return "weight storage is smaller than its layout";
+  return {};
+}
+
+PackedVnm pack_venom(const CondensedMatrix& w, int group_rows, int row_align) {
+  if (std::string why = venom_unsupported(w); !why.empty()) throw InvalidArgument("weight", why);
+  if (group_rows != 64 && group_rows != 128) throw InvalidArgument("group_rows", "must be 64 or 128");
+  if (row_align < group_rows || row_align % group_rows != 0)
+    throw InvalidArgument("row_align", "must be a positive multiple of group_rows");
+  const FormatLayout& L = w.layout;
+  const int v = L.pattern.v, mw = L.pattern.m;
+  const bool spread = v < group_rows;
+  if (spread && !(v == 32 && group_rows == 64))
+    throw InvalidArgument("group_rows", "must be <= V, except V = 32 with 64-row groups");
+  if (!spread && v % group_rows != 0) throw InvalidArgument("group_rows", "must divide V");
+  PackedVnm out;
+  out.group_rows = group_rows;
+  out.rows_per_group = spread ? 32 : group_rows;
+  const std::int64_t packed_rows = spread ? ((L.rows + 31) / 32) * 64 : L.rows;
+  const auto* vals = reinterpret_cast<const std::uint16_t*>(w.values.data());
+  out.a = pack24(packed_rows, L.windows, row_align, [&](std::int64_t pr, std::vector<Slot>& slots) {
+    const std::int64_t r = out.weight_row(pr, L.rows);
+    for (std::int64_t win = 0; win < L.windows; ++win) {
+      Slot* sl = &slots[std::size_t(2 * win)];
+      if (r < 0) {
+        sl[0] = Slot{win, 0, 0};
+        sl[1] = Slot{win, 1, 0};
+        continue;
+      }
+      const std::uint8_t* idx = w.indices.data() + std::size_t(r * L.index_row_bytes);
+      for (int j = 0; j < 2; ++j)
+        sl[j] = Slot{win, int(get_packed(idx, win * 2 + j, L.index_bits)), vals[std::size_t(r * L.value_cols + win * 2 + j)]};
+    }
+  });
+  out.groups = out.a.rows_pad / group_rows;
+  out.gather.assign(std::size_t(out.groups * out.a.k_pad), -1);
+  for (std::int64_t g = 0; g < out.groups; ++g) {
+    const std::int64_t slab = g * out.rows_per_group / v;
+    if (slab >= L.colloc_rows) continue;
+    const std::uint8_t* crow = w.columns.data() + std::size_t(slab * L.colloc_row_bytes);
+    for (std::int64_t win = 0; win < L.windows; ++win)
+      for (int i = 0; i < 4; ++i) {
+        const std::int64_t col = win * mw + get_packed(crow, win * 4 + i, L.colloc_bits);
+        if (col < L.cols) out.gather[std::size_t(g * out.a.k_pad + win * 4 + i)] = std::int32_t(col);
+      }
+  }
+  return out;
+}
+
 }  // namespace sparsenm::sptc

@@ -20,19 +20,21 @@ __device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) { return
 
 
 /// Writes a staged fp32 tile st[rows][LD] (row = row of Y, 64 consecutive Y columns) to
-/// y[m][n] at (m0, n0), converting to Out; 16-byte stores where allowed, guarded in m and n.
+/// y[m][n] at (m0, n0), converting to Out; 16-byte stores where allowed, guarded in m and in n
+/// (columns < min(n, n_end)).
 template <class Out, int ROWS, int LD>
 __device__ __forceinline__ void store_tile(const float* st, Out* y, int m0, int n0, int m, int n, int vec_store,
-                                           int tid) {
+                                           int tid, int n_end = 0x7fffffff) {
+  const int n_lim = n < n_end ? n : n_end;
   constexpr int EPC = int(16 / sizeof(Out));  // elements per 16-byte chunk
   constexpr int CHUNKS = 64 / EPC;
   for (int idx = tid; idx < ROWS * CHUNKS; idx += 128) {
     const int row = idx / CHUNKS, ch = idx % CHUNKS;
     const int gm = m0 + row, gn = n0 + ch * EPC;
-    if (gm >= m || gn >= n) continue;
+    if (gm >= m || gn >= n_lim) continue;
     const float* src = st + row * LD + ch * EPC;
     Out* dst = y + std::size_t(gm) * n + gn;
-    if (vec_store && gn + EPC <= n) {
+    if (vec_store && gn + EPC <= n_lim) {
       if constexpr (sizeof(Out) == 4) {
         *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(src);
       } else {
@@ -43,7 +45,7 @@ __device__ __forceinline__ void store_tile(const float* st, Out* y, int m0, int 
         *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(v);
       }
     } else {
-      for (int e = 0; e < EPC && gn + e < n; ++e) dst[e] = to_out<Out>(src[e]);
+      for (int e = 0; e < EPC && gn + e < n_lim; ++e) dst[e] = to_out<Out>(src[e]);
     }
   }
 }

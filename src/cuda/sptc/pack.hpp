@@ -17,4 +17,35 @@ std::string hw24_unsupported(const CondensedMatrix& w);
 /// `row_align`. Throws InvalidArgument when unsupported.
 Packed24 pack_hw24(const CondensedMatrix& w, int row_align);
 
+/// Empty when `w` (a V:2:M venom weight) can run on the sparse tensor cores: f16/bf16 values,
+/// storage matching the layout. Else the reason.
+std::string venom_unsupported(const CondensedMatrix& w);
+
+/// A V:2:M weight as a gathered 2:4 problem (see layout.hpp): `a` is 2:4 over the sparse-k axis
+/// K = windows * 4 (sparse-k index w*4+i is selected column i of window w), and gather[g][j]
+/// (g = group of group_rows packed rows, j < a.k_pad) is the column of X that sparse-k index j of
+/// group g reads, or -1 (a zero row of B). group_rows (64 or 128) is the CTA's row tile; each
+/// group lies inside one slab. V >= group_rows (V % group_rows == 0): packed row = weight row.
+/// V = 32 with 64-row groups ("spread"): slab s occupies packed rows 64s .. 64s+31 and rows
+/// 64s+32 .. 64s+63 are padding (zero values), so a 64-row wgmma never mixes two slabs' columns;
+/// it costs twice the tensor-core work of V >= 64, but a row never multiplies another slab's
+/// X columns (sharing a tile between slabs would need padding slots on real X columns, and
+/// 0 * Inf / NaN there would break the format's rule that pruned positions contribute nothing).
+struct PackedVnm {
+  Packed24 a;                        ///< a.rows = packed rows (spread: 64 per slab)
+  int group_rows = 0;
+  int rows_per_group = 0;            ///< weight rows per group: group_rows, or 32 when spread
+  std::int64_t groups = 0;           ///< a.rows_pad / group_rows
+  std::vector<std::int32_t> gather;  ///< [groups][a.k_pad]
+  /// Weight row of packed row pr, or -1 for a padding row.
+  std::int64_t weight_row(std::int64_t pr, std::int64_t rows) const {
+    const std::int64_t r = (pr / group_rows) * rows_per_group + pr % group_rows;
+    return (pr % group_rows) < rows_per_group && r < rows ? r : -1;
+  }
+};
+
+/// Throws InvalidArgument when venom_unsupported(w) is not empty, group_rows is not 64/128, or
+/// V < group_rows except V = 32 with group_rows 64. row_align: multiple of group_rows.
+PackedVnm pack_venom(const CondensedMatrix& w, int group_rows, int row_align);
+
 }  // namespace sparsenm::sptc

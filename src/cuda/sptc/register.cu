@@ -1,7 +1,10 @@
 // sparsenm — plan candidates of the sparse tensor-core family:
 //   cuda:sptc_24_wgmma  sm_90 (Hopper, sm_90a code): wgmma.mma_async.sp + TMA pipeline
 //   cuda:sptc_24_mma    sm_80+: mma.sp::ordered_metadata m16n8k32 + cp.async
-// Both take hw24 weights and element N:M weights whose aligned groups of 4 hold <= 2 nonzeros
+//   cuda:sptc_24_wgmma_p  sm_90: the same product on the persistent kernel (wgmma_persistent.cu)
+//   cuda:vnm_wgmma      sm_90: V:2:M (venom) weights: X transposed into a workspace once per run,
+//                       cp.async gather of the selected columns, wgmma.mma_async.sp (trans-b)
+// The 2:4 candidates take hw24 weights and element N:M weights whose aligned groups of 4 hold <= 2 nonzeros
 // (repacked to 2:4 at plan time), f16/bf16 in, f32 accumulation, f32/f16/bf16 out.
 #include <cuda_runtime.h>
 
@@ -18,24 +21,44 @@ namespace {
 
 namespace cs = sparsenm::cuda::sptc;
 
-std::string common_unsupported(const CondensedMatrix& w, const MatmulDesc& d) {
+std::string desc_unsupported(const CondensedMatrix& w, const MatmulDesc& d) {
   if (d.x_dtype != w.dtype) return "x dtype must equal the weight dtype";
   if (d.y_dtype != DType::f32 && d.y_dtype != DType::f16 && d.y_dtype != DType::bf16) return "y dtype must be f32, f16 or bf16";
   if (d.accumulate != Accumulate::f32) return "accumulates in f32 only";
   if (d.m < 1) return "m must be >= 1";
   if (w.layout.rows >= (std::int64_t(1) << 31) || w.layout.cols >= (std::int64_t(1) << 31) || d.m >= (std::int64_t(1) << 31))
     return "dimensions must be < 2^31";
+  return {};
+}
+
+std::string common_unsupported(const CondensedMatrix& w, const MatmulDesc& d) {
+  if (std::string why = desc_unsupported(w, d); !why.empty()) return why;
   return sptc::hw24_unsupported(w);
+}
+
+std::string vnm_unsupported(const CondensedMatrix& w, const MatmulDesc& d) {
+  if (cs::device_cc() != 90) return "needs an sm_90 device (Hopper; built as sm_90a)";
+  if (std::string why = desc_unsupported(w, d); !why.empty()) return why;
+  if (d.m > 4194240) return "m must be <= 4194240 (transpose grid)";
+  return sptc::venom_unsupported(w);
+}
+
+int sm_count() {
+  int sms = 132, dev = 0;
+  if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  return sms;
 }
 
 /// Packed weight on the device + the padded-X workspace when k % 8 != 0.
 class Sptc24Instance : public KernelInstance {
  public:
-  Sptc24Instance(const CondensedMatrix& w, const MatmulDesc& d, bool wgmma) : desc_(d), wgmma_(wgmma) {
+  Sptc24Instance(const CondensedMatrix& w, const MatmulDesc& d, bool wgmma, bool persistent = false)
+      : desc_(d), wgmma_(wgmma), persistent_(persistent) {
     n_ = w.layout.rows;
     k_ = w.layout.cols;
     ldx_ = sptc::round_up(k_, 8);
     if (wgmma_) tile_ = choose_tile(n_, d.m);
+    ptile_ = (tile_ == cs::WgTile::m128n256) ? cs::PTile::r128n256 : cs::PTile::r128n128;
     const int align = 128;  // every tile shape's row count divides 128
     sptc::Packed24 p = sptc::pack_hw24(w, align);
     values_ = cuda::DeviceBuffer(p.values.size() * 2);
@@ -48,7 +71,7 @@ class Sptc24Instance : public KernelInstance {
     a_.rows_pad = p.rows_pad;
     a_.k_pad = p.k_pad;
     if (ldx_ != k_) workspace_ = cuda::DeviceBuffer(std::size_t(d.m * ldx_) * 2);
-    if (wgmma_) map_ = cs::make_values_map(a_, w.dtype, tile_);
+    if (wgmma_) map_ = persistent_ ? cs::make_values_map_rows(a_, 128) : cs::make_values_map(a_, w.dtype, tile_);
   }
 
   void run(const void* x, void* y, void* stream) const override {
@@ -58,7 +81,9 @@ class Sptc24Instance : public KernelInstance {
       cs::pad_x(desc_.x_dtype, x, desc_.m, k_, workspace_.get(), ldx_, s);
       p.x = workspace_.get();
     }
-    if (wgmma_)
+    if (persistent_)
+      cs::run_sptc24_wgmma_persistent(a_, map_, ptile_, p, s);
+    else if (wgmma_)
       cs::run_sptc24_wgmma(a_, map_, tile_, p, s);
     else
       cs::run_sptc24_mma(a_, p, s);
@@ -68,9 +93,7 @@ class Sptc24Instance : public KernelInstance {
   /// Tile heuristic from the H200 run (bench/results/NVIDIA_H200-sptc-*.jsonl): 128x256 wins once
   /// it fills ~1.4 waves of CTAs (all m >= 2048 cases), 128x128 below that, 64x128 for tiny grids.
   static cs::WgTile choose_tile(std::int64_t n, std::int64_t m) {
-    int sms = 132;
-    int dev = 0;
-    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    const int sms = sm_count();
     auto tiles = [&](std::int64_t bm, std::int64_t bn) { return double(((n + bm - 1) / bm) * ((m + bn - 1) / bn)); };
     if (tiles(128, 256) >= 1.4 * sms) return cs::WgTile::m128n256;
     if (tiles(128, 128) >= 0.75 * sms) return cs::WgTile::m128n128;
@@ -79,10 +102,59 @@ class Sptc24Instance : public KernelInstance {
 
  private:
   MatmulDesc desc_;
-  bool wgmma_;
+  bool wgmma_, persistent_;
   std::int64_t n_ = 0, k_ = 0, ldx_ = 0;
   cs::WgTile tile_ = cs::WgTile::m128n256;
+  cs::PTile ptile_ = cs::PTile::r128n256;
   cuda::DeviceBuffer values_, meta_, workspace_;
+  cs::DeviceA a_;
+  CUtensorMap map_{};
+};
+
+/// V:2:M weight packed as a gathered 2:4 operand + the gather table on the device; X^T workspace.
+class VnmInstance : public KernelInstance {
+ public:
+  VnmInstance(const CondensedMatrix& w, const MatmulDesc& d) : desc_(d) {
+    n_ = w.layout.rows;
+    k_ = w.layout.cols;
+    ldt_ = sptc::round_up(d.m, 8);
+    tile_ = choose_tile(w.layout.pattern.v, n_, d.m);
+    sptc::PackedVnm p = sptc::pack_venom(w, cs::ptile_rows(tile_), 128);
+    values_ = cuda::DeviceBuffer(p.a.values.size() * 2);
+    values_.upload(p.a.values.data(), values_.size());
+    meta_ = cuda::DeviceBuffer(p.a.meta.size() * 4);
+    meta_.upload(p.a.meta.data(), meta_.size());
+    gather_ = cuda::DeviceBuffer(p.gather.size() * 4);
+    gather_.upload(p.gather.data(), gather_.size());
+    a_ = cs::DeviceA{values_.get(), meta_.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
+    rows_per_tile_ = p.rows_per_group;
+    map_ = cs::make_values_map_rows(a_, cs::ptile_rows(tile_));
+    xt_ = cuda::DeviceBuffer(std::size_t(k_ * ldt_) * 2);
+  }
+
+  void run(const void* x, void* y, void* stream) const override {
+    auto s = static_cast<cudaStream_t>(stream);
+    cs::transpose_x(x, desc_.m, k_, xt_.get(), ldt_, s);
+    cs::Problem p{desc_.x_dtype, desc_.y_dtype, xt_.get(), y, desc_.m, n_, k_, ldt_};
+    cs::run_vnm_wgmma(a_, map_, gather_.as<std::int32_t>(), rows_per_tile_, tile_, p, s);
+  }
+  std::size_t workspace_bytes() const override { return xt_.size(); }
+
+  /// V >= 128: 128-row tiles (one slab per tile); V = 64 / 32: 64-row tiles (V = 32 puts one
+  /// slab in the upper half of each tile, at twice the tensor-core work, see pack.hpp). BN 256 once it fills ~1.4 waves.
+  static cs::PTile choose_tile(int v, std::int64_t n, std::int64_t m) {
+    const int sms = sm_count();
+    auto tiles = [&](std::int64_t bm, std::int64_t bn) { return double(((n + bm - 1) / bm) * ((m + bn - 1) / bn)); };
+    if (v >= 128) return tiles(128, 256) >= 1.4 * sms ? cs::PTile::r128n256 : cs::PTile::r128n128;
+    return tiles(64, 256) >= 1.4 * sms ? cs::PTile::c64n256 : cs::PTile::c64n128;
+  }
+
+ private:
+  MatmulDesc desc_;
+  std::int64_t n_ = 0, k_ = 0, ldt_ = 0;
+  int rows_per_tile_ = 128;
+  cs::PTile tile_ = cs::PTile::r128n256;
+  cuda::DeviceBuffer values_, meta_, gather_, xt_;
   cs::DeviceA a_;
   CUtensorMap map_{};
 };
@@ -97,6 +169,18 @@ void register_sptc_kernels(KernelRegistry& r) {
          },
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
            return std::make_unique<Sptc24Instance>(w, d, true);
+         }});
+  r.add({"cuda:sptc_24_wgmma_p", Backend::cuda,
+         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+           if (cs::device_cc() != 90) return "needs an sm_90 device (Hopper; built as sm_90a)";
+           return common_unsupported(w, d);
+         },
+         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+           return std::make_unique<Sptc24Instance>(w, d, true, true);
+         }});
+  r.add({"cuda:vnm_wgmma", Backend::cuda, vnm_unsupported,
+         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+           return std::make_unique<VnmInstance>(w, d);
          }});
   r.add({"cuda:sptc_24_mma", Backend::cuda,
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {

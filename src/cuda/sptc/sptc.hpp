@@ -43,6 +43,34 @@ CUtensorMap make_values_map(const DeviceA& a, DType in, WgTile tile);
 void run_sptc24_wgmma(const DeviceA& a, const CUtensorMap& values_map, WgTile tile, const Problem& p,
                       cudaStream_t stream);
 
+/// 2-D tensor map over 16-bit elements [outer][inner] with rows of row_bytes (TMA).
+CUtensorMap encode_tensor_2d(const void* base, std::uint64_t inner, std::uint64_t outer, std::uint64_t row_bytes,
+                             std::uint32_t box_inner, std::uint32_t box_outer, CUtensorMapSwizzle swizzle, const char* what);
+/// Tensor map of the packed values for a CTA row tile of `bm` rows (64 or 128).
+CUtensorMap make_values_map_rows(const DeviceA& a, int bm);
+
+/// Tiles of the persistent kernels (wgmma_persistent.cu): r = the two consumer warpgroups split
+/// 128 W rows (64 each) and share the BN Y rows; c = they share 64 W rows and split the BN Y rows;
+/// r128n256x2 = r128n256 in 2x1 clusters with the X tile multicast (experiment, hardware 2:4 only).
+enum class PTile : int { r128n256, r128n128, c64n256, c64n128, r128n256x2 };
+const char* to_string(PTile t) noexcept;
+int ptile_rows(PTile t) noexcept;  ///< W rows per CTA tile (= the venom gather group rows)
+
+/// sm_90a, persistent grid: hardware 2:4 with X by TMA (values_map from make_values_map_rows).
+void run_sptc24_wgmma_persistent(const DeviceA& a, const CUtensorMap& values_map, PTile tile, const Problem& p,
+                                 cudaStream_t stream);
+
+/// sm_90a, persistent grid: V:2:M after the gather. p.x = Xt [k][p.ldx] (transpose_x), p.ldx =
+/// m rounded up to 8; gather [rows_pad / ptile_rows(tile)][k_pad] from pack.hpp's PackedVnm
+/// packed with group_rows = ptile_rows(tile); rows_per_tile = PackedVnm::rows_per_group (weight
+/// rows per tile: the tile's rows, or 32 for V = 32 spread over 64-row tiles). gather_mode: 0/1
+/// = cp.async gather (the default), 2 and 3 = experiments (f16 only; see wgmma_persistent.cu).
+void run_vnm_wgmma(const DeviceA& a, const CUtensorMap& values_map, const std::int32_t* gather, int rows_per_tile,
+                   PTile tile, const Problem& p, cudaStream_t stream, int gather_mode = 0);
+
+/// xt [k][ldt] = x^T for 16-bit x [m][k], zero in columns m..ldt-1 (ldt >= m, ldt % 8 == 0).
+void transpose_x(const void* x, std::int64_t m, std::int64_t k, void* xt, std::int64_t ldt, cudaStream_t stream);
+
 /// sm_80+: hardware 2:4 SpMM with mma.sp::ordered_metadata m16n8k32 and a cp.async pipeline.
 void run_sptc24_mma(const DeviceA& a, const Problem& p, cudaStream_t stream);
 

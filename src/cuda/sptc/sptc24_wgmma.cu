@@ -158,8 +158,10 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
   return fn;
 }
 
-CUtensorMap encode_2d(const void* base, std::uint64_t inner, std::uint64_t outer, std::uint64_t row_bytes,
-                      std::uint32_t box_inner, std::uint32_t box_outer, CUtensorMapSwizzle swizzle, const char* what) {
+}  // namespace
+
+CUtensorMap encode_tensor_2d(const void* base, std::uint64_t inner, std::uint64_t outer, std::uint64_t row_bytes,
+                             std::uint32_t box_inner, std::uint32_t box_outer, CUtensorMapSwizzle swizzle, const char* what) {
   CUtensorMap map;
   cuuint64_t dims[2] = {inner, outer};
   cuuint64_t strides[1] = {row_bytes};
@@ -172,6 +174,8 @@ CUtensorMap encode_2d(const void* base, std::uint64_t inner, std::uint64_t outer
     throw CudaError(std::string("cuTensorMapEncodeTiled failed for ") + what + " (CUresult " + std::to_string(int(r)) + ")");
   return map;
 }
+
+namespace {
 
 struct TileShape {
   int bm, bn;
@@ -194,7 +198,7 @@ void launch(const DeviceA& a, const CUtensorMap& map_a, const Problem& p, cudaSt
   std::call_once(once, [&] {
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM_BYTES));
   });
-  const CUtensorMap map_x = encode_2d(p.x, std::uint64_t(p.ldx), std::uint64_t(p.m), std::uint64_t(p.ldx) * 2, 64,
+  const CUtensorMap map_x = encode_tensor_2d(p.x, std::uint64_t(p.ldx), std::uint64_t(p.m), std::uint64_t(p.ldx) * 2, 64,
                                       BN, CU_TENSOR_MAP_SWIZZLE_128B, "x");
   const int tiles_n = int(a.rows_pad / C::BM);
   const int tiles_m = int((p.m + BN - 1) / BN);
@@ -239,9 +243,15 @@ const char* to_string(WgTile t) noexcept {
 }
 int wg_tile_rows(WgTile t) noexcept { return shape_of(t).bm; }
 
+CUtensorMap make_values_map_rows(const DeviceA& a, int bm) {
+  if (bm != 64 && bm != 128) throw InvalidArgument("bm", "must be 64 or 128");
+  return encode_tensor_2d(a.values, std::uint64_t(a.k_pad / 2), std::uint64_t(a.rows_pad), std::uint64_t(a.k_pad / 2) * 2,
+                          32, std::uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_64B, "packed W values");
+}
+
 CUtensorMap make_values_map(const DeviceA& a, DType in, WgTile tile) {
   (void)in;
-  return encode_2d(a.values, std::uint64_t(a.k_pad / 2), std::uint64_t(a.rows_pad), std::uint64_t(a.k_pad / 2) * 2, 32,
+  return encode_tensor_2d(a.values, std::uint64_t(a.k_pad / 2), std::uint64_t(a.rows_pad), std::uint64_t(a.k_pad / 2) * 2, 32,
                    std::uint32_t(shape_of(tile).bm), CU_TENSOR_MAP_SWIZZLE_64B, "packed W values");
 }
 

@@ -1,0 +1,478 @@
+// sparsenm — persistent sparse-tensor-core SpMM on Hopper (wgmma.mma_async.sp, sm_90a), two B
+// sources sharing one mainloop:
+//
+//   * hardware 2:4 (run_sptc24_wgmma_persistent): B = X [m][k] row-major = K-major B, by TMA
+//     (128B swizzle), as in sptc24_wgmma.cu.
+//   * V:2:M venom (run_vnm_wgmma, plan candidate "cuda:vnm_wgmma"): after the plan-time gather
+//     (pack.hpp PackedVnm) every CTA row tile lies in one row group whose sparse-k index j reads
+//     column gather[group][j] of X. The gather is done on B's rows in MN-major form: X is first
+//     transposed once per run into a workspace Xt [k][ldt] (ldt = m rounded up to 8, zero padded),
+//     so the B tile row of sparse-k index j is the contiguous run Xt[col][m0 .. m0+BN) and the
+//     producer warpgroup fetches it with 16-byte cp.async copies into an MN-major 128B-swizzled
+//     tile [BN/64 blocks][64 k][64 m] that wgmma reads with trans-b = 1 (LBO = 8 KB between the
+//     64-wide m blocks, SBO = 1 KB between groups of 8 k). Why a transposed workspace: the 4
+//     selected columns of a window are scattered 2-byte elements of every X row, so a K-major
+//     gather would be element-wise; in Xt they are whole rows. Its cost is one pass over X
+//     (2*m*k*2 bytes), measured separately by the bench ("sparsenm:vnm_transpose"): ~3.1 TB/s on
+//     an H200, 3-10 % of the total. What limits the kernel is the cp.async gather rate (~8 B/clk
+//     per SM vs ~36 B/clk for TMA in the 2:4 path; docs/PERF-sptc.md), hence the two experimental
+//     gather modes below (not yet measured).
+//
+// CTA = 1 producer warpgroup + 2 consumer warpgroups; the grid is persistent (one CTA per SM, a
+// static round-robin over tiles), the mbarrier ring runs on across tiles, so the producer loads
+// tile i+1 while the consumers run tile i's epilogue (which stages 64 Y rows at a time through
+// a dedicated buffer, so the ring never waits for it). Consumers split the tile by rows (ROWSPLIT:
+// BM = 128 W rows, 64 each, sharing B) or by columns (BM = 64 W rows shared, BN/2 Y rows each),
+// the latter for V = 64 and V = 32 weights whose slabs are 64 rows.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "cuda/common.cuh"
+#include "cuda/sptc/epilogue.cuh"
+#include "cuda/sptc/ptx.cuh"
+#include "cuda/sptc/sptc.hpp"
+#include "cuda/sptc/wgmma_sp.cuh"
+
+namespace sparsenm::cuda::sptc {
+
+template <int BN, bool ROWSPLIT, int STAGES>
+struct PCfg {
+  static constexpr int NCONS = 2;
+  static constexpr int BM = ROWSPLIT ? 128 : 64;
+  static constexpr int BNC = ROWSPLIT ? BN : BN / 2;  // Y rows per consumer
+  static constexpr int THREADS = 384;
+  static constexpr int A_BYTES = BM * 64;   // BM rows x 32 compressed values x 2 B
+  static constexpr int B_BYTES = BN * 128;  // BN x 64 k x 2 B
+  static constexpr int M_BYTES = (BM / 64) * 512;
+  static constexpr int OUT_LD = 64 + 4;
+  static constexpr int EPI_BYTES = NCONS * 64 * OUT_LD * 4;
+  static constexpr int RING_BYTES = STAGES * (A_BYTES + B_BYTES + M_BYTES);
+  static constexpr int SMEM_BYTES = 1024 + RING_BYTES + EPI_BYTES + 2 * STAGES * 8;
+  static_assert(A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0, "tiles keep swizzle alignment");
+  static_assert(BNC % 64 == 0, "the epilogue stages 64 Y rows at a time");
+  static_assert(SMEM_BYTES <= 232448, "fits the 227 KB of an H100/H200 SM");
+};
+
+__device__ __forceinline__ void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// GM (B source): 0 = X by TMA (2:4); 1 = gather by cp.async + consumer-side proxy fence;
+// 2 = gather by cp.async without the fence (experiment); 3 = gather by one 128-byte TMA box per
+// (sparse-k row, 64-wide m block) from a tensor map over Xt (experiment).
+// CL = 2 (experiment, GM = 0 and ROWSPLIT only): 2x1 clusters along W rows; the two CTAs work
+// on tiles (2p, tm) and (2p+1, tm) in lockstep, each loads half of the shared X tile and multicasts
+// it to both, so X leaves L2 once per pair. A stage may be refilled only when the consumers of
+// both CTAs have released it: consumers arrive on the empty barriers of both CTAs.
+template <class In, class Out, int BN, bool ROWSPLIT, int GM, int STAGES, int CL = 1>
+__global__ void __launch_bounds__(384, 1)
+    wgmma_sp_persistent_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_x,
+                               const std::uint32_t* __restrict__ meta, const std::int32_t* __restrict__ gather,
+                               const In* __restrict__ xt, int ldt, Out* __restrict__ y, int m, int n, int kblocks,
+                               int n64_total, int tiles_n, int tiles_m, int vec_store, int b_lbo, int b_sbo,
+                               int rows_valid) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr bool GATHER = GM != 0;
+  constexpr bool CPASYNC = GM == 1 || GM == 2;
+  static_assert(CL == 1 || (CL == 2 && GM == 0 && ROWSPLIT), "clusters: X by TMA, row-split tiles only");
+  const int rank = CL == 2 ? int(cluster_ctarank()) : 0;
+  using C = PCfg<BN, ROWSPLIT, STAGES>;
+  extern __shared__ std::uint8_t smem_raw[];
+  std::uint8_t* smem = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
+  std::uint8_t* sA = smem;
+  std::uint8_t* sB = smem + STAGES * C::A_BYTES;
+  std::uint32_t* sM = reinterpret_cast<std::uint32_t*>(sB + STAGES * C::B_BYTES);
+  float* epi = reinterpret_cast<float*>(smem + C::RING_BYTES);
+  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(smem + C::RING_BYTES + C::EPI_BYTES);
+  std::uint64_t* empty = full + STAGES;
+
+  // CL = 2: units are pairs of row tiles (the last pair may have a row tile past the matrix: its
+  // A rows are zero-filled by TMA, its metadata read from the last real tile, nothing is stored)
+  const int units_n = (tiles_n + CL - 1) / CL;
+  const int total = units_n * tiles_m;
+  const int first_unit = CL == 2 ? int(blockIdx.x) / 2 : int(blockIdx.x);
+  const int unit_stride = CL == 2 ? int(gridDim.x) / 2 : int(gridDim.x);
+  constexpr int GROUP = 8;  // groups of 8 row tiles sweep all column tiles (A and X slices stay in L2)
+  auto tile_coords = [&](int tile, int& tn, int& tm) {
+    const int per_group = GROUP * tiles_m;
+    const int first_n = (tile / per_group) * GROUP;
+    const int gsize = min(GROUP, units_n - first_n);
+    tn = (first_n + (tile % per_group) % gsize) * CL + rank;
+    tm = (tile % per_group) / gsize;
+  };
+
+  const int wg = threadIdx.x / 128;
+  const int tid = threadIdx.x % 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      // full: the expect_tx arrival (+ with GATHER one cp.async arrival per producer thread)
+      mbar_init(&full[s], CPASYNC ? 129 : 1);
+      mbar_init(&empty[s], C::NCONS * 4 * CL);
+    }
+    fence_mbar_init();
+  }
+  if constexpr (CL == 2)
+    cluster_sync();  // the peer's barriers exist before anything is multicast or arrived on
+  else
+    __syncthreads();
+
+  if (wg == 0) {
+    setmaxnreg_dec<40>();
+    if (GATHER || tid == 0) {
+      if (tid == 0) {
+        tma_prefetch_desc(&tm_a);
+        if (GM != 1 && GM != 2) tma_prefetch_desc(&tm_x);
+      }
+      const int w = tid / 32, lane = tid % 32;
+      int it = 0;
+      for (int tile = first_unit; tile < total; tile += unit_stride) {
+        int tn, tm;
+        tile_coords(tile, tn, tm);
+        const int tn_meta = min(tn, tiles_n - 1);
+        const std::int32_t* gcol = gather + std::size_t(tn) * std::size_t(kblocks) * 64 + w * 16;
+        const int m0 = tm * BN;
+        for (int kb = 0; kb < kblocks; ++kb, ++it) {
+          const int s = it % STAGES;
+          if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
+          if (tid == 0) {
+            mbar_expect_tx(&full[s], CPASYNC ? C::A_BYTES + C::M_BYTES : C::A_BYTES + C::B_BYTES + C::M_BYTES);
+            tma_load_2d(sA + s * C::A_BYTES, &tm_a, &full[s], kb * 32, tn * C::BM);
+            if constexpr (CL == 2)
+              tma_load_2d_multicast(sB + s * C::B_BYTES + rank * (BN / 2) * 128, &tm_x, &full[s], kb * 64,
+                                    m0 + rank * (BN / 2), std::uint16_t(0x3));
+            else if (!GATHER)
+              tma_load_2d(sB + s * C::B_BYTES, &tm_x, &full[s], kb * 64, m0);
+            bulk_load(sM + s * (C::BM / 64) * 128,
+                      meta + (std::size_t(kb) * n64_total + std::size_t(tn_meta) * (C::BM / 64)) * 128, C::M_BYTES,
+                      &full[s]);
+          }
+          if constexpr (GM == 3) {
+            // thread t: sparse-k row t/2 of the stage, m blocks of its half; a -1 column is out of
+            // bounds for the tensor map, so TMA fills zeros (and still counts the bytes)
+            constexpr int NB = BN / 64;
+            const int row = tid >> 1;
+            const int col = __ldg(gcol - w * 16 + kb * 64 + row);
+            std::uint8_t* bst = sB + s * C::B_BYTES;
+#pragma unroll
+            for (int j = 0; j < NB / 2; ++j) {
+              const int b = (tid & 1) * (NB / 2) + j;
+              tma_load_2d(bst + b * 8192 + row * 128, &tm_x, &full[s], m0 + b * 64, col);
+            }
+          }
+          if constexpr (CPASYNC) {
+            // warp w gathers sparse-k rows 16w..16w+15 of this stage: lane l < 16 holds row 16w+l's column
+            const int mycol = lane < 16 ? __ldg(gcol + kb * 64 + lane) : -1;
+            std::uint8_t* bst = sB + s * C::B_BYTES;
+            constexpr int CH = BN / 8;  // 16-byte chunks per B row
+#pragma unroll 2
+            for (int i = lane; i < 16 * CH; i += 32) {
+              const int r = i / CH, ch = i % CH;
+              const int col = __shfl_sync(0xffffffffu, mycol, r);
+              const int row = w * 16 + r;
+              const int gm = m0 + ch * 8;
+              const bool ok = col >= 0 && gm < ldt;
+              const In* src = ok ? xt + std::size_t(col) * std::size_t(ldt) + gm : xt;
+              std::uint8_t* dst = bst + (ch >> 3) * 8192 + row * 128 + (((ch & 7) ^ (row & 7)) << 4);
+              cp_async16(dst, src, ok ? 16 : 0);
+            }
+            cp_async_mbar_arrive(&full[s]);
+          }
+        }
+      }
+      if constexpr (CPASYNC) cp_async_wait<0>();
+    }
+  } else {
+    setmaxnreg_inc<232>();
+    const int c = wg - 1;
+    constexpr int ACC = C::BNC / 2;
+    float acc[ACC];
+    int it = 0;
+    auto release = [&](int stage) {
+      if ((tid % 32) == 0) {
+        if constexpr (CL == 2) {
+          mbar_arrive_cluster(&empty[stage], 0);
+          mbar_arrive_cluster(&empty[stage], 1);
+        } else {
+          mbar_arrive(&empty[stage]);
+        }
+      }
+    };
+    for (int tile = first_unit; tile < total; tile += unit_stride) {
+      int tn, tm;
+      tile_coords(tile, tn, tm);
+#pragma unroll
+      for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
+      fence_regs(acc);
+      for (int kb = 0; kb < kblocks; ++kb, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        if constexpr (GM == 1) fence_proxy_async_smem();  // cp.async (generic proxy) writes -> wgmma reads
+        const std::uint32_t mw = sM[s * (C::BM / 64) * 128 + (ROWSPLIT ? c * 128 : 0) + tid];
+        const std::uint8_t* a_tile = sA + s * C::A_BYTES + (ROWSPLIT ? c * 64 * 64 : 0);
+        const std::uint64_t da = smem_desc(a_tile, 16, 512, 2);  // 64B swizzle, 8 rows x 64 B
+        if constexpr (GATHER) {
+          // MN-major, 128B swizzle: 64-wide m blocks 8 KB apart (LBO), 8-k groups 1 KB apart (SBO)
+          const std::uint8_t* b_tile = sB + s * C::B_BYTES + (ROWSPLIT ? 0 : c * (C::BNC / 64) * 8192);
+          const std::uint64_t db = smem_desc(b_tile, b_lbo, b_sbo, 1);
+          wgmma_fence();
+          WgmmaSp<C::BNC, In, 0, 1>::run(acc, da, db, mw);
+          WgmmaSp<C::BNC, In, 1, 1>::run(acc, da + (32 >> 4), db + (4096 >> 4), mw);
+        } else {
+          const std::uint8_t* b_tile = sB + s * C::B_BYTES + (ROWSPLIT ? 0 : c * C::BNC * 128);
+          const std::uint64_t db = smem_desc(b_tile, 16, 1024, 1);  // K-major, 128B swizzle
+          wgmma_fence();
+          WgmmaSp<C::BNC, In, 0, 0>::run(acc, da, db, mw);
+          WgmmaSp<C::BNC, In, 1, 0>::run(acc, da + (32 >> 4), db + (64 >> 4), mw);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (kb > 0) release((it - 1) % STAGES);
+      }
+      wgmma_wait<0>();
+      fence_regs(acc);
+      release((it - 1) % STAGES);
+
+      // ---- epilogue: 64 Y rows at a time through this consumer's staging buffer ----
+      float* st = epi + c * 64 * C::OUT_LD;
+      const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+      float* base = st + (2 * t) * C::OUT_LD + 16 * w + g;
+      const int y_m0 = tm * BN + (ROWSPLIT ? 0 : c * C::BNC);
+      const int y_n0 = tn * rows_valid + (ROWSPLIT ? c * 64 : 0);
+      const int n_end = tn * rows_valid + rows_valid;
+#pragma unroll
+      for (int q = 0; q < C::BNC / 64; ++q) {
+        asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // previous chunk's stores are done
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          base[j * 8 * C::OUT_LD] = acc[4 * (8 * q + j) + 0];
+          base[j * 8 * C::OUT_LD + C::OUT_LD] = acc[4 * (8 * q + j) + 1];
+          base[j * 8 * C::OUT_LD + 8] = acc[4 * (8 * q + j) + 2];
+          base[j * 8 * C::OUT_LD + C::OUT_LD + 8] = acc[4 * (8 * q + j) + 3];
+        }
+        asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
+        store_tile<Out, 64, C::OUT_LD>(st, y, y_m0 + 64 * q, y_n0, m, n, vec_store, tid, n_end);
+      }
+    }
+  }
+  if constexpr (CL == 2) cluster_sync();  // no CTA leaves while its peer may still write or arrive here
+#else
+  (void)meta; (void)gather; (void)xt; (void)ldt; (void)y; (void)m; (void)n; (void)kblocks; (void)n64_total;
+  (void)tiles_n; (void)tiles_m; (void)vec_store; (void)b_lbo; (void)b_sbo; (void)rows_valid;
+  __trap();
+#endif
+}
+
+// Xt [k][ldt] = X^T with zero columns m..ldt-1. 64 x 64 tiles through shared memory; 16-byte
+// loads when X rows allow (k % 8 == 0, aligned), 16-byte stores always (ldt % 8 == 0).
+template <bool VEC>
+__global__ void __launch_bounds__(256) transpose_x_kernel(const std::uint16_t* __restrict__ x, std::uint16_t* __restrict__ xt,
+                                                          int m, int k, int ldt) {
+  __shared__ __align__(16) std::uint16_t tile[64][64 + 2];  // 33-word rows: at most 2-way bank conflicts below
+  const int m0 = blockIdx.y * 64, k0 = blockIdx.x * 64;
+  const int tid = threadIdx.x;
+  // load 64 rows (m) x 64 k
+  for (int idx = tid; idx < 64 * 8; idx += 256) {
+    const int r = idx / 8, cch = idx % 8;
+    const int gm = m0 + r, gk = k0 + cch * 8;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (VEC) {
+      if (gm < m && gk < k) v = *reinterpret_cast<const uint4*>(x + std::size_t(gm) * k + gk);
+    } else {
+      alignas(16) std::uint16_t e[8];
+#pragma unroll
+      for (int q = 0; q < 8; ++q) e[q] = (gm < m && gk + q < k) ? x[std::size_t(gm) * k + gk + q] : std::uint16_t(0);
+      v = *reinterpret_cast<const uint4*>(e);
+    }
+    auto* dst = reinterpret_cast<std::uint32_t*>(&tile[r][cch * 8]);
+    dst[0] = v.x;
+    dst[1] = v.y;
+    dst[2] = v.z;
+    dst[3] = v.w;
+  }
+  __syncthreads();
+  // store 64 rows (k) x 64 m: lane -> (k row offset, 8-wide m chunk)
+  for (int idx = tid; idx < 64 * 8; idx += 256) {
+    const int kk = idx / 8, mch = idx % 8;
+    const int gk = k0 + kk, gm = m0 + mch * 8;
+    if (gk >= k || gm >= ldt) continue;
+    alignas(16) std::uint16_t e[8];
+#pragma unroll
+    for (int q = 0; q < 8; ++q) e[q] = tile[mch * 8 + q][kk];
+    *reinterpret_cast<uint4*>(xt + std::size_t(gk) * ldt + gm) = *reinterpret_cast<const uint4*>(e);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side
+
+namespace {
+
+int sm_count() {
+  static int sms = [] {
+    int dev = 0, n = 132;
+    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+    return n;
+  }();
+  return sms;
+}
+
+template <class In, class Out, int BN, bool ROWSPLIT, int GM, int STAGES, int CL = 1>
+void launch(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gather, int rows_valid, const Problem& p,
+            cudaStream_t stream) {
+  using C = PCfg<BN, ROWSPLIT, STAGES>;
+  auto kernel = wgmma_sp_persistent_kernel<In, Out, BN, ROWSPLIT, GM, STAGES, CL>;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM_BYTES));
+  });
+  CUtensorMap map_x{};
+  if (GM == 0)  // CL = 2: each CTA of a pair loads half of the X tile (and multicasts it)
+    map_x = encode_tensor_2d(p.x, std::uint64_t(p.ldx), std::uint64_t(p.m), std::uint64_t(p.ldx) * 2, 64, BN / CL,
+                             CU_TENSOR_MAP_SWIZZLE_128B, "x");
+  if (GM == 3)
+    map_x = encode_tensor_2d(p.x, std::uint64_t(p.ldx), std::uint64_t(p.k), std::uint64_t(p.ldx) * 2, 64, 1,
+                             CU_TENSOR_MAP_SWIZZLE_128B, "xt");
+  const int tiles_n = int(a.rows_pad / C::BM);
+  const int tiles_m = int((p.m + BN - 1) / BN);
+  const int kblocks = int(a.k_pad / 64);
+  const int vec = (p.n * int(sizeof(Out))) % 16 == 0 && (reinterpret_cast<std::uintptr_t>(p.y) % 16) == 0;
+  const int units = ((tiles_n + CL - 1) / CL) * tiles_m;
+  int resident = sm_count() / CL;  // CTAs (CL = 1) or clusters (CL = 2) that fit at once
+  if constexpr (CL > 1) {
+    // pairs must sit in one GPC: not every SM can host half of a cluster
+    static int max_clusters = [&] {
+      cudaLaunchConfig_t q{};
+      q.gridDim = dim3(unsigned(2 * resident));
+      q.blockDim = dim3(C::THREADS);
+      q.dynamicSmemBytes = C::SMEM_BYTES;
+      cudaLaunchAttribute qa[1];
+      qa[0].id = cudaLaunchAttributeClusterDimension;
+      qa[0].val.clusterDim.x = unsigned(CL);
+      qa[0].val.clusterDim.y = 1;
+      qa[0].val.clusterDim.z = 1;
+      q.attrs = qa;
+      q.numAttrs = 1;
+      int nc = 0;
+      SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&nc, kernel, &q));
+      return nc;
+    }();
+    if (max_clusters < 1) throw CudaError("wgmma_sp_persistent_kernel: no 2-CTA cluster fits on this device");
+    resident = std::min(resident, max_clusters);
+  }
+  const int grid = std::min(units, resident) * CL;
+  // MN-major B descriptor: LBO = 8 KB between 64-wide m blocks, SBO = 1 KB between 8-k groups
+  // (PTX canonical layout; the swapped pair was tried on the H200 and fails, as expected).
+  cudaLaunchConfig_t lc{};
+  lc.gridDim = dim3(unsigned(grid));
+  lc.blockDim = dim3(C::THREADS);
+  lc.dynamicSmemBytes = C::SMEM_BYTES;
+  lc.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = unsigned(CL);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  lc.attrs = attr;
+  lc.numAttrs = CL > 1 ? 1 : 0;
+  SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&lc, kernel, map_a, map_x, a.meta, gather, static_cast<const In*>(p.x), int(p.ldx),
+                                         static_cast<Out*>(p.y), int(p.m), int(p.n), kblocks, int(a.rows_pad / 64),
+                                         tiles_n, tiles_m, vec, 8192, 1024, rows_valid));
+  SPARSENM_CUDA_CHECK_LAUNCH("wgmma_sp_persistent_kernel");
+}
+
+template <class In, class Out, int GM>
+void dispatch_tile(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gather, int rows_valid, PTile tile,
+                   const Problem& p, cudaStream_t s) {
+  switch (tile) {
+    case PTile::r128n256: return launch<In, Out, 256, true, GM, 4>(a, map_a, gather, rows_valid, p, s);
+    case PTile::r128n128: return launch<In, Out, 128, true, GM, 6>(a, map_a, gather, rows_valid, p, s);
+    case PTile::c64n256: return launch<In, Out, 256, false, GM, 5>(a, map_a, gather, rows_valid, p, s);
+    case PTile::c64n128: return launch<In, Out, 128, false, GM, 7>(a, map_a, gather, rows_valid, p, s);
+    case PTile::r128n256x2:
+      if constexpr (GM == 0) return launch<In, Out, 256, true, 0, 4, 2>(a, map_a, gather, rows_valid, p, s);
+      throw InvalidArgument("tile", "the 2x1 cluster tile is for hardware 2:4 (X by TMA) only");
+  }
+}
+
+template <int GM>
+void dispatch(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gather, int rows_valid, PTile tile,
+              const Problem& p, cudaStream_t s, int mode) {
+  constexpr bool GATHER = GM != 0;
+  if (p.ldx % 8 != 0 || reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0)
+    throw InvalidArgument(GATHER ? "xt" : "x", "needs 16-byte aligned rows (leading dimension % 8 == 0, aligned pointer)");
+  if (a.rows_pad % ptile_rows(tile) != 0) throw InvalidArgument("packed W", "rows_pad must be a multiple of the tile rows");
+  if (p.m < 1) return;
+  if (GATHER && mode >= 2) {  // experimental gather modes: f16 in and out only
+    if (p.in != DType::f16 || p.out != DType::f16) throw InvalidArgument("gather_mode", "modes 2 and 3 take f16 in and out only");
+    if (mode == 2) return dispatch_tile<__half, __half, 2>(a, map_a, gather, rows_valid, tile, p, s);
+    return dispatch_tile<__half, __half, 3>(a, map_a, gather, rows_valid, tile, p, s);
+  }
+  auto out = [&](auto in_tag) {
+    using In = decltype(in_tag);
+    switch (p.out) {
+      case DType::f32: return dispatch_tile<In, float, GM>(a, map_a, gather, rows_valid, tile, p, s);
+      case DType::f16: return dispatch_tile<In, __half, GM>(a, map_a, gather, rows_valid, tile, p, s);
+      case DType::bf16: return dispatch_tile<In, __nv_bfloat16, GM>(a, map_a, gather, rows_valid, tile, p, s);
+      default: throw InvalidArgument("y dtype", "must be f32, f16 or bf16 for the sparse tensor-core kernels");
+    }
+  };
+  if (p.in == DType::f16)
+    out(__half{});
+  else if (p.in == DType::bf16)
+    out(__nv_bfloat16{});
+  else
+    throw InvalidArgument("x dtype", "the sparse tensor cores take f16 or bf16");
+}
+
+}  // namespace
+
+const char* to_string(PTile t) noexcept {
+  switch (t) {
+    case PTile::r128n256: return "p128x256";
+    case PTile::r128n128: return "p128x128";
+    case PTile::c64n256: return "p64x256";
+    case PTile::c64n128: return "p64x128";
+    case PTile::r128n256x2: return "p128x256c2";
+  }
+  return "?";
+}
+int ptile_rows(PTile t) noexcept { return (t == PTile::c64n256 || t == PTile::c64n128) ? 64 : 128; }
+
+void run_sptc24_wgmma_persistent(const DeviceA& a, const CUtensorMap& values_map, PTile tile, const Problem& p,
+                                 cudaStream_t stream) {
+  dispatch<0>(a, values_map, nullptr, ptile_rows(tile), tile, p, stream, 0);
+}
+
+void run_vnm_wgmma(const DeviceA& a, const CUtensorMap& values_map, const std::int32_t* gather, int rows_per_tile,
+                   PTile tile, const Problem& p, cudaStream_t stream, int gather_mode) {
+  if (!gather) throw InvalidArgument("gather", "must not be null");
+  if (rows_per_tile != ptile_rows(tile) && !(rows_per_tile == 32 && ptile_rows(tile) == 64))
+    throw InvalidArgument("rows_per_tile", "must be the tile's rows, or 32 for 64-row tiles (V = 32)");
+  if (gather_mode < 0 || gather_mode > 3) throw InvalidArgument("gather_mode", "must be 0..3");
+  dispatch<1>(a, values_map, gather, rows_per_tile, tile, p, stream, gather_mode);
+}
+
+void transpose_x(const void* x, std::int64_t m, std::int64_t k, void* xt, std::int64_t ldt, cudaStream_t stream) {
+  if (ldt % 8 != 0 || ldt < m || reinterpret_cast<std::uintptr_t>(xt) % 16 != 0)
+    throw InvalidArgument("xt", "needs ldt >= m, ldt % 8 == 0 and a 16-byte aligned pointer");
+  if (m < 1 || k < 1) return;
+  dim3 grid(unsigned((k + 63) / 64), unsigned((ldt + 63) / 64));
+  if (grid.y > 65535u) throw InvalidArgument("m", "too many rows for the transpose grid (m <= 4194240)");
+  const bool vec = k % 8 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0;
+  auto* xs = static_cast<const std::uint16_t*>(x);
+  auto* xd = static_cast<std::uint16_t*>(xt);
+  if (vec)
+    transpose_x_kernel<true><<<grid, 256, 0, stream>>>(xs, xd, int(m), int(k), int(ldt));
+  else
+    transpose_x_kernel<false><<<grid, 256, 0, stream>>>(xs, xd, int(m), int(k), int(ldt));
+  SPARSENM_CUDA_CHECK_LAUNCH("transpose_x_kernel");
+}
+
+}  // namespace sparsenm::cuda::sptc
