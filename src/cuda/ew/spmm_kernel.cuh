@@ -89,15 +89,15 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmm_kernel(const __grid_cons
     const int w1 = (pe * Tr::kSlots - 1) / pn + 1;
     const int c0 = w0 * pm, ncols = (w1 - w0) * pm;
     detail::Tile<Tr> ta, tb;
+    if (active) detail::load_tile<Tr>(ta, a, group, lane, ph);
     if (ph != 0) __syncthreads();
-    // X first, then the weight tile (behind X in the memory queues; see stage_x).
-    const bool one_round = ncols * MR <= detail::kStageU<Tr> * Tr::kThreads;
-    detail::stage_x<Tr>(
-        x, a, m0, c0, ncols, [&](int r, int c, float v) { xs[r * ld + c] = v; },
-        [&] {
-          if (one_round && active) detail::load_tile<Tr>(ta, a, group, lane, ph);
-        });
-    if (!one_round && active) detail::load_tile<Tr>(ta, a, group, lane, ph);
+    for (int e = threadIdx.x; e < ncols * MR; e += Tr::kThreads) {
+      const int r = e / ncols, c = e - r * ncols;
+      const int col = c0 + c;
+      float v = 0.0f;
+      if (m0 + r < a.m && col < a.k) v = detail::to_f<T>(x[std::size_t(m0 + r) * a.k + col]);
+      xs[r * ld + c] = v;
+    }
     __syncthreads();
     if (active) {
       for (int t = ph; t < pe; t += 2) {

@@ -100,57 +100,6 @@ __device__ __forceinline__ void store_y(void* y, std::size_t i, float v, int y_d
   else static_cast<__nv_bfloat16*>(y)[i] = __float2bfloat16_rn(v);
 }
 
-/// Loads per thread per staging round.
-template <class Tr>
-constexpr int kStageU = 8;
-
-/// Stages X rows [m_base, m_base + MR) x columns [c0, c0 + ncols) into shared memory as fp32
-/// (zeros past m and past k) through store(r, c, v). Each thread walks its elements with an
-/// incremental (r, c) — one division per call; the first version divided per element — in rounds
-/// of U loads issued before the round's stores. issued() runs once, right after the first round's
-/// loads: the caller starts its weight stream there when staging is a single round, so X is
-/// ahead of the weight flood in the memory queues (run 2: with the weight tiles requested first,
-/// every staging round waited behind ~20 MB of weight requests, several microseconds each).
-/// Not yet measured on the device.
-template <class Tr, class Store, class Issued>
-__device__ __forceinline__ void stage_x(const typename Tr::Elem* x, const SpmvArgs& a, int m_base, int c0,
-                                        int ncols, Store store, Issued issued) {
-  constexpr int U = kStageU<Tr>, NT = Tr::kThreads;
-  const int total = ncols * Tr::MR;
-  int e = threadIdx.x;
-  int r = e / ncols, c = e - r * ncols;
-  bool first = true;
-  auto advance = [&](int& rr, int& cc) {
-    cc += NT;
-    while (cc >= ncols) {
-      cc -= ncols;
-      ++rr;
-    }
-  };
-  for (; e < total; e += U * NT) {
-    float v[U];
-    const int r0 = r, c0r = c;  // the stores walk the same (r, c) again: no per-element registers
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int grow = m_base + r, col = c0 + c;
-      const bool in = e + u * NT < total && grow < a.m && col < a.k;
-      v[u] = in ? to_f<typename Tr::Elem>(x[std::size_t(grow) * a.k + col]) : 0.0f;
-      advance(r, c);
-    }
-    if (first) {
-      issued();
-      first = false;
-    }
-    int rs = r0, cs = c0r;
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (e + u * NT < total) store(rs, cs, v[u]);
-      advance(rs, cs);
-    }
-  }
-  if (first) issued();  // this thread had no element
-}
-
 /// One tile of one lane in registers.
 template <class Tr>
 struct Tile {
@@ -248,23 +197,21 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmv_kernel(const __grid_cons
     const int c0 = w0 * pm, ncols = (w1 - w0) * pm;
 
     detail::Tile<Tr> ta, tb;
-    auto prefetch = [&] {  // two weight tiles in flight
-      if (!active) return;
+    if (active) {  // two tiles in flight while X is staged
       detail::load_tile<Tr>(ta, a, group, lane, ph);
       if (ph + 1 < pe) detail::load_tile<Tr>(tb, a, group, lane, ph + 1);
-    };
+    }
     if (ph != t_begin) __syncthreads();
     // Stage X[0..MR)[c0, c0 + ncols) as fp32 [column][kXStride] (converted once here, not per
-    // product); zeros past k and for rows past m. X is requested before the weight tiles: with
-    // one staging round the tiles follow right after X's loads, else after the whole staging.
-    const bool one_round = ncols * MR <= detail::kStageU<Tr> * Tr::kThreads;
+    // product); zeros past k and for rows past m.
     float* xs = reinterpret_cast<float*>(smem);
-    detail::stage_x<Tr>(
-        x, a, 0, c0, ncols, [&](int r, int c, float v) { xs[c * Tr::kXStride + r] = v; },
-        [&] {
-          if (one_round) prefetch();
-        });
-    if (!one_round) prefetch();
+    for (int e = threadIdx.x; e < ncols * MR; e += Tr::kThreads) {
+      const int r = e / ncols, c = e - r * ncols;
+      const int col = c0 + c;
+      float v = 0.0f;
+      if (r < a.m && col < a.k) v = detail::to_f<T>(x[std::size_t(r) * a.k + col]);
+      xs[c * Tr::kXStride + r] = v;
+    }
     __syncthreads();
     if (active) {
       for (int t = ph; t < pe; t += 2) {  // each buffer is refilled as soon as it is consumed
