@@ -142,6 +142,18 @@ save_file({'a.weight': rng.standard_normal((20, 36)).astype(np.float16),
       expect_in out.txt "2 of 2 checks passed"
     done
     ;;
+  demo_cuda)
+    # The main job on the CUDA backend: every plan's automatic kernel choice, checked on every row.
+    "$bin" demo --backend cuda --shapes 256x384,97x130 --patterns 2:4,2:8,128:2:8,2:8/vw4 --m 1,8 --reps 2 \
+      >out.txt 2>err.txt
+    got=$?
+    if [[ $got -ne 0 ]] && grep -qiE "no usable cuda device|no cuda device" err.txt out.txt; then
+      echo "skipped: no CUDA device ($(head -1 err.txt))"; exit 77
+    fi
+    [[ $got -eq 0 ]] || { cat out.txt err.txt; fail "demo --backend cuda exited $got"; }
+    expect_in out.txt "16 of 16 checks passed"
+    expect_in out.txt "cuda:"
+    ;;
   bench)
     run 0 "$bin" bench --list
     expect_in out.txt "prune"
