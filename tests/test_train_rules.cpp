@@ -16,6 +16,7 @@
 #include "cuda/train/mvue_rule.hpp"
 #include "cuda/train/pattern24.cuh"
 #include "cuda/train/philox.hpp"
+#include "support/mvue_reference.hpp"
 
 namespace sparsenm::train {
 namespace {
@@ -119,75 +120,6 @@ TEST(TrainRules, QuadPositions) {
   EXPECT_EQ(detail::quad_positions(0x8).hi, 3);
 }
 
-/// The CPU reference's rule (src/prune/mvue.hpp text), written out here independently.
-void ref_mvue(const float x[4], float u, float out[4]) {
-  float a[4];
-  bool finite = true;
-  int nonzero = 0;
-  for (int i = 0; i < 4; ++i) {
-    out[i] = 0.f;
-    a[i] = std::fabs(x[i]);
-    finite = finite && std::isfinite(x[i]);
-    nonzero += a[i] > 0.f;
-  }
-  if (!finite) {
-    float k[4];
-    for (int i = 0; i < 4; ++i) k[i] = std::isnan(x[i]) ? INFINITY : a[i];
-    const int k1 = int(std::max_element(k, k + 4) - k);
-    int k2 = -1;
-    for (int i = 0; i < 4; ++i)
-      if (i != k1 && (k2 < 0 || k[i] > k[k2])) k2 = i;
-    out[k1] = x[k1];
-    out[k2] = x[k2];
-    return;
-  }
-  if (nonzero <= 2) {
-    for (int i = 0; i < 4; ++i) out[i] = x[i];
-    return;
-  }
-  const int t = int(std::max_element(a, a + 4) - a);
-  float R = 0.f;
-  for (int i = 0; i < 4; ++i)
-    if (i != t) R += a[i];
-  std::vector<int> cand;
-  if (a[t] > R) {
-    const float p = u * R;
-    float end = 0.f;
-    int chosen = -1;
-    for (int i = 0; i < 4; ++i)
-      if (i != t && a[i] > 0.f) {
-        end += a[i];
-        cand.push_back(i);
-        if (chosen < 0 && p < end) chosen = i;
-      }
-    if (chosen < 0) chosen = cand.back();
-    out[t] = x[t];
-    out[chosen] = std::copysign(R, x[chosen]);
-    return;
-  }
-  const float S = ((a[0] + a[1]) + a[2]) + a[3], L = 0.5f * S, p1 = u * L, p2 = p1 + L;
-  float end = 0.f;
-  int f = -1, s2 = -1;
-  for (int i = 0; i < 4; ++i)
-    if (a[i] > 0.f) {
-      end += a[i];
-      cand.push_back(i);
-      if (f < 0 && p1 < end) f = i;
-      if (s2 < 0 && p2 < end) s2 = i;
-    }
-  if (f < 0) f = cand.back();
-  if (s2 < 0) s2 = cand.back();
-  if (s2 == f) {
-    s2 = -1;
-    for (int i : cand)
-      if (i > f && s2 < 0) s2 = i;
-    for (auto it = cand.rbegin(); it != cand.rend(); ++it)
-      if (*it < f && s2 < 0) s2 = *it;
-  }
-  out[f] = std::copysign(L, x[f]);
-  out[s2] = std::copysign(L, x[s2]);
-}
-
 TEST(TrainRules, MvueRuleMatchesTheCpuReferenceBitForBit) {
   std::mt19937 g(3);
   std::uniform_real_distribution<float> d(-1.f, 1.f);
@@ -205,7 +137,7 @@ TEST(TrainRules, MvueRuleMatchesTheCpuReferenceBitForBit) {
     float y[4], r[4];
     const float xs[4] = {x[0], x[1], x[2], x[3]};
     detail::mvue_group_dense(xs, u, y);
-    ref_mvue(x, u, r);
+    sparsenm::test::ref_mvue(x, u, r);
     bad += std::memcmp(y, r, sizeof y) != 0;
     int nz = 0;
     for (float v : y) nz += v != 0.f || std::isnan(v);

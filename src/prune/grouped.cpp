@@ -26,6 +26,22 @@ inline double square_score(typename E::bits b) noexcept {
   return s != s ? std::numeric_limits<double>::infinity() : s;  // NaN -> +inf (inf^2 is inf)
 }
 
+/// The n units kept in one window of `real` scored units: the n best (select_top), or the
+/// first n positions when the window has fewer than n real units (the rest are padding).
+inline void pick_window(const double* score, int real, int n, int* pos, int* scratch) {
+  if (real >= n) {
+    select_top(score, real, n, pos, scratch);
+  } else {
+    for (int i = 0; i < n; ++i) pos[i] = i;
+  }
+}
+
+/// Stores group g's n positions of window `win` in its index row of the condensed output.
+inline void store_positions(CondensedMatrix& cm, std::int64_t g, std::int64_t win, int n, const int* pos) {
+  std::uint8_t* irow = cm.indices.data() + g * cm.layout.index_row_bytes;
+  for (int s = 0; s < n; ++s) set_packed(irow, win * n + s, cm.layout.index_bits, unsigned(pos[s]));
+}
+
 template <class E, bool kDense>
 void vector_groups(const MatrixView& w, int n, int m, int v, const Output& out) {
   using bits = typename E::bits;
@@ -50,15 +66,8 @@ void vector_groups(const MatrixView& w, int n, int m, int v, const Output& out) 
       for (std::int64_t win = 0; win < windows; ++win) {
         const std::int64_t c0 = win * m;
         const int real = int(std::min<std::int64_t>(m, cols - c0));
-        if (real >= n) {
-          select_top(score.data() + c0, real, n, pos, scratch);
-        } else {
-          for (int i = 0; i < n; ++i) pos[i] = i;
-        }
-        if (!kDense) {
-          std::uint8_t* irow = cm->indices.data() + g * cm->layout.index_row_bytes;
-          for (int s = 0; s < n; ++s) set_packed(irow, win * n + s, cm->layout.index_bits, unsigned(pos[s]));
-        }
+        pick_window(score.data() + c0, real, n, pos, scratch);
+        if (!kDense) store_positions(*cm, g, win, n, pos);
         for (std::int64_t r = r0; r < r1; ++r) {
           const bits* row = in + r * w.ld + c0;
           if constexpr (kDense) {
@@ -106,15 +115,8 @@ void block_groups(const MatrixView& w, int n, int m, int bn, int bk, const Outpu
       for (std::int64_t win = 0; win < windows; ++win) {
         const std::int64_t b0 = win * m;
         const int real = int(std::min<std::int64_t>(m, real_blocks - b0));
-        if (real >= n) {
-          select_top(score.data() + b0, real, n, pos, scratch);
-        } else {
-          for (int i = 0; i < n; ++i) pos[i] = i;
-        }
-        if (!kDense) {
-          std::uint8_t* irow = cm->indices.data() + g * cm->layout.index_row_bytes;
-          for (int s = 0; s < n; ++s) set_packed(irow, win * n + s, cm->layout.index_bits, unsigned(pos[s]));
-        }
+        pick_window(score.data() + b0, real, n, pos, scratch);
+        if (!kDense) store_positions(*cm, g, win, n, pos);
         for (std::int64_t r = r0; r < r1; ++r) {
           const bits* row = in + r * w.ld;
           bits* vrow = nullptr;

@@ -12,79 +12,11 @@
 #include "cuda/train/philox.hpp"
 #include "sparsenm/error.hpp"
 #include "sparsenm/train.hpp"
+#include "support/mvue_reference.hpp"
 #include "train_test_util.hpp"
 
 namespace sparsenm::test {
 namespace {
-
-/// The CPU reference's dense rule (src/prune/mvue.hpp text), written out here independently.
-void host_mvue(const float x[4], float u, float out[4]) {
-  float a[4];
-  bool finite = true;
-  int nonzero = 0;
-  for (int i = 0; i < 4; ++i) {
-    out[i] = 0.f;
-    a[i] = std::fabs(x[i]);
-    finite = finite && std::isfinite(x[i]);
-    nonzero += a[i] > 0.f;
-  }
-  if (!finite) {
-    float k[4];
-    for (int i = 0; i < 4; ++i) k[i] = std::isnan(x[i]) ? INFINITY : a[i];
-    const int k1 = int(std::max_element(k, k + 4) - k);
-    int k2 = -1;
-    for (int i = 0; i < 4; ++i)
-      if (i != k1 && (k2 < 0 || k[i] > k[k2])) k2 = i;
-    out[k1] = x[k1];
-    out[k2] = x[k2];
-    return;
-  }
-  if (nonzero <= 2) {
-    for (int i = 0; i < 4; ++i) out[i] = x[i];
-    return;
-  }
-  const int t = int(std::max_element(a, a + 4) - a);
-  float R = 0.f;
-  for (int i = 0; i < 4; ++i)
-    if (i != t) R += a[i];
-  std::vector<int> cand;
-  if (a[t] > R) {
-    const float p = u * R;
-    float end = 0.f;
-    int chosen = -1;
-    for (int i = 0; i < 4; ++i)
-      if (i != t && a[i] > 0.f) {
-        end += a[i];
-        cand.push_back(i);
-        if (chosen < 0 && p < end) chosen = i;
-      }
-    if (chosen < 0) chosen = cand.back();
-    out[t] = x[t];
-    out[chosen] = std::copysign(R, x[chosen]);
-    return;
-  }
-  const float S = ((a[0] + a[1]) + a[2]) + a[3], L = 0.5f * S, p1 = u * L, p2 = p1 + L;
-  float end = 0.f;
-  int f = -1, s2 = -1;
-  for (int i = 0; i < 4; ++i)
-    if (a[i] > 0.f) {
-      end += a[i];
-      cand.push_back(i);
-      if (f < 0 && p1 < end) f = i;
-      if (s2 < 0 && p2 < end) s2 = i;
-    }
-  if (f < 0) f = cand.back();
-  if (s2 < 0) s2 = cand.back();
-  if (s2 == f) {
-    s2 = -1;
-    for (int i : cand)
-      if (i > f && s2 < 0) s2 = i;
-    for (auto it = cand.rbegin(); it != cand.rend(); ++it)
-      if (*it < f && s2 < 0) s2 = *it;
-  }
-  out[f] = std::copysign(L, x[f]);
-  out[s2] = std::copysign(L, x[s2]);
-}
 
 /// Reference hw24 of MVUE(G^T) for G given as [tokens][features] (token-major host matrix):
 /// condense (format.hpp rule: nonzero raw words first, then the lowest free positions, raw
@@ -97,7 +29,7 @@ Hw24 host_mvue24(const HostMat& g_tm, std::uint64_t seed) {
     for (std::int64_t w = 0; w < W; ++w) {
       float x[4], y[4];
       for (int i = 0; i < 4; ++i) x[i] = 4 * w + i < T ? g_tm.at(4 * w + i, f) : 0.f;
-      host_mvue(x, train::mvue_uniform(seed, std::uint64_t(f), std::uint64_t(w)), y);
+      ref_mvue(x, train::mvue_uniform(seed, std::uint64_t(f), std::uint64_t(w)), y);
       std::uint32_t r[4];
       for (int i = 0; i < 4; ++i) r[i] = raw_of(g_tm.dtype, y[i]);
       int pos[2], n = 0;
