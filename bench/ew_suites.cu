@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench.hpp"
@@ -434,6 +435,23 @@ void run_grids(Context& ctx, const std::string& suite, const std::vector<Grid>& 
         }
 }
 
+/// The spmv / spmm suites: `quick_grids` for --quick without overrides; otherwise one grid of
+/// the default shapes, patterns, dtypes (f16, bf16, f32) and `default_ms`, each replaced by its
+/// override when given.
+void run_ew_suite(Context& ctx, const std::string& suite, std::vector<Grid> quick_grids,
+                  const std::vector<std::int64_t>& default_ms, const std::vector<std::string>& ours) {
+  const Options& o = ctx.options;
+  std::vector<Grid> grids;
+  if (o.quick && o.shapes.empty() && o.patterns.empty() && o.dtypes.empty() && o.ms.empty()) {
+    grids = std::move(quick_grids);
+  } else {
+    grids.push_back({pick(o.shapes, kShapes), pick(o.patterns, kEwPatterns),
+                     o.dtypes.empty() ? std::vector<DType>{DType::f16, DType::bf16, DType::f32} : dtypes_of(o.dtypes),
+                     pick(o.ms, default_ms)});
+  }
+  run_grids(ctx, suite, grids, ours);
+}
+
 /// prune_cuda_device timed like the kernels (the dense weight on the device, L2 flushed before
 /// each run); the result is compared byte for byte with the CPU prune() (rel_err 0 when equal,
 /// 1 otherwise); the CPU prune's own time is reported beside it (one run, wall clock).
@@ -506,21 +524,14 @@ Suite spmv_suite() {
   s.description = "EW N:M SpMV / small batch (m = 1, 2, 4, 8): cuda:ew_spmv vs cuBLAS dense and cuSPARSE CSR";
   s.needs_gpu = true;
   s.run = [](Context& ctx) {
-    const Options& o = ctx.options;
-    std::vector<Grid> grids;
-    if (o.quick && o.shapes.empty() && o.patterns.empty() && o.dtypes.empty() && o.ms.empty()) {
-      grids.push_back({{{11008, 4096}, {4096, 11008}, {28672, 8192}, {12288, 12288}},
-                       {"2:8", "1:8", "2:16", "1:16", "2:4", "4:8", "3:32", "8:32", "16:32"},
-                       {DType::f16},
-                       {1, 8}});
-      grids.push_back({{{28672, 8192}}, {"2:8", "8:32"}, {DType::bf16, DType::f32}, {1, 8}});
-      grids.push_back({{{12288, 12288}}, {"2:8", "1:16"}, {DType::f16}, {2, 4}});
-    } else {
-      grids.push_back({pick(o.shapes, kShapes), pick(o.patterns, kEwPatterns),
-                       o.dtypes.empty() ? std::vector<DType>{DType::f16, DType::bf16, DType::f32} : dtypes_of(o.dtypes),
-                       pick(o.ms, std::vector<std::int64_t>{1, 2, 4, 8})});
-    }
-    run_grids(ctx, "spmv", grids, {"cuda:ew_spmv"});
+    run_ew_suite(ctx, "spmv",
+                 {{{{11008, 4096}, {4096, 11008}, {28672, 8192}, {12288, 12288}},
+                   {"2:8", "1:8", "2:16", "1:16", "2:4", "4:8", "3:32", "8:32", "16:32"},
+                   {DType::f16},
+                   {1, 8}},
+                  {{{28672, 8192}}, {"2:8", "8:32"}, {DType::bf16, DType::f32}, {1, 8}},
+                  {{{12288, 12288}}, {"2:8", "1:16"}, {DType::f16}, {2, 4}}},
+                 {1, 2, 4, 8}, {"cuda:ew_spmv"});
   };
   return s;
 }
@@ -531,17 +542,10 @@ Suite spmm_suite() {
   s.description = "EW N:M SpMM (any m): the plan's automatic choice (and cuda:ew_spmm when built) vs cuBLAS and cuSPARSE";
   s.needs_gpu = true;
   s.run = [](Context& ctx) {
-    const Options& o = ctx.options;
-    std::vector<Grid> grids;
-    if (o.quick && o.shapes.empty() && o.patterns.empty() && o.dtypes.empty() && o.ms.empty()) {
-      grids.push_back({{{4096, 4096}, {11008, 4096}}, {"2:8", "8:32", "3:32", "1:8", "4:32"}, {DType::f32}, {1024, 4096}});
-      grids.push_back({{{11008, 4096}}, {"2:8", "8:32", "3:32"}, {DType::f16}, {32, 1024}});
-    } else {
-      grids.push_back({pick(o.shapes, kShapes), pick(o.patterns, kEwPatterns),
-                       o.dtypes.empty() ? std::vector<DType>{DType::f16, DType::bf16, DType::f32} : dtypes_of(o.dtypes),
-                       pick(o.ms, std::vector<std::int64_t>{1, 8, 32, 128, 512, 2048, 8192})});
-    }
-    run_grids(ctx, "spmm", grids, {"cuda:ew_spmm", ""});
+    run_ew_suite(ctx, "spmm",
+                 {{{{4096, 4096}, {11008, 4096}}, {"2:8", "8:32", "3:32", "1:8", "4:32"}, {DType::f32}, {1024, 4096}},
+                  {{{11008, 4096}}, {"2:8", "8:32", "3:32"}, {DType::f16}, {32, 1024}}},
+                 {1, 8, 32, 128, 512, 2048, 8192}, {"cuda:ew_spmm", ""});
   };
   return s;
 }

@@ -22,6 +22,7 @@
 
 #include "bench.hpp"
 #include "cuda/common.cuh"
+#include "event_timing.cuh"
 #include "sparsenm/fst.hpp"
 #include "sparsenm/train.hpp"
 
@@ -29,33 +30,6 @@ namespace sparsenm::bench {
 namespace {
 
 using cuda::DeviceBuffer;
-
-struct Timing {
-  double median = 0, min = 0;
-};
-
-Timing time_calls(const std::function<void()>& call, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) call();
-  std::vector<cudaEvent_t> ev(std::size_t(reps) + 1);
-  for (auto& e : ev) SPARSENM_CUDA_CHECK(cudaEventCreate(&e));
-  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
-  for (int i = 0; i < reps; ++i) {
-    SPARSENM_CUDA_CHECK(cudaEventRecord(ev[std::size_t(i)]));
-    call();
-  }
-  SPARSENM_CUDA_CHECK(cudaEventRecord(ev[std::size_t(reps)]));
-  SPARSENM_CUDA_CHECK(cudaEventSynchronize(ev[std::size_t(reps)]));
-  SPARSENM_CUDA_CHECK(cudaGetLastError());
-  std::vector<double> t(static_cast<std::size_t>(reps));
-  for (int i = 0; i < reps; ++i) {
-    float ms = 0;
-    SPARSENM_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[std::size_t(i)], ev[std::size_t(i) + 1]));
-    t[std::size_t(i)] = ms;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], t.front()};
-}
 
 __global__ void fill_half(__half* p, std::size_t n, std::uint32_t seed, float scale) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench.hpp"
@@ -69,8 +70,87 @@ std::pair<double, double> time_ms(const std::function<void()>& fn, int warmup, i
     if (st_ != CUBLAS_STATUS_SUCCESS) throw CudaError(std::string(#x) + " failed: " + std::to_string(int(st_))); \
   } while (0)
 
+/// 256 random positions (row of Y, column of Y) that the check compares.
+std::vector<std::pair<std::int64_t, std::int64_t>> sample_positions(Rng& rng, std::int64_t m, std::int64_t n) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> samples;
+  for (int i = 0; i < 256; ++i) samples.emplace_back(std::int64_t(rng.next() % m), std::int64_t(rng.next() % n));
+  return samples;
+}
+
+/// cuBLAS fp16 (tensor cores), fp32 accumulation, on the dense f16 weight W [n][k]:
+/// Y^T (n x m, col-major) = W (k x n col-major)^T * X^T.
+void cublas_f16(cublasHandle_t hb, std::int64_t n, std::int64_t m, std::int64_t k, const void* w, const void* x, void* y) {
+  const float alpha = 1.f, beta = 0.f;
+  CUBLAS_OK(cublasGemmEx(hb, CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(m), int(k), &alpha, w, CUDA_R_16F, int(k), x,
+                         CUDA_R_16F, int(k), &beta, y, CUDA_R_16F, int(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+/// One (case, m): the f16 Y [m][n] in dY, its sampled fp64 values, and the method every
+/// implementation goes through (poison Y, one run checked on the samples, then timed), plus the
+/// row fields the case's rows share.
+class Measure {
+ public:
+  Measure(Context& ctx, std::string format, std::string pattern, std::int64_t m, std::int64_t n, std::int64_t k,
+          const cuda::DeviceBuffer& dY, std::vector<std::pair<std::int64_t, std::int64_t>> samples,
+          std::vector<double> want)
+      : ctx_(ctx), format_(std::move(format)), pattern_(std::move(pattern)), m_(m), n_(n), k_(k), dY_(dY),
+        samples_(std::move(samples)), want_(std::move(want)), yh_(std::size_t(m * n)) {}
+
+  void poison() const { SPARSENM_CUDA_CHECK(cudaMemset(dY_.get(), 0xFF, dY_.size())); }
+
+  /// Relative L2 error over the samples of whatever sits in dY (inf when not finite).
+  double check() {
+    SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+    dY_.download(yh_.data(), dY_.size());
+    double num = 0, den = 0;
+    for (std::size_t s = 0; s < samples_.size(); ++s) {
+      const double g = fp16_bits_to_float(yh_[std::size_t(samples_[s].first * n_ + samples_[s].second)]);
+      num += (g - want_[s]) * (g - want_[s]);
+      den += want_[s] * want_[s];
+    }
+    return std::isfinite(num) ? std::sqrt(num / den) : INFINITY;
+  }
+
+  void emit(const std::string& impl, std::pair<double, double> t, double err, double bytes, const std::string& note) const {
+    Row r;
+    r.suite = "sptc";
+    r.op = "spmm";
+    r.format = format_;
+    r.pattern = pattern_;
+    r.dtype = "fp16";
+    r.m = m_;
+    r.n = n_;
+    r.k = k_;
+    r.impl = impl;
+    r.ms_median = t.first;
+    r.ms_min = t.second;
+    r.reps = ctx_.options.reps;
+    r.rel_err = err;
+    r.bytes = bytes;
+    r.flops = 2.0 * double(m_) * double(n_) * double(k_);  // dense-equivalent
+    r.note = note;
+    ctx_.emit(r);
+  }
+
+  /// Poisons Y, runs fn once and checks it, then times it and emits the row.
+  void measure(const std::string& impl, const std::function<void()>& fn, double bytes, const std::string& note) {
+    poison();
+    fn();
+    const double e = check();
+    emit(impl, time_ms(fn, ctx_.options.warmup, ctx_.options.reps), e, bytes, note);
+  }
+
+ private:
+  Context& ctx_;
+  std::string format_, pattern_;
+  std::int64_t m_, n_, k_;
+  const cuda::DeviceBuffer& dY_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> samples_;
+  std::vector<double> want_;
+  std::vector<std::uint16_t> yh_;
+};
+
 void run_case(Context& ctx, std::int64_t n, std::int64_t k, std::int64_t m, std::uint64_t seed) {
-  const Options& o = ctx.options;
   Rng rng{seed};
   // Dense 2:4 weight (2 random positions of every group of 4) and X, as f16 bits.
   DenseMatrix wd(DType::f16, n, k), xh(DType::f16, m, k);
@@ -95,77 +175,29 @@ void run_case(Context& ctx, std::int64_t n, std::int64_t k, std::int64_t m, std:
   cs::DeviceA a{dV.get(), dM.as<std::uint32_t>(), n, p.rows_pad, p.k_pad};
 
   // Sampled fp64 check of whatever sits in dY.
-  std::vector<std::pair<std::int64_t, std::int64_t>> samples;
-  for (int i = 0; i < 256; ++i) samples.emplace_back(std::int64_t(rng.next() % m), std::int64_t(rng.next() % n));
+  std::vector<std::pair<std::int64_t, std::int64_t>> samples = sample_positions(rng, m, n);
   std::vector<double> want;
   for (auto [i, j] : samples) {
     double s = 0;
     for (std::int64_t q = 0; q < k; ++q) s += double(xh.at(i, q)) * double(wd.at(j, q));
     want.push_back(s);
   }
-  std::vector<std::uint16_t> yh(std::size_t(m * n));
-  auto check = [&]() {
-    SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
-    dY.download(yh.data(), dY.size());
-    double num = 0, den = 0;
-    for (std::size_t s = 0; s < samples.size(); ++s) {
-      const double g = fp16_bits_to_float(yh[std::size_t(samples[s].first * n + samples[s].second)]);
-      num += (g - want[s]) * (g - want[s]);
-      den += want[s] * want[s];
-    }
-    return std::isfinite(num) ? std::sqrt(num / den) : INFINITY;
-  };
-  const double flops = 2.0 * double(m) * double(n) * double(k);
-  auto emit = [&](const std::string& impl, std::pair<double, double> t, double err, double bytes, const std::string& note) {
-    Row r;
-    r.suite = "sptc";
-    r.op = "spmm";
-    r.format = "hw24";
-    r.pattern = "2:4";
-    r.dtype = "fp16";
-    r.m = m;
-    r.n = n;
-    r.k = k;
-    r.impl = impl;
-    r.ms_median = t.first;
-    r.ms_min = t.second;
-    r.reps = o.reps;
-    r.rel_err = err;
-    r.bytes = bytes;
-    r.flops = flops;
-    r.note = note;
-    ctx.emit(r);
-  };
+  Measure me(ctx, "hw24", "2:4", m, n, k, dY, std::move(samples), std::move(want));
   const double sparse_bytes = double(n) * k * 2 * 0.5625 + double(m) * k * 2 + double(m) * n * 2;
   const double dense_bytes = double(n) * k * 2 + double(m) * k * 2 + double(m) * n * 2;
   const std::string l2 = dense_bytes > 120e6 ? "" : "working set < 2x L2, not rotated";
-  auto poison = [&] { SPARSENM_CUDA_CHECK(cudaMemset(dY.get(), 0xFF, dY.size())); };
 
-  // cuBLAS fp16 (tensor cores), fp32 accumulation: Y^T (n x m, col-major) = W (k x n col-major)^T * X^T.
   cublasHandle_t hb;
   CUBLAS_OK(cublasCreate(&hb));
-  const float alpha = 1.f, beta = 0.f;
-  auto cublas = [&] {
-    CUBLAS_OK(cublasGemmEx(hb, CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(m), int(k), &alpha, dW.get(), CUDA_R_16F, int(k),
-                           dX.get(), CUDA_R_16F, int(k), &beta, dY.get(), CUDA_R_16F, int(n), CUBLAS_COMPUTE_32F,
-                           CUBLAS_GEMM_DEFAULT));
-  };
-  poison();
-  cublas();
-  const double e_cublas = check();
-  emit("cublas", time_ms(cublas, o.warmup, o.reps), e_cublas, dense_bytes, l2);
+  me.measure("cublas", [&] { cublas_f16(hb, n, m, k, dW.get(), dX.get(), dY.get()); }, dense_bytes, l2);
   CUBLAS_OK(cublasDestroy(hb));
 
   cs::Problem pr{DType::f16, DType::f16, dX.get(), dY.get(), m, n, k, k};
   if (cs::device_cc() == 90) {
     for (cs::WgTile tile : {cs::WgTile::m128n256, cs::WgTile::m128n128, cs::WgTile::m64n256, cs::WgTile::m64n128}) {
       const CUtensorMap map = cs::make_values_map(a, DType::f16, tile);
-      auto ours = [&] { cs::run_sptc24_wgmma(a, map, tile, pr, nullptr); };
-      poison();
-      ours();
-      const double e = check();
-      emit(std::string("sparsenm:sptc_24_wgmma_") + cs::to_string(tile), time_ms(ours, o.warmup, o.reps), e,
-           sparse_bytes, l2);
+      me.measure(std::string("sparsenm:sptc_24_wgmma_") + cs::to_string(tile),
+                 [&] { cs::run_sptc24_wgmma(a, map, tile, pr, nullptr); }, sparse_bytes, l2);
     }
   }
   if (cs::device_cc() == 90) {
@@ -173,20 +205,12 @@ void run_case(Context& ctx, std::int64_t n, std::int64_t k, std::int64_t m, std:
     if (std::getenv("SPTC_CLUSTER")) ptiles.push_back(cs::PTile::r128n256x2);  // experiment: 2x1 clusters, X multicast
     for (cs::PTile tile : ptiles) {
       const CUtensorMap map = cs::make_values_map_rows(a, cs::ptile_rows(tile));
-      auto ours = [&] { cs::run_sptc24_wgmma_persistent(a, map, tile, pr, nullptr); };
-      poison();
-      ours();
-      const double e = check();
-      emit(std::string("sparsenm:sptc_24_wgmma_") + cs::to_string(tile), time_ms(ours, o.warmup, o.reps), e,
-           sparse_bytes, l2);
+      me.measure(std::string("sparsenm:sptc_24_wgmma_") + cs::to_string(tile),
+                 [&] { cs::run_sptc24_wgmma_persistent(a, map, tile, pr, nullptr); }, sparse_bytes, l2);
     }
   }
   if (!std::getenv("SPTC_SKIP_MMA")) {
-    auto ours = [&] { cs::run_sptc24_mma(a, pr, nullptr); };
-    poison();
-    ours();
-    const double e = check();
-    emit("sparsenm:sptc_24_mma", time_ms(ours, o.warmup, o.reps), e, sparse_bytes, l2);
+    me.measure("sparsenm:sptc_24_mma", [&] { cs::run_sptc24_mma(a, pr, nullptr); }, sparse_bytes, l2);
   }
 
 #if defined(SPARSENM_WITH_CUSPARSELT)
@@ -196,6 +220,7 @@ void run_case(Context& ctx, std::int64_t n, std::int64_t k, std::int64_t m, std:
     cusparseStatus_t st_ = (x);                                                                \
     if (st_ != CUSPARSE_STATUS_SUCCESS) throw CudaError(std::string(#x) + " failed: " + std::to_string(int(st_))); \
   } while (0)
+    const float alpha = 1.f, beta = 0.f;
     cusparseLtHandle_t h;
     LT_OK(cusparseLtInit(&h));
     cusparseLtMatDescriptor_t mA, mB, mC;
@@ -227,10 +252,7 @@ void run_case(Context& ctx, std::int64_t n, std::int64_t k, std::int64_t m, std:
     auto lt = [&] {
       LT_OK(cusparseLtMatmul(&h, &plan, &alpha, dC.get(), dX.get(), &beta, dY.get(), dY.get(), dWs.get(), &s0, 1));
     };
-    poison();
-    lt();
-    const double e = check();
-    emit("cusparselt", time_ms(lt, o.warmup, o.reps), e, sparse_bytes, l2.empty() ? "MatmulSearch once" : l2 + "; MatmulSearch once");
+    me.measure("cusparselt", lt, sparse_bytes, l2.empty() ? "MatmulSearch once" : l2 + "; MatmulSearch once");
     cusparseLtMatmulPlanDestroy(&plan);
     cusparseLtMatmulAlgSelectionDestroy(&alg);
     cusparseLtMatDescriptorDestroy(&mA);
@@ -305,8 +327,7 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
     const std::int64_t ldt = (m + 7) / 8 * 8;
     cuda::DeviceBuffer dX(xh.size_bytes()), dY(std::size_t(m * n) * 2), dXt(std::size_t(k * ldt) * 2);
     dX.upload(xh.data(), xh.size_bytes());
-    std::vector<std::pair<std::int64_t, std::int64_t>> samples;
-    for (int i = 0; i < 256; ++i) samples.emplace_back(std::int64_t(rng.next() % m), std::int64_t(rng.next() % n));
+    std::vector<std::pair<std::int64_t, std::int64_t>> samples = sample_positions(rng, m, n);
     std::vector<double> want;
     for (auto [i, j] : samples) {
       double acc = 0;
@@ -314,61 +335,19 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
         if (wb[j * k + q]) acc += double(xh.at(i, q)) * double(wd.at(j, q));
       want.push_back(acc);
     }
-    std::vector<std::uint16_t> yh(std::size_t(m * n));
-    auto check = [&]() {
-      SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
-      dY.download(yh.data(), dY.size());
-      double num = 0, den = 0;
-      for (std::size_t q = 0; q < samples.size(); ++q) {
-        const double g = fp16_bits_to_float(yh[std::size_t(samples[q].first * n + samples[q].second)]);
-        num += (g - want[q]) * (g - want[q]);
-        den += want[q] * want[q];
-      }
-      return std::isfinite(num) ? std::sqrt(num / den) : INFINITY;
-    };
-    auto poison = [&] { SPARSENM_CUDA_CHECK(cudaMemset(dY.get(), 0xFF, dY.size())); };
-    const double flops = 2.0 * double(m) * double(n) * double(k);  // dense-equivalent
+    Measure me(ctx, "venom", pat.str(), m, n, k, dY, std::move(samples), std::move(want));
     const double dense_bytes = double(n) * k * 2 + double(m) * k * 2 + double(m) * n * 2;
     const double sparse_bytes = double(n) * k * 2 * (2.0 / mw) * 1.125 + double(m) * k * 2 + double(m) * n * 2;
     const std::string l2 = dense_bytes > 120e6 ? "" : "working set < 2x L2, not rotated";
-    auto emit = [&](const std::string& impl, std::pair<double, double> t, double err, double bytes, const std::string& note) {
-      Row r;
-      r.suite = "sptc";
-      r.op = "spmm";
-      r.format = "venom";
-      r.pattern = pat.str();
-      r.dtype = "fp16";
-      r.m = m;
-      r.n = n;
-      r.k = k;
-      r.impl = impl;
-      r.ms_median = t.first;
-      r.ms_min = t.second;
-      r.reps = o.reps;
-      r.rel_err = err;
-      r.bytes = bytes;
-      r.flops = flops;
-      r.note = note;
-      ctx.emit(r);
-    };
-    const float alpha = 1.f, beta = 0.f;
-    auto cublas = [&] {
-      CUBLAS_OK(cublasGemmEx(hb, CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(m), int(k), &alpha, dW.get(), CUDA_R_16F, int(k),
-                             dX.get(), CUDA_R_16F, int(k), &beta, dY.get(), CUDA_R_16F, int(n), CUBLAS_COMPUTE_32F,
-                             CUBLAS_GEMM_DEFAULT));
-    };
-    poison();
-    cublas();
-    const double e_cublas = check();
-    emit("cublas", time_ms(cublas, o.warmup, o.reps), e_cublas, dense_bytes,
-         l2.empty() ? "dense expansion of the V:2:M weight" : l2 + "; dense expansion of the V:2:M weight");
+    me.measure("cublas", [&] { cublas_f16(hb, n, m, k, dW.get(), dX.get(), dY.get()); }, dense_bytes,
+               l2.empty() ? "dense expansion of the V:2:M weight" : l2 + "; dense expansion of the V:2:M weight");
     if (cs::device_cc() != 90) continue;
     // the plan's tile (register.cu VnmInstance::choose_tile)
     auto tiles = [&](std::int64_t bm, std::int64_t bn) { return double(((n + bm - 1) / bm) * ((m + bn - 1) / bn)); };
     const cs::PTile plan_tile = v >= 128 ? (tiles(128, 256) >= 1.4 * sms ? cs::PTile::r128n256 : cs::PTile::r128n128)
                                          : (tiles(64, 256) >= 1.4 * sms ? cs::PTile::c64n256 : cs::PTile::c64n128);
     auto tr = [&] { cs::transpose_x(dX.get(), m, k, dXt.get(), ldt, nullptr); };
-    emit("sparsenm:vnm_transpose", time_ms(tr, o.warmup, o.reps), -1, 4.0 * double(m) * k, "X -> X^T workspace only");
+    me.emit("sparsenm:vnm_transpose", time_ms(tr, o.warmup, o.reps), -1, 4.0 * double(m) * k, "X -> X^T workspace only");
     tr();
     for (const Packed& pk : packs) {
       const std::vector<cs::PTile> tiles_of_g = pk.g == 128 ? std::vector<cs::PTile>{cs::PTile::r128n256, cs::PTile::r128n128}
@@ -377,19 +356,13 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
         const CUtensorMap map = cs::make_values_map_rows(pk.a, pk.g);
         cs::Problem pr{DType::f16, DType::f16, dXt.get(), dY.get(), m, n, k, ldt};
         auto gemm = [&] { cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, tile, pr, nullptr); };
-        poison();
-        gemm();
-        const double e = check();
-        emit(std::string("sparsenm:vnm_gemm_") + cs::to_string(tile), time_ms(gemm, o.warmup, o.reps), e, sparse_bytes,
-             l2.empty() ? "GEMM only (X^T given)" : l2 + "; GEMM only (X^T given)");
+        me.measure(std::string("sparsenm:vnm_gemm_") + cs::to_string(tile), gemm, sparse_bytes,
+                   l2.empty() ? "GEMM only (X^T given)" : l2 + "; GEMM only (X^T given)");
         if (tile == cs::PTile::r128n256 || tile == cs::PTile::c64n256) {
           for (int mode : {2, 3}) {  // gather experiments: no proxy fence / TMA rows
             auto gm = [&] { cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, tile, pr, nullptr, mode); };
-            poison();
-            gm();
-            const double em = check();
-            emit(std::string("sparsenm:vnm_gemm_") + cs::to_string(tile) + (mode == 2 ? "_nofence" : "_tmarows"),
-                 time_ms(gm, o.warmup, o.reps), em, sparse_bytes, "GEMM only, gather experiment");
+            me.measure(std::string("sparsenm:vnm_gemm_") + cs::to_string(tile) + (mode == 2 ? "_nofence" : "_tmarows"), gm,
+                       sparse_bytes, "GEMM only, gather experiment");
           }
         }
         if (tile == plan_tile) {
@@ -397,11 +370,8 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
             tr();
             gemm();
           };
-          poison();
-          full();
-          const double e2 = check();
-          emit("sparsenm:vnm_wgmma", time_ms(full, o.warmup, o.reps), e2, sparse_bytes + 4.0 * double(m) * k,
-               (l2.empty() ? std::string() : l2 + "; ") + "transpose + GEMM (what the plan runs), tile " + cs::to_string(tile));
+          me.measure("sparsenm:vnm_wgmma", full, sparse_bytes + 4.0 * double(m) * k,
+                     (l2.empty() ? std::string() : l2 + "; ") + "transpose + GEMM (what the plan runs), tile " + cs::to_string(tile));
         }
       }
     }

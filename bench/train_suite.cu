@@ -17,40 +17,13 @@
 
 #include "bench.hpp"
 #include "cuda/common.cuh"
+#include "event_timing.cuh"
 #include "sparsenm/train.hpp"
 
 namespace sparsenm::bench {
 namespace {
 
 using cuda::DeviceBuffer;
-
-/// One timed case: `call(slot)` launches the kernel on rotation slot `slot`.
-struct Timing {
-  double median = 0, min = 0;
-};
-
-Timing time_calls(const std::function<void(int)>& call, int slots, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) call(i % slots);
-  std::vector<cudaEvent_t> ev(std::size_t(reps) + 1);
-  for (auto& e : ev) SPARSENM_CUDA_CHECK(cudaEventCreate(&e));
-  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
-  for (int i = 0; i < reps; ++i) {
-    SPARSENM_CUDA_CHECK(cudaEventRecord(ev[std::size_t(i)]));
-    call(i % slots);
-  }
-  SPARSENM_CUDA_CHECK(cudaEventRecord(ev[std::size_t(reps)]));
-  SPARSENM_CUDA_CHECK(cudaEventSynchronize(ev[std::size_t(reps)]));
-  SPARSENM_CUDA_CHECK(cudaGetLastError());
-  std::vector<double> t(static_cast<std::size_t>(reps));
-  for (int i = 0; i < reps; ++i) {
-    float ms = 0;
-    SPARSENM_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[std::size_t(i)], ev[std::size_t(i) + 1]));
-    t[std::size_t(i)] = ms;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], t.front()};
-}
 
 int rotation_slots(double bytes_per_call);
 

@@ -36,21 +36,31 @@ std::string ew_common_unsupported(const CondensedMatrix& w, const MatmulDesc& d)
   return {};
 }
 
-class EwSpmvInstance final : public KernelInstance {
+/// One EW candidate's instance: the packed weight on the device, the kernel arguments, the
+/// launch configuration and the compiled launcher of "cuda:ew_spmv" (kSpmm false) or
+/// "cuda:ew_spmm" (kSpmm true).
+template <bool kSpmm>
+class EwInstance final : public KernelInstance {
  public:
-  EwSpmvInstance(const CondensedMatrix& w, const MatmulDesc& d) {
+  EwInstance(const CondensedMatrix& w, const MatmulDesc& d) {
     const cuda::ew::SpmvPacked p = cuda::ew::pack_spmv(w);
     values_ = cuda::DeviceBuffer(p.values.size());
     values_.upload(p.values.data(), p.values.size());
     indices_ = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
     indices_.upload(p.indices.data(), indices_.size());
-    cfg_ = cuda::ew::plan_spmv(p.layout, w.dtype, int(d.m), sm_count(), args_, 0,
-                               /*max_split=*/cluster_capable() ? 0 : 1);
+    if constexpr (kSpmm)
+      cfg_ = cuda::ew::plan_spmm(p.layout, w.dtype, int(d.m), args_);
+    else
+      cfg_ = cuda::ew::plan_spmv(p.layout, w.dtype, int(d.m), sm_count(), args_, 0,
+                                 /*max_split=*/cluster_capable() ? 0 : 1);
     args_.values = values_.get();
     args_.indices = indices_.as<std::uint32_t>();
     args_.y_dtype = y_code(d.y_dtype);
-    launch_ = cuda::ew::find_spmv(w.dtype, cfg_.mr, p.layout.bits, p.layout.n, p.layout.m);
-    if (!launch_) throw Unsupported("ew_spmv: no compiled instance for " + w.pattern().str());
+    if constexpr (kSpmm)
+      launch_ = cuda::ew::find_spmm(w.dtype, p.layout.bits, p.layout.n, p.layout.m);
+    else
+      launch_ = cuda::ew::find_spmv(w.dtype, cfg_.mr, p.layout.bits, p.layout.n, p.layout.m);
+    if (!launch_) throw Unsupported(std::string(kSpmm ? "ew_spmm" : "ew_spmv") + ": no compiled instance for " + w.pattern().str());
   }
   void run(const void* x, void* y, void* stream) const override {
     cuda::ew::SpmvArgs a = args_;
@@ -66,61 +76,28 @@ class EwSpmvInstance final : public KernelInstance {
   cuda::ew::SpmvLaunchFn launch_ = nullptr;
 };
 
-class EwSpmmInstance final : public KernelInstance {
- public:
-  EwSpmmInstance(const CondensedMatrix& w, const MatmulDesc& d) {
-    const cuda::ew::SpmvPacked p = cuda::ew::pack_spmv(w);
-    values_ = cuda::DeviceBuffer(p.values.size());
-    values_.upload(p.values.data(), p.values.size());
-    indices_ = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
-    indices_.upload(p.indices.data(), indices_.size());
-    cfg_ = cuda::ew::plan_spmm(p.layout, w.dtype, int(d.m), args_);
-    args_.values = values_.get();
-    args_.indices = indices_.as<std::uint32_t>();
-    args_.y_dtype = y_code(d.y_dtype);
-    launch_ = cuda::ew::find_spmm(w.dtype, p.layout.bits, p.layout.n, p.layout.m);
-    if (!launch_) throw Unsupported("ew_spmm: no compiled instance for " + w.pattern().str());
-  }
-  void run(const void* x, void* y, void* stream) const override {
-    cuda::ew::SpmvArgs a = args_;
-    a.x = x;
-    a.y = y;
-    launch_(a, cfg_, static_cast<cudaStream_t>(stream));
-  }
-
- private:
-  cuda::DeviceBuffer values_, indices_;
-  cuda::ew::SpmvArgs args_;
-  cuda::ew::SpmvConfig cfg_;
-  cuda::ew::SpmvLaunchFn launch_ = nullptr;
-};
+/// The plan candidate "cuda:ew_spmv" (kSpmm false) or "cuda:ew_spmm" (kSpmm true).
+template <bool kSpmm>
+KernelCandidate ew_candidate() {
+  KernelCandidate c;
+  c.name = kSpmm ? "cuda:ew_spmm" : "cuda:ew_spmv";
+  c.backend = Backend::cuda;
+  c.unsupported = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+    if (auto why = ew_common_unsupported(w, d); !why.empty()) return (kSpmm ? "ew_spmm " : "ew_spmv ") + why;
+    const auto layout = cuda::ew::SpmvLayout::of(w.layout, w.dtype);
+    return kSpmm ? cuda::ew::spmm_unsupported(layout, w.dtype, d.m) : cuda::ew::spmv_unsupported(layout, w.dtype, d.m);
+  };
+  c.create = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwInstance<kSpmm>>(w, d);
+  };
+  return c;
+}
 
 }  // namespace
 
 void register_ew_kernels(KernelRegistry& r) {
-  KernelCandidate spmv;
-  spmv.name = "cuda:ew_spmv";
-  spmv.backend = Backend::cuda;
-  spmv.unsupported = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
-    if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmv " + why;
-    return cuda::ew::spmv_unsupported(cuda::ew::SpmvLayout::of(w.layout, w.dtype), w.dtype, d.m);
-  };
-  spmv.create = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-    return std::make_unique<EwSpmvInstance>(w, d);
-  };
-  r.add(std::move(spmv));
-
-  KernelCandidate spmm;
-  spmm.name = "cuda:ew_spmm";
-  spmm.backend = Backend::cuda;
-  spmm.unsupported = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
-    if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmm " + why;
-    return cuda::ew::spmm_unsupported(cuda::ew::SpmvLayout::of(w.layout, w.dtype), w.dtype, d.m);
-  };
-  spmm.create = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-    return std::make_unique<EwSpmmInstance>(w, d);
-  };
-  r.add(std::move(spmm));
+  r.add(ew_candidate<false>());
+  r.add(ew_candidate<true>());
 }
 
 }  // namespace sparsenm::detail
