@@ -267,24 +267,28 @@ void run_suite(Context& ctx) {
             r.note = note;
             ctx.emit(r);
           };
-          // ---- ours ----
-          {
+          // ---- ours: the plan's choice, then every variant (layout.hpp kVariants) ----
+          for (int variant = -1; variant < vnm_small::kVariants; ++variant) {
             MatmulDesc desc;
             desc.m = m;
             desc.x_dtype = dt;
             desc.y_dtype = DType::f16;
+            cuda::vnm_small::Options vo;
+            vo.variant = variant;
             const int copies = copies_for(ours_bytes, l2);
             std::vector<std::unique_ptr<detail::KernelInstance>> inst;
-            for (int i = 0; i < copies; ++i) inst.push_back(cuda::vnm_small::create(w, desc));
-            const auto g = cuda::vnm_small::geometry_for(w, desc);
+            for (int i = 0; i < copies; ++i) inst.push_back(cuda::vnm_small::create(w, desc, vo));
+            const auto g = cuda::vnm_small::geometry_for(w, desc, vo);
             SPARSENM_CUDA_CHECK(cudaMemsetAsync(dy.get(), 0xFF, dy.size(), s));
             inst[0]->run(dx.get(), dy.get(), s);
             SPARSENM_CUDA_CHECK(cudaStreamSynchronize(s));
             const double err = rel_err_of(dy, m, n, ref);
             Timing t = time_runs([&](int i) { inst[std::size_t(i) % inst.size()]->run(dx.get(), dy.get(), s); }, warmup, reps, s);
-            row("sparsenm:vnm_gemv", t, err, ours_bytes + io,
-                "L2 rotated over " + std::to_string(copies) + " weight copies; splits " + std::to_string(g.splits) + ", warps " +
-                    std::to_string(g.warps));
+            row(variant < 0 ? std::string("sparsenm:vnm_gemv") : "sparsenm:vnm_gemv/v" + std::to_string(variant), t, err,
+                ours_bytes + io,
+                "variant " + std::to_string(g.variant) + "; L2 rotated over " + std::to_string(copies) + " weight copies; splits " +
+                    std::to_string(g.splits) + ", warps " + std::to_string(g.warps) + ", chunk " + std::to_string(g.chunk_pairs) +
+                    " pairs x " + std::to_string(g.buffers));
           }
           // ---- cuBLAS (dense expansion): C[n x m] = W * X^T, column-major views ----
           {

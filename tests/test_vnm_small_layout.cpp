@@ -134,6 +134,88 @@ TEST(VnmSmallLayout, LayoutAndGeometryValues) {
   EXPECT_EQ(hw.sel_bytes(), 0u);
 }
 
+// The gather index math of variants 1/2 (UnitWalker, xs_slot, word_columns), replayed on the
+// host for every thread of a block: every (row < m, word < words) unit of a chunk is owned by
+// exactly one thread, every shared offset stays inside its buffer's rows 0..m-1 (run 1's
+// rewrite 1fb8207 wrote rows up to 31 at m = 17..24: past the staged X), and the gathered
+// columns equal gathered_column() of the canonical selection.
+TEST(VnmSmallLayout, GatherUnitsCoverChunkOnceAndStayInBounds) {
+  std::uint64_t seed = 40;
+  for (Pattern pat : {Pattern::venom(32, 7), Pattern::venom(64, 8), Pattern::venom(128, 16), Pattern::venom(256, 100),
+                      Pattern::hw24()}) {
+    const std::int64_t n = pat.kind == Granularity::venom ? 2 * pat.v + 5 : 150;
+    const std::int64_t k = pat.m * 70 + 3;
+    CondensedMatrix w = make_weight(pat, DType::f16, n, k, ++seed);
+    const sv::Packed pk = sv::pack(w);
+    const sv::Layout& l = pk.layout;
+    for (int m : {1, 3, 8, 9, 16, 17, 20, 24, 25, 32})
+      for (int variant = 0; variant < sv::kVariants; ++variant) {
+        SCOPED_TRACE(pat.str() + " m=" + std::to_string(m) + " variant=" + std::to_string(variant));
+        const sv::Geometry g = sv::choose_geometry(l, m, 132, variant, 2);
+        const int threads = 32 * g.warps, rows = 8 * g.n_tiles, S = g.smem_words_per_row;
+        ASSERT_LE(m, rows);
+        ASSERT_EQ(S % 32, 16);
+        ASSERT_LE(g.smem_bytes(), 227u * 1024u);
+        ASSERT_EQ(g.smem_bytes(), std::size_t(g.buffers) * std::size_t(rows) * S * 4);
+        for (std::int64_t c0 = 0; c0 < l.pairs; c0 += g.chunk_pairs) {
+          const int words = int(std::min<std::int64_t>(g.chunk_pairs, l.pairs - c0)) * 32;
+          ASSERT_LE(sv::xs_slot(words - 1), S - 17);
+          std::vector<int> owner(std::size_t(m) * std::size_t(words), 0);
+          for (int tid = 0; tid < threads; ++tid) {
+            sv::UnitWalker wk;
+            wk.start(tid, threads, m, words);
+            int expect = 0;
+            for (int u = tid; u < m * words; u += threads) ++expect;
+            ASSERT_EQ(wk.left, expect);
+            for (int u = tid; wk.left > 0; u += threads) {
+              ASSERT_EQ(wk.i, u / words);
+              ASSERT_EQ(wk.j, u % words);
+              ASSERT_LT(wk.i, m);
+              const int off = wk.i * S + sv::xs_slot(wk.j);
+              ASSERT_GE(off, 0);
+              ASSERT_LT(off, m * S);
+              ++owner[std::size_t(wk.i) * std::size_t(words) + std::size_t(wk.j)];
+              wk.next(threads, words);
+            }
+          }
+          for (int c : owner) ASSERT_EQ(c, 1);
+        }
+      }
+    // word_columns == gathered_column for every group, window and word half
+    for (std::int64_t grp = 0; grp < l.groups; ++grp)
+      for (std::int64_t wi = 0; wi < l.windows_pad(); ++wi)
+        for (int half = 0; half < 2; ++half) {
+          unsigned s16 = sv::identity_sel16(half);
+          if (l.venom && wi < l.windows) {
+            const std::size_t o = std::size_t((grp * l.windows_pad() + wi) * 4 + 2 * half);
+            s16 = unsigned(pk.sel[o]) | (unsigned(pk.sel[o + 1]) << 8);
+          }
+          std::int64_t lo = 0, hi = 0;
+          sv::word_columns(wi, s16, l.window, l.windows, l.k, lo, hi);
+          ASSERT_EQ(lo, sv::gathered_column(pk, grp, wi, 2 * half)) << grp << " " << wi;
+          ASSERT_EQ(hi, sv::gathered_column(pk, grp, wi, 2 * half + 1)) << grp << " " << wi;
+        }
+  }
+  // The 16 words of a k32 step land on 16 distinct slots of that step.
+  std::vector<int> seen(16, 0);
+  for (int j = 0; j < 16; ++j) ++seen[std::size_t(sv::xs_slot(j))];
+  for (int c : seen) EXPECT_EQ(c, 1);
+}
+
+TEST(VnmSmallLayout, SplitsFillWholeWaves) {
+  // 28672 x 8192 at 128:2:8: 224 groups, 64 pairs; 2 blocks on each of 132 SMs.
+  const sv::Layout l = sv::Layout::of(FormatLayout::of(Pattern::venom(128, 8), 28672, 8192));
+  for (int m : {1, 8, 32}) {
+    const sv::Geometry g = sv::choose_geometry(l, m, 132, 2, 2);
+    EXPECT_GE(g.splits, 1);
+    EXPECT_LE(g.splits, 16);
+    EXPECT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
+    EXPECT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
+    EXPECT_EQ(g.buffers, 2);
+  }
+  EXPECT_EQ(sv::choose_geometry(l, 1, 132, 1, 2).buffers, 1);
+}
+
 TEST(VnmSmallLayout, RejectsOtherPatternsAndDtypes) {
   EXPECT_THROW(sv::Layout::of(FormatLayout::of(Pattern::element(2, 8), 16, 16)), std::invalid_argument);
   CondensedMatrix w32 = make_weight(Pattern::hw24(), DType::f32, 16, 16, 1);

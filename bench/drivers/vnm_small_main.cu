@@ -56,8 +56,30 @@ static double copy_bandwidth() {
 int main(int argc, char** argv) {
   std::string out = argc > 1 ? argv[1] : "bench/results";
   bench::Options opt;
-  for (int i = 2; i < argc; ++i)
-    if (std::string(argv[i]) == "--quick") opt.quick = true;
+  auto split = [](const std::string& v) {
+    std::vector<std::string> out;
+    std::size_t a = 0;
+    while (a <= v.size()) {
+      const std::size_t b = v.find(',', a);
+      out.push_back(v.substr(a, b == std::string::npos ? std::string::npos : b - a));
+      if (b == std::string::npos) break;
+      a = b + 1;
+    }
+    return out;
+  };
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") opt.quick = true;
+    else if (a.rfind("--ms=", 0) == 0)
+      for (const auto& t : split(a.substr(5))) opt.ms.push_back(std::stoll(t));
+    else if (a.rfind("--patterns=", 0) == 0)
+      opt.patterns = split(a.substr(11));
+    else if (a.rfind("--shapes=", 0) == 0)  // n x k pairs: 28672x8192,12288x12288
+      for (const auto& t : split(a.substr(9))) {
+        const std::size_t x = t.find('x');
+        opt.shapes.push_back({std::stoll(t.substr(0, x)), std::stoll(t.substr(x + 1))});
+      }
+  }
   cudaDeviceProp prop{};
   SPARSENM_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   char date[16];
@@ -112,20 +134,21 @@ int main(int argc, char** argv) {
   std::printf("\n%-9s %6s %6s %3s %9s | %8s %8s %6s %6s | %8s %6s\n", "pattern", "n", "k", "m", "floor_us", "ours_us",
               "vs_cublas", "ideal", "frac", "vs_lt", "bar");
   for (auto& [key, impls] : by) {
-    auto it = impls.find("sparsenm:vnm_gemv");
-    if (it == impls.end()) continue;
-    const bench::Row& o = it->second;
-    const double floor_us = o.bytes / (bw * 1e9) * 1e6;
-    double vs_cublas = 0, ideal = 0, vs_lt = 0;
-    if (impls.count("cublas")) {
-      vs_cublas = impls["cublas"].ms_median / o.ms_median;
-      ideal = impls["cublas"].bytes / o.bytes;
+    for (auto& [name, o] : impls) {
+      if (name.rfind("sparsenm:vnm_gemv", 0) != 0) continue;
+      const double floor_us = o.bytes / (bw * 1e9) * 1e6;
+      double vs_cublas = 0, ideal = 0, vs_lt = 0;
+      if (impls.count("cublas")) {
+        vs_cublas = impls["cublas"].ms_median / o.ms_median;
+        ideal = impls["cublas"].bytes / o.bytes;
+      }
+      if (impls.count("cusparselt")) vs_lt = impls["cusparselt"].ms_median / o.ms_median;
+      std::printf("%-9s %6lld %6lld %3lld %9.2f | %8.2f %8.2fx %5.2fx %5.2f | %7.2fx %s %s\n", std::get<0>(key).c_str(),
+                  (long long)std::get<1>(key), (long long)std::get<2>(key), (long long)std::get<3>(key), floor_us,
+                  o.ms_median * 1e3, vs_cublas, ideal, ideal > 0 ? vs_cublas / ideal : 0.0, vs_lt,
+                  floor_us < 10 ? "(floor<10us)" : (vs_cublas / ideal >= 0.8 ? "meets 0.8x ideal" : "BELOW 0.8x ideal"),
+                  name.c_str());
     }
-    if (impls.count("cusparselt")) vs_lt = impls["cusparselt"].ms_median / o.ms_median;
-    std::printf("%-9s %6lld %6lld %3lld %9.2f | %8.2f %8.2fx %5.2fx %5.2f | %7.2fx %s\n", std::get<0>(key).c_str(),
-                (long long)std::get<1>(key), (long long)std::get<2>(key), (long long)std::get<3>(key), floor_us,
-                o.ms_median * 1e3, vs_cublas, ideal, ideal > 0 ? vs_cublas / ideal : 0.0, vs_lt,
-                floor_us < 10 ? "(floor<10us)" : (vs_cublas / ideal >= 0.8 ? "meets 0.8x ideal" : "BELOW 0.8x ideal"));
   }
   std::printf("\nresults: %s\n", path.c_str());
   return 0;

@@ -1,7 +1,9 @@
 // GPU tests of cuda:vnm_gemv (small-m V:2:M and hardware 2:4) against an fp64 product of the
 // condensed weight: V in {32, 64, 128, 256}, M in {4, 5, 7, 8, 10, 16, 32, 100}, f16/bf16,
 // m = 1..32, tails in m, n, k, all y dtypes, forced k splits; outputs poisoned with 0xFF bytes
-// (NaN in every dtype) so an unwritten element fails.
+// (NaN in every dtype) so an unwritten element fails. Every kernel variant (layout.hpp
+// kVariants) runs every case; each case runs twice on the same instance (the split arrival
+// counters of variants 1/2 must reset themselves).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -66,8 +68,18 @@ Problem make_problem(const Pattern& p, DType t, std::int64_t m, std::int64_t n, 
   return pr;
 }
 
-/// Runs the kernel on poisoned y, checks every element; returns the max scaled error.
+/// Runs the kernel (the given variant, or every variant when opt.variant < 0) twice on poisoned
+/// y, checks every element.
+void run_and_check_one(const Problem& pr, DType y_dtype, const vs::Options& opt, const std::string& what);
 void run_and_check(const Problem& pr, DType y_dtype, const vs::Options& opt = {}, const std::string& what = "") {
+  if (opt.variant >= 0) return run_and_check_one(pr, y_dtype, opt, what);
+  for (int v = 0; v < vnm_small::kVariants; ++v) {
+    vs::Options o = opt;
+    o.variant = v;
+    run_and_check_one(pr, y_dtype, o, what + " variant=" + std::to_string(v));
+  }
+}
+void run_and_check_one(const Problem& pr, DType y_dtype, const vs::Options& opt, const std::string& what) {
   SCOPED_TRACE(what);
   const std::int64_t m = pr.x.rows(), n = pr.w.rows();
   MatmulDesc desc;
@@ -79,24 +91,26 @@ void run_and_check(const Problem& pr, DType y_dtype, const vs::Options& opt = {}
   dx.upload(pr.x.data(), pr.x.size_bytes());
   const std::size_t ybytes = std::size_t(m * n) * dtype_size(y_dtype);
   cuda::DeviceBuffer dy(ybytes);
-  SPARSENM_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, ybytes));
-  inst->run(dx.get(), dy.get(), nullptr);
-  SPARSENM_CUDA_CHECK(cudaGetLastError());
-  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<std::byte> host(ybytes);
-  dy.download(host.data(), ybytes);
-  const double out_eps = y_dtype == DType::f32 ? 0.0 : y_dtype == DType::f16 ? 1.0 / 1024 : 1.0 / 128;
-  int bad = 0;
-  for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t r = 0; r < n; ++r) {
-      const std::size_t o = std::size_t(i * n + r);
-      const double got = load_as_float(y_dtype, host.data(), o);
-      const double want = pr.ref[o];
-      const double tol = 1e-5 * pr.scale[o] + out_eps * std::fabs(want) + 1e-30;
-      if (!(std::fabs(got - want) <= tol) && bad++ < 5)
-        ADD_FAILURE() << "y[" << i << "][" << r << "] = " << got << ", want " << want << " (tol " << tol << ")";
-    }
-  EXPECT_EQ(bad, 0) << "elements wrong of " << m * n;
+  for (int rep = 0; rep < 2; ++rep) {
+    SPARSENM_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, ybytes));
+    inst->run(dx.get(), dy.get(), nullptr);
+    SPARSENM_CUDA_CHECK(cudaGetLastError());
+    SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+    dy.download(host.data(), ybytes);
+    const double out_eps = y_dtype == DType::f32 ? 0.0 : y_dtype == DType::f16 ? 1.0 / 1024 : 1.0 / 128;
+    int bad = 0;
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t r = 0; r < n; ++r) {
+        const std::size_t o = std::size_t(i * n + r);
+        const double got = load_as_float(y_dtype, host.data(), o);
+        const double want = pr.ref[o];
+        const double tol = 1e-5 * pr.scale[o] + out_eps * std::fabs(want) + 1e-30;
+        if (!(std::fabs(got - want) <= tol) && bad++ < 5)
+          ADD_FAILURE() << "y[" << i << "][" << r << "] = " << got << ", want " << want << " (tol " << tol << ")";
+      }
+    EXPECT_EQ(bad, 0) << "elements wrong of " << m * n << " (run " << rep + 1 << " of 2)";
+  }
 }
 
 TEST(VnmSmallGpu, VenomAllVAndM) {
@@ -112,6 +126,22 @@ TEST(VnmSmallGpu, VenomAllVAndM) {
         Problem pr = make_problem(Pattern::venom(v, M), t, m, n, k, ++seed);
         run_and_check(pr, t, {}, Pattern::venom(v, M).str() + " " + std::string(to_string(t)) + " m=" + std::to_string(m));
       }
+}
+
+TEST(VnmSmallGpu, ThreeN8TilesAllV) {
+  // m = 17..24 (three n8 tiles, 24 staged rows): the shapes on which run 1's gather rewrite
+  // (1fb8207) wrote staged-X rows 24..31 past its shared memory. Several chunks and splits.
+  REQUIRE_DEVICE();
+  std::uint64_t seed = 1200;
+  for (int v : {32, 64, 128, 256})
+    for (std::int64_t m : {17, 20, 24}) {
+      const Pattern p = Pattern::venom(v, 8);
+      Problem pr = make_problem(p, DType::f16, m, v + 37, 8 * 333 + 5, ++seed);
+      run_and_check(pr, DType::f16, {}, p.str() + " m=" + std::to_string(m));
+      run_and_check(pr, DType::f32, {3, -1}, p.str() + " splits=3 m=" + std::to_string(m));
+    }
+  Problem ph = make_problem(Pattern::hw24(), DType::bf16, 21, 260, 2051, ++seed);
+  run_and_check(ph, DType::bf16, {}, "hw24 m=21");
 }
 
 TEST(VnmSmallGpu, EveryMFrom1To32) {
@@ -142,9 +172,9 @@ TEST(VnmSmallGpu, SplitsAndChunks) {
   for (int splits : {1, 2, 5})
     for (std::int64_t m : {1, 8, 20, 32}) {
       Problem pv = make_problem(Pattern::venom(128, 7), DType::bf16, m, 300, 7 * 1100 + 2, ++seed);
-      run_and_check(pv, DType::f32, {splits}, "128:2:7 splits=" + std::to_string(splits) + " m=" + std::to_string(m));
+      run_and_check(pv, DType::f32, {splits, -1}, "128:2:7 splits=" + std::to_string(splits) + " m=" + std::to_string(m));
       Problem ph = make_problem(Pattern::hw24(), DType::f16, m, 140, 9001, ++seed);
-      run_and_check(ph, DType::f16, {splits}, "hw24 splits=" + std::to_string(splits) + " m=" + std::to_string(m));
+      run_and_check(ph, DType::f16, {splits, -1}, "hw24 splits=" + std::to_string(splits) + " m=" + std::to_string(m));
     }
 }
 
@@ -181,6 +211,8 @@ TEST(VnmSmallGpu, Rejects) {
   EXPECT_THROW(vs::create(pr.w, d), InvalidArgument);
   d.y_dtype = DType::f16;
   EXPECT_THROW(vs::create(pr.w, d, {-1}), InvalidArgument);
+  EXPECT_THROW(vs::create(pr.w, d, {0, vnm_small::kVariants}), InvalidArgument);
+  EXPECT_THROW(vs::create(pr.w, d, {0, -2}), InvalidArgument);
   EXPECT_TRUE(vs::unsupported(pr.w, d).empty());
   DenseMatrix e = random_pattern_matrix(Pattern::element(2, 8), DType::f16, 16, 16, 3);
   EXPECT_THROW(vs::create(condense(e.view(), Pattern::element(2, 8)), d), InvalidArgument);

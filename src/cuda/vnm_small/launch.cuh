@@ -1,22 +1,55 @@
-// sparsenm — cuda:vnm_gemv launch: turns (params, geometry) into grid / block / shared memory.
-// Included only by the small per-instantiation .cu files (inst_*.cu).
+// sparsenm — cuda:vnm_gemv launch: turns (params, geometry) into grid / block / shared memory for
+// the variant in the geometry. Included only by the small per-instantiation .cu files (inst_*.cu).
 #pragma once
 #include <algorithm>
 
 #include "cuda/common.cuh"
 #include "cuda/vnm_small/kernel.cuh"
+#include "cuda/vnm_small/kernel2.cuh"
 #include "cuda/vnm_small/vnm_small.hpp"
 
 namespace sparsenm::cuda::vnm_small {
+
+template <class Tr>
+const void* kernel_of(int variant) {
+  switch (variant) {
+    case 0: return reinterpret_cast<const void*>(&vnm_small_kernel<Tr>);
+    case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
+    default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
+  }
+}
+
+template <class T, int NT>
+int prepare(int variant, int threads, std::size_t smem_bytes) {
+  using Tr = Traits<T, NT>;
+  const void* k = kernel_of<Tr>(variant);
+  if (smem_bytes > 48u * 1024u)
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)));
+  int blocks = 0;
+  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, threads, smem_bytes));
+  return blocks;
+}
 
 template <class T, int NT>
 void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
   using Tr = Traits<T, NT>;
   const dim3 grid(unsigned(groups), unsigned(g.splits));
   const dim3 block(unsigned(32 * g.warps));
-  vnm_small_kernel<Tr><<<grid, block, g.smem_bytes(), stream>>>(p);
-  SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel");
-  if (g.splits > 1) launch_reduce(p, stream);
+  switch (g.variant) {
+    case 0:
+      vnm_small_kernel<Tr><<<grid, block, g.smem_bytes(), stream>>>(p);
+      SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel");
+      if (g.splits > 1) launch_reduce(p, stream);
+      break;
+    case 1:
+      vnm_small_kernel2<Tr, false><<<grid, block, g.smem_bytes(), stream>>>(p);
+      SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel2<batched>");
+      break;
+    default:
+      vnm_small_kernel2<Tr, true><<<grid, block, g.smem_bytes(), stream>>>(p);
+      SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel2<pipelined>");
+      break;
+  }
 }
 
 }  // namespace sparsenm::cuda::vnm_small
@@ -24,4 +57,5 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
 #define SPARSENM_VNM_SMALL_INSTANTIATE(T, NT)                                                       \
   template void sparsenm::cuda::vnm_small::launch<T, NT>(const sparsenm::cuda::vnm_small::Params&, \
                                                           const sparsenm::vnm_small::Geometry&,    \
-                                                          std::int64_t, cudaStream_t);
+                                                          std::int64_t, cudaStream_t);             \
+  template int sparsenm::cuda::vnm_small::prepare<T, NT>(int, int, std::size_t);

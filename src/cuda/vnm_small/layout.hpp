@@ -31,6 +31,12 @@
 
 #include "sparsenm/format.hpp"
 
+#if defined(__CUDACC__)
+#define SPARSENM_VS_HD __host__ __device__
+#else
+#define SPARSENM_VS_HD
+#endif
+
 namespace sparsenm::vnm_small {
 
 inline constexpr int kTileRows = 16;        ///< rows per mma tile (m16)
@@ -141,7 +147,16 @@ inline Packed pack(const CondensedMatrix& c) {
 }
 
 /// Launch geometry chosen at plan time (plain values; printed by tests and the bench).
+/// Kernel variants (all registered behind one candidate; the plan picks one per (pattern, m)):
+///   0 staged    - the kernel measured in run 1 (a1f5d82): X gathered word by word, reduce kernel
+///   1 batched   - X gathered in slices of kGatherUnits independent loads, split-k reduced by the
+///                 last block of each group (no second kernel)
+///   2 pipelined - as 1, X double-buffered: the gather of chunk c+1 runs in slices between the
+///                 record batches of chunk c (one __syncthreads per chunk)
+inline constexpr int kVariants = 3;
+
 struct Geometry {
+  int variant = 2;          ///< see kVariants
   int n_tiles = 1;          ///< ceil(m / 8): mma n8 tiles
   int warps = 4;            ///< warps per block
   int tiles_per_warp = 1;   ///< row tiles a warp owns (1 or 2)
@@ -149,32 +164,95 @@ struct Geometry {
   int splits = 1;           ///< k splits (grid.y); > 1 needs the fp32 workspace + reduce kernel
   std::int64_t pairs_per_split = 0;
   int smem_words_per_row = 0;  ///< S: 32-bit words per staged X row (== 16 mod 32: no conflicts)
-  std::size_t smem_bytes() const noexcept { return std::size_t(n_tiles) * 8 * smem_words_per_row * 4; }
+  int buffers = 1;             ///< staged X buffers (2: pipelined)
+  std::size_t buffer_words() const noexcept { return std::size_t(n_tiles) * 8 * std::size_t(smem_words_per_row); }
+  std::size_t smem_bytes() const noexcept { return std::size_t(buffers) * buffer_words() * 4; }
 };
 
-/// m in 1..32; sms: multiprocessors of the device (for the split heuristic).
-inline Geometry choose_geometry(const Layout& l, int m, int sms) {
+/// m in 1..32; sms: multiprocessors of the device; blocks_per_sm: resident blocks of the chosen
+/// kernel (occupancy; the split heuristic of variants 1/2 fills whole waves of sms * blocks_per_sm).
+inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2, int blocks_per_sm = 2) {
   Geometry g;
+  g.variant = variant;
   g.n_tiles = (m + 7) / 8;
   const int tiles_per_group = l.group_rows / kTileRows;  // 2, 4, 8 or 16
   g.warps = std::min(8, tiles_per_group);
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
-  g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X for every m
+  g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X per buffer for every m
   if (g.warps <= 2) g.chunk_pairs = std::max(1, g.chunk_pairs / 2);
-  // Enough warps for ~4 blocks of 8 warps per SM (even load, deep memory queue), but the fp32
-  // partials of a split (m * 8 bytes per row, written and read back through L2) stay below a
-  // quarter of the row's weight bytes (4.5 per window), and every split keeps >= 2 pairs.
-  const std::int64_t warps_total = l.groups * g.warps;
-  const std::int64_t target = std::int64_t(std::max(1, sms)) * 32;
-  std::int64_t splits = std::max<std::int64_t>(1, (target + warps_total - 1) / warps_total);
-  splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, l.pairs / 2));
-  splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, std::int64_t(0.25 * 4.5 * double(l.windows) / (8.0 * m))));
-  splits = std::min<std::int64_t>(splits, 16);
+  g.buffers = variant == 2 ? 2 : 1;
+  // Caps: the fp32 partials of a split (m * 8 bytes per row, written and read back through L2)
+  // stay below a quarter of the row's weight bytes (4.5 per window), every split keeps >= 2
+  // pairs, at most 16 splits.
+  std::int64_t cap = std::max<std::int64_t>(1, l.pairs / 2);
+  cap = std::min<std::int64_t>(cap, std::max<std::int64_t>(1, std::int64_t(0.25 * 4.5 * double(l.windows) / (8.0 * m))));
+  cap = std::min<std::int64_t>(cap, 16);
+  std::int64_t splits = 1;
+  if (variant == 0) {
+    // Run-1 rule: enough warps for ~4 blocks of 8 warps per SM.
+    const std::int64_t warps_total = l.groups * g.warps;
+    const std::int64_t target = std::int64_t(std::max(1, sms)) * 32;
+    splits = std::min(cap, std::max<std::int64_t>(1, (target + warps_total - 1) / warps_total));
+  } else {
+    // Whole waves: cost(s) = waves(s) * (pairs per block + 1), the +1 standing for a block's
+    // fixed cost (first gather, epilogue); the smallest s of least cost.
+    const std::int64_t slots = std::int64_t(std::max(1, sms)) * std::max(1, blocks_per_sm);
+    double best = 0;
+    for (std::int64_t s = 1; s <= cap; ++s) {
+      const std::int64_t per = (l.pairs + s - 1) / s;
+      const std::int64_t blocks = l.groups * ((l.pairs + per - 1) / per);
+      const double cost = double((blocks + slots - 1) / slots) * double(per + 1);
+      if (s == 1 || cost < best * 0.999) best = cost, splits = s;
+    }
+  }
   g.pairs_per_split = (l.pairs + splits - 1) / splits;
   g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
   g.smem_words_per_row = g.chunk_pairs * 32 + 16;
   return g;
 }
+
+// ---- index math shared by the kernels (device) and the CPU tests (host) ----
+
+/// Staged-X word slot of gathered word j (two gathered columns 2j, 2j+1) within a row: the 16
+/// words of each k32 step permuted so that lane t's four B registers are one 16-byte load.
+SPARSENM_VS_HD constexpr int xs_slot(int j) { return (j >> 4) * 16 + 4 * (j & 3) + ((j & 15) >> 2); }
+
+/// The two X columns of a gathered word of window w (selected positions q = 2 (j % 2) and +1 for
+/// word j): sel16 = the two selection bytes (lo | hi << 8; hw24: identity_sel16). -1 = reads as
+/// zero (window past the end or column >= k).
+SPARSENM_VS_HD constexpr void word_columns(std::int64_t w, unsigned sel16, int window, std::int64_t windows,
+                                           std::int64_t k, std::int64_t& c_lo, std::int64_t& c_hi) {
+  if (w >= windows) {
+    c_lo = c_hi = -1;
+    return;
+  }
+  const std::int64_t base = w * window;
+  c_lo = base + std::int64_t(sel16 & 0xffu);
+  c_hi = base + std::int64_t(sel16 >> 8);
+  if (c_lo >= k) c_lo = -1;
+  if (c_hi >= k) c_hi = -1;
+}
+
+/// Identity selection bytes (hw24) of word j: positions 2 (j % 2) and 2 (j % 2) + 1.
+SPARSENM_VS_HD constexpr unsigned identity_sel16(int j) { return (j & 1) ? 0x0302u : 0x0100u; }
+
+/// Gather units: a thread of `threads` owns units u = tid + s * threads (s = 0, 1, ...) of the
+/// m * words units of a chunk (unit u = X row u / words, word u % words). The walker advances
+/// (i, j) without a division per unit.
+struct UnitWalker {
+  int i = 0, j = 0, left = 0;  ///< current unit's row and word, units left for this thread
+  SPARSENM_VS_HD constexpr void start(int tid, int threads, int m, int words) {
+    const int total = m * words;
+    left = tid < total ? (total - tid + threads - 1) / threads : 0;
+    i = words > 0 ? tid / words : 0;
+    j = words > 0 ? tid - i * words : 0;
+  }
+  SPARSENM_VS_HD constexpr void next(int threads, int words) {
+    j += threads;
+    while (j >= words) j -= words, ++i;
+    --left;
+  }
+};
 
 /// The gathered X column (or -1: reads as zero) of gathered index kk = 4 * w + q.
 inline std::int64_t gathered_column(const Packed& p, std::int64_t group, std::int64_t w, int q) {

@@ -21,6 +21,9 @@ struct Traits {
   static constexpr int kMaxThreads = 256;      ///< up to 8 warps per block
   static constexpr int kMaxTilesPerWarp = 2;   ///< V = 256: 16 row tiles over 8 warps
   static constexpr int kBatch = 4;             ///< records in flight per warp (4.6 KB)
+  static constexpr int kBatch2 = NTiles == 4 ? 3 : 4;  ///< variants 1/2: records per batch (no spills at m > 24)
+  static constexpr int kGatherUnits = 8;       ///< variants 1/2: X words loaded per gather slice
+  static constexpr int kMinBlocks = 2;         ///< variants 1/2: <= 128 registers, 2 blocks per SM
 };
 
 enum class YType : int { f32 = 0, f16 = 1, bf16 = 2 };
@@ -31,6 +34,7 @@ struct Params {
   const void* x = nullptr;           ///< [m][k], 16-bit
   void* y = nullptr;                 ///< [m][n], y_dtype
   float* ws = nullptr;               ///< [splits][m][n] when splits > 1
+  int* counters = nullptr;           ///< variants 1/2, splits > 1: [groups] arrivals (self-resetting)
   int m = 1, window = 4, y_dtype = 1;
   std::int64_t n = 0, k = 0, windows = 0, windows_pad = 0, pairs = 0, row_tiles = 0;
   int tiles_per_group = 1, tiles_per_warp = 1, chunk_pairs = 1, splits = 1, smem_words_per_row = 16;

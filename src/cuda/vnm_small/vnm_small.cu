@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include <stdexcept>
+#include <string>
 
 #include "cuda/common.cuh"
 #include "cuda/vnm_small/traits.cuh"
@@ -26,6 +27,7 @@ int device_sms() {
 }
 
 using LaunchFn = void (*)(const Params&, const sv::Geometry&, std::int64_t, cudaStream_t);
+using PrepareFn = int (*)(int, int, std::size_t);
 
 template <class T>
 LaunchFn pick(int nt) {
@@ -34,6 +36,15 @@ LaunchFn pick(int nt) {
     case 2: return &launch<T, 2>;
     case 3: return &launch<T, 3>;
     default: return &launch<T, 4>;
+  }
+}
+template <class T>
+PrepareFn pick_prepare(int nt) {
+  switch (nt) {
+    case 1: return &prepare<T, 1>;
+    case 2: return &prepare<T, 2>;
+    case 3: return &prepare<T, 3>;
+    default: return &prepare<T, 4>;
   }
 }
 
@@ -50,9 +61,14 @@ class Instance final : public detail::KernelInstance {
       sel_.upload(packed.sel.data(), packed.sel.size());
     }
     if (geom_.splits > 1) ws_ = DeviceBuffer(std::size_t(geom_.splits) * std::size_t(desc.m) * std::size_t(layout_.n) * 4);
+    if (geom_.splits > 1 && geom_.variant != 0) {
+      counters_ = DeviceBuffer(std::size_t(layout_.groups) * sizeof(int));
+      SPARSENM_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.size()));
+    }
     p_.w = records_.as<uint4>();
     p_.sel = sel_.as<std::uint8_t>();
     p_.ws = ws_.as<float>();
+    p_.counters = counters_.as<int>();
     p_.m = int(desc.m);
     p_.window = layout_.window;
     p_.y_dtype = desc.y_dtype == DType::f32 ? int(YType::f32) : desc.y_dtype == DType::f16 ? int(YType::f16) : int(YType::bf16);
@@ -81,7 +97,7 @@ class Instance final : public detail::KernelInstance {
  private:
   sv::Layout layout_;
   sv::Geometry geom_;
-  DeviceBuffer records_, sel_, ws_;
+  DeviceBuffer records_, sel_, ws_, counters_;
   Params p_;
   LaunchFn fn_ = nullptr;
 };
@@ -108,9 +124,24 @@ std::string unsupported(const CondensedMatrix& w, const MatmulDesc& desc) {
   return {};
 }
 
+int default_variant(const CondensedMatrix& w, std::int64_t m) {
+  (void)w;
+  (void)m;
+  return 2;
+}
+
 sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt) {
+  if (opt.variant < -1 || opt.variant >= sv::kVariants)
+    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or 0.." + std::to_string(sv::kVariants - 1));
   const sv::Layout l = sv::Layout::of(w.layout);
-  sv::Geometry g = sv::choose_geometry(l, int(desc.m), device_sms());
+  const int variant = opt.variant >= 0 ? opt.variant : default_variant(w, desc.m);
+  const int sms = device_sms();
+  sv::Geometry g = sv::choose_geometry(l, int(desc.m), sms, variant);
+  // Occupancy of the kernel this geometry launches (also lifts its shared-memory limit).
+  const PrepareFn prep = w.dtype == DType::f16 ? pick_prepare<__half>(g.n_tiles) : pick_prepare<__nv_bfloat16>(g.n_tiles);
+  const int blocks = prep(variant, 32 * g.warps, g.smem_bytes());
+  if (blocks < 1) throw InvalidArgument("weight", std::string(kName) + ": kernel does not fit on this device");
+  g = sv::choose_geometry(l, int(desc.m), sms, variant, blocks);
   if (opt.force_splits > 0) {
     const std::int64_t s = std::min<std::int64_t>(opt.force_splits, l.pairs);
     g.pairs_per_split = (l.pairs + s - 1) / s;
@@ -123,6 +154,8 @@ std::unique_ptr<detail::KernelInstance> create(const CondensedMatrix& w, const M
   const std::string why = unsupported(w, desc);
   if (!why.empty()) throw InvalidArgument("weight", std::string(kName) + ": " + why);
   if (opt.force_splits < 0) throw InvalidArgument("options.force_splits", "must be >= 0");
+  if (opt.variant < -1 || opt.variant >= sv::kVariants)
+    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or 0.." + std::to_string(sv::kVariants - 1));
   return std::make_unique<Instance>(w, desc, opt);
 }
 

@@ -18,11 +18,18 @@ struct Params;
 /// Launches one instantiation (inst_*.cu). T: __half or __nv_bfloat16; NT = ceil(m / 8).
 template <class T, int NT>
 void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream);
+/// Sets the kernel's dynamic shared memory limit (> 48 KB) and returns its resident blocks per SM.
+template <class T, int NT>
+int prepare(int variant, int threads, std::size_t smem_bytes);
 
 /// Knobs for tests and the benchmark (0 = the plan's choice).
 struct Options {
   int force_splits = 0;  ///< k splits (>= 1): exercise the partial-sum path or turn it off
+  int variant = -1;      ///< 0..kVariants-1 (layout.hpp); -1: the plan's choice (default_variant)
 };
+
+/// The variant the plan ships for (pattern, m) (chosen from the H200 measurements, PERF-vnm-small.md).
+int default_variant(const CondensedMatrix& w, std::int64_t m);
 
 /// Empty when the kernel supports (weight, desc); else the reason.
 std::string unsupported(const CondensedMatrix& w, const MatmulDesc& desc);
