@@ -241,6 +241,21 @@ void run_suite(Context& ctx) {
         DenseMatrix dense = expand(w);
         const double dense_bytes = double(dense.size_bytes()), ours_bytes = condensed_bytes(w);
         const int dense_copies = copies_for(dense_bytes, l2);
+        // ours: packed + uploaded once per matrix (copies for the L2 rotation), shared by every m and variant
+        std::vector<std::shared_ptr<const cuda::vnm_small::DeviceWeight>> ours_w;
+        ours_w.push_back(cuda::vnm_small::upload(w));
+        for (int i = 1; i < copies_for(ours_bytes, l2); ++i) {
+          auto cp = std::make_shared<cuda::vnm_small::DeviceWeight>();
+          cp->layout = ours_w[0]->layout;
+          cp->dtype = ours_w[0]->dtype;
+          cp->records = DeviceBuffer(ours_w[0]->records.size());
+          SPARSENM_CUDA_CHECK(cudaMemcpy(cp->records.get(), ours_w[0]->records.get(), cp->records.size(), cudaMemcpyDeviceToDevice));
+          if (ours_w[0]->sel.size()) {
+            cp->sel = DeviceBuffer(ours_w[0]->sel.size());
+            SPARSENM_CUDA_CHECK(cudaMemcpy(cp->sel.get(), ours_w[0]->sel.get(), cp->sel.size(), cudaMemcpyDeviceToDevice));
+          }
+          ours_w.push_back(std::move(cp));
+        }
         std::vector<DeviceBuffer> dw;
         for (int i = 0; i < dense_copies; ++i) {
           dw.emplace_back(dense.size_bytes());
@@ -275,9 +290,9 @@ void run_suite(Context& ctx) {
             desc.y_dtype = DType::f16;
             cuda::vnm_small::Options vo;
             vo.variant = variant;
-            const int copies = copies_for(ours_bytes, l2);
+            const int copies = int(ours_w.size());
             std::vector<std::unique_ptr<detail::KernelInstance>> inst;
-            for (int i = 0; i < copies; ++i) inst.push_back(cuda::vnm_small::create(w, desc, vo));
+            for (int i = 0; i < copies; ++i) inst.push_back(cuda::vnm_small::create(ours_w[std::size_t(i)], w, desc, vo));
             const auto g = cuda::vnm_small::geometry_for(w, desc, vo);
             SPARSENM_CUDA_CHECK(cudaMemsetAsync(dy.get(), 0xFF, dy.size(), s));
             inst[0]->run(dx.get(), dy.get(), s);

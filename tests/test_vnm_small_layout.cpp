@@ -120,14 +120,18 @@ TEST(VnmSmallLayout, LayoutAndGeometryValues) {
   EXPECT_EQ(l.row_tiles, 63);
   EXPECT_EQ(l.groups, 8);
   EXPECT_EQ(l.sel_bytes(), std::size_t(8 * 128 * 4));
-  for (int m : {1, 8, 9, 17, 32}) {
-    const sv::Geometry g = sv::choose_geometry(l, m, 132);
+  for (int m : {1, 8, 9, 17, 32})
+    for (int variant = 0; variant < sv::kVariants; ++variant) {
+    const sv::Geometry g = sv::choose_geometry(l, m, 132, variant);
+    EXPECT_EQ(g.variant, variant);
     EXPECT_EQ(g.n_tiles, (m + 7) / 8);
     EXPECT_EQ(g.smem_words_per_row % 32, 16) << "bank-conflict-free stride";
-    EXPECT_LE(g.smem_bytes(), 48u * 1024u);
+    EXPECT_EQ(g.buffers, variant >= 2 ? 2 : 1);
+    EXPECT_LE(g.smem_bytes() / std::size_t(g.buffers), 48u * 1024u);
+    EXPECT_LE(g.smem_bytes(), 227u * 1024u / 2) << "two blocks per SM";
     EXPECT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
     EXPECT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
-  }
+    }
   const sv::Layout hw = sv::Layout::of(FormatLayout::of(Pattern::hw24(), 50, 9));
   EXPECT_FALSE(hw.venom);
   EXPECT_EQ(hw.group_rows, sv::kHwGroupRows);

@@ -178,6 +178,15 @@ TEST(VnmSmallGpu, SplitsAndChunks) {
     }
 }
 
+TEST(VnmSmallGpu, TinyPipeline) {
+  // Small enough for compute-sanitizer racecheck: 2 groups of 32 rows (2 warps), 11 pairs of
+  // windows: 3 chunks per block without splits (the pipelined buffer swap), 2 splits (the
+  // last-block reduction), 9 rows of X (two n8 tiles, rows 9..15 zero).
+  REQUIRE_DEVICE();
+  Problem pr = make_problem(Pattern::venom(32, 8), DType::f16, 9, 40, 8 * 16 * 10 + 3, 1300);
+  for (int splits : {1, 2}) run_and_check(pr, DType::f32, {splits, -1}, "32:2:8 splits=" + std::to_string(splits));
+}
+
 TEST(VnmSmallGpu, PrunedPositionsIgnoreInfInX) {
   REQUIRE_DEVICE();
   // Per FORMAT.md §8 only stored slots multiply X: put Inf in X where no stored slot of any row
@@ -214,6 +223,11 @@ TEST(VnmSmallGpu, Rejects) {
   EXPECT_THROW(vs::create(pr.w, d, {0, vnm_small::kVariants}), InvalidArgument);
   EXPECT_THROW(vs::create(pr.w, d, {0, -2}), InvalidArgument);
   EXPECT_TRUE(vs::unsupported(pr.w, d).empty());
+  // an uploaded weight serves only its own matrix
+  Problem other = make_problem(Pattern::venom(32, 8), DType::f16, 1, 40, 48, 2);
+  EXPECT_THROW(vs::create(vs::upload(other.w), pr.w, d), InvalidArgument);
+  EXPECT_THROW(vs::create(nullptr, pr.w, d), InvalidArgument);
+  EXPECT_NO_THROW(vs::create(vs::upload(pr.w), pr.w, d));
   DenseMatrix e = random_pattern_matrix(Pattern::element(2, 8), DType::f16, 16, 16, 3);
   EXPECT_THROW(vs::create(condense(e.view(), Pattern::element(2, 8)), d), InvalidArgument);
   DenseMatrix f = random_pattern_matrix(Pattern::hw24(), DType::f32, 16, 16, 3);

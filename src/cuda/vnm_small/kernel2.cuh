@@ -10,10 +10,10 @@
 // then the shared stores: 1-2 L2 round trips per slice. Rows m..kRows-1 of the staged X are
 // zeroed once per block (they only feed the padded columns of the n8 tiles).
 //
-// Pipelining (variant 2). Two staged-X buffers. While a warp streams the records of chunk c from
-// buffer c % 2, it gathers chunk c+1 into the other buffer, one slice per record batch, between
-// issuing the batch's loads and its mma's: the gather's L2 latency hides under the weight's HBM
-// latency. Leftover slices (idle warps of a partial slab, more slices than batches) drain after
+// Pipelining (variants 2, 3). Two staged-X buffers. While a warp streams the records of chunk c
+// from buffer c % 2, it gathers chunk c+1 into the other buffer, its slices spread evenly over its
+// record batches, between issuing a batch's loads and its mma's (the last slice of a batch is
+// stored after the mma's): the gather's L2 latency hides under the weight's HBM latency. Leftover slices (idle warps of a partial slab, more slices than batches) drain after
 // the stream loop. One __syncthreads per chunk separates the writes of buffer b (chunk c) from
 // its reads (chunk c+1) and the reads of chunk c from the overwrite in chunk c+1.
 //
@@ -68,9 +68,13 @@ __device__ __forceinline__ void gather_load(const Params& p, sparsenm::vnm_small
       std::int64_t c_lo, c_hi;
       sparsenm::vnm_small::word_columns(wbase + wl[g], s16[g], p.window, p.windows, p.k, c_lo, c_hi);
       const std::uint16_t* xr = x + std::size_t(row[g]) * std::size_t(p.k);
-      const std::uint32_t lo = c_lo >= 0 ? std::uint32_t(__ldg(xr + c_lo)) : 0u;
-      const std::uint32_t hi = c_hi >= 0 ? std::uint32_t(__ldg(xr + c_hi)) : 0u;
-      v[g] = lo | (hi << 16);
+      if (c_lo >= 0 && c_hi == c_lo + 1 && ((reinterpret_cast<std::uintptr_t>(xr + c_lo) & 3u) == 0)) {
+        v[g] = __ldg(reinterpret_cast<const unsigned int*>(xr + c_lo));  // adjacent pair (hw24, k even)
+      } else {
+        const std::uint32_t lo = c_lo >= 0 ? std::uint32_t(__ldg(xr + c_lo)) : 0u;
+        const std::uint32_t hi = c_hi >= 0 ? std::uint32_t(__ldg(xr + c_hi)) : 0u;
+        v[g] = lo | (hi << 16);
+      }
     }
   }
 }
@@ -143,6 +147,12 @@ __global__ void __launch_bounds__(Tr::kMaxThreads, Tr::kMinBlocks) vnm_small_ker
 
   int buf = 0;
   if (kPipe && pair0 < pair1) {
+    // the first records of each owned tile to L2 while the first chunk's X is gathered
+#pragma unroll
+    for (int tp = 0; tp < Tr::kMaxTilesPerWarp; ++tp) {
+      const int rt = warp + tp * nwarps;
+      if (tp < p.tiles_per_warp && rt < tiles_here) prefetch_records(rt, pair0, pair0 + Tr::kBatch2);
+    }
     gather_all(pair0, xs0);
     __syncthreads();
   }
@@ -166,6 +176,11 @@ __global__ void __launch_bounds__(Tr::kMaxThreads, Tr::kMinBlocks) vnm_small_ker
     }
 
     // ---- stream the records of this chunk ----
+    // Gather slices of the next chunk are spread evenly over this warp's record batches.
+    int batches_left = 0;
+#pragma unroll
+    for (int tp = 0; tp < Tr::kMaxTilesPerWarp; ++tp)
+      if (tp < p.tiles_per_warp && warp + tp * nwarps < tiles_here) batches_left += (npairs + Tr::kBatch2 - 1) / Tr::kBatch2;
 #pragma unroll
     for (int tp = 0; tp < Tr::kMaxTilesPerWarp; ++tp) {
       const int rt = warp + tp * nwarps;
@@ -187,7 +202,16 @@ __global__ void __launch_bounds__(Tr::kMaxThreads, Tr::kMinBlocks) vnm_small_ker
           std::uint32_t gv[kG];
           int goff[kG];
           const bool gather_here = kPipe && wk.left > 0;
-          if (gather_here) gather_load<kG>(p, wk, c1 * 16, nwords, sel, gv, goff);
+          if (gather_here) {
+            // this batch's share: all but the last slice stored at once, the last one after the mma's
+            const int slices = ((wk.left + kG - 1) / kG + batches_left - 1) / batches_left;
+            for (int sl = 1; sl < slices; ++sl) {
+              gather_load<kG>(p, wk, c1 * 16, nwords, sel, gv, goff);
+              gather_store<kG>(xs_next, gv, goff);
+            }
+            gather_load<kG>(p, wk, c1 * 16, nwords, sel, gv, goff);
+          }
+          --batches_left;
 #pragma unroll
           for (int u = 0; u < Tr::kBatch2; ++u) {
             if (cp + u < npairs) {

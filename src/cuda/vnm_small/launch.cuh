@@ -45,7 +45,7 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
       vnm_small_kernel2<Tr, false><<<grid, block, g.smem_bytes(), stream>>>(p);
       SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel2<batched>");
       break;
-    default:
+    default:  // 2, 3
       vnm_small_kernel2<Tr, true><<<grid, block, g.smem_bytes(), stream>>>(p);
       SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel2<pipelined>");
       break;

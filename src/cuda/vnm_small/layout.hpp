@@ -153,7 +153,11 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 last block of each group (no second kernel)
 ///   2 pipelined - as 1, X double-buffered: the gather of chunk c+1 runs in slices between the
 ///                 record batches of chunk c (one __syncthreads per chunk)
-inline constexpr int kVariants = 3;
+///   3 pipelined, short blocks - the kernel of 2 with the whole-wave split rule (more, shorter
+///                 blocks; measures the tail-vs-prologue trade-off)
+/// Variants 1/2 split k into at most one wave of resident blocks (floor(slots / groups)) and
+/// size chunks so a block has ~3 of them.
+inline constexpr int kVariants = 4;
 
 struct Geometry {
   int variant = 2;          ///< see kVariants
@@ -180,7 +184,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
   g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X per buffer for every m
   if (g.warps <= 2) g.chunk_pairs = std::max(1, g.chunk_pairs / 2);
-  g.buffers = variant == 2 ? 2 : 1;
+  g.buffers = variant >= 2 ? 2 : 1;
   // Caps: the fp32 partials of a split (m * 8 bytes per row, written and read back through L2)
   // stay below a quarter of the row's weight bytes (4.5 per window), every split keeps >= 2
   // pairs, at most 16 splits.
@@ -193,6 +197,12 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
     const std::int64_t warps_total = l.groups * g.warps;
     const std::int64_t target = std::int64_t(std::max(1, sms)) * 32;
     splits = std::min(cap, std::max<std::int64_t>(1, (target + warps_total - 1) / warps_total));
+  } else if (variant != 3) {
+    // At most one wave, all blocks resident from the start: the most splits with
+    // groups * splits <= slots (1 when the groups alone exceed a wave). Memory-bound blocks that
+    // start together share the bandwidth and end together; no partial last wave.
+    const std::int64_t slots = std::int64_t(std::max(1, sms)) * std::max(1, blocks_per_sm);
+    splits = std::min(cap, std::max<std::int64_t>(1, slots / l.groups));
   } else {
     // Whole waves: cost(s) = waves(s) * (pairs per block + 1), the +1 standing for a block's
     // fixed cost (first gather, epilogue); the smallest s of least cost.
@@ -207,6 +217,11 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   }
   g.pairs_per_split = (l.pairs + splits - 1) / splits;
   g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
+  if (variant >= 1) {
+    // ~3 chunks per block (the pipelined gather needs a next chunk), >= 4 pairs per chunk.
+    const std::int64_t want = std::max<std::int64_t>(4, (g.pairs_per_split + 2) / 3);
+    g.chunk_pairs = int(std::min<std::int64_t>(g.chunk_pairs, want));
+  }
   g.smem_words_per_row = g.chunk_pairs * 32 + 16;
   return g;
 }

@@ -22,7 +22,7 @@ struct Traits {
   static constexpr int kMaxTilesPerWarp = 2;   ///< V = 256: 16 row tiles over 8 warps
   static constexpr int kBatch = 4;             ///< records in flight per warp (4.6 KB)
   static constexpr int kBatch2 = NTiles == 4 ? 3 : 4;  ///< variants 1/2: records per batch (no spills at m > 24)
-  static constexpr int kGatherUnits = 8;       ///< variants 1/2: X words loaded per gather slice
+  static constexpr int kGatherUnits = NTiles >= 3 ? 4 : 8;  ///< variants 1/2: X words loaded per gather slice
   static constexpr int kMinBlocks = 2;         ///< variants 1/2: <= 128 registers, 2 blocks per SM
 };
 

@@ -50,23 +50,17 @@ PrepareFn pick_prepare(int nt) {
 
 class Instance final : public detail::KernelInstance {
  public:
-  Instance(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt) {
-    sv::Packed packed = sv::pack(w);
-    layout_ = packed.layout;
+  Instance(std::shared_ptr<const DeviceWeight> dw, const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt)
+      : dw_(std::move(dw)) {
+    layout_ = dw_->layout;
     geom_ = geometry_for(w, desc, opt);
-    records_ = DeviceBuffer(packed.records.size());
-    records_.upload(packed.records.data(), packed.records.size());
-    if (!packed.sel.empty()) {
-      sel_ = DeviceBuffer(packed.sel.size());
-      sel_.upload(packed.sel.data(), packed.sel.size());
-    }
     if (geom_.splits > 1) ws_ = DeviceBuffer(std::size_t(geom_.splits) * std::size_t(desc.m) * std::size_t(layout_.n) * 4);
     if (geom_.splits > 1 && geom_.variant != 0) {
       counters_ = DeviceBuffer(std::size_t(layout_.groups) * sizeof(int));
       SPARSENM_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.size()));
     }
-    p_.w = records_.as<uint4>();
-    p_.sel = sel_.as<std::uint8_t>();
+    p_.w = dw_->records.as<uint4>();
+    p_.sel = dw_->sel.as<std::uint8_t>();
     p_.ws = ws_.as<float>();
     p_.counters = counters_.as<int>();
     p_.m = int(desc.m);
@@ -97,7 +91,8 @@ class Instance final : public detail::KernelInstance {
  private:
   sv::Layout layout_;
   sv::Geometry geom_;
-  DeviceBuffer records_, sel_, ws_, counters_;
+  std::shared_ptr<const DeviceWeight> dw_;
+  DeviceBuffer ws_, counters_;
   Params p_;
   LaunchFn fn_ = nullptr;
 };
@@ -150,13 +145,44 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   return g;
 }
 
-std::unique_ptr<detail::KernelInstance> create(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt) {
+std::shared_ptr<const DeviceWeight> upload(const CondensedMatrix& w) {
+  sv::Packed packed;
+  try {
+    packed = sv::pack(w);
+  } catch (const std::invalid_argument& e) {
+    throw InvalidArgument("weight", std::string(kName) + ": " + e.what());
+  }
+  auto dw = std::make_shared<DeviceWeight>();
+  dw->layout = packed.layout;
+  dw->dtype = w.dtype;
+  dw->records = DeviceBuffer(packed.records.size());
+  dw->records.upload(packed.records.data(), packed.records.size());
+  if (!packed.sel.empty()) {
+    dw->sel = DeviceBuffer(packed.sel.size());
+    dw->sel.upload(packed.sel.data(), packed.sel.size());
+  }
+  return dw;
+}
+
+std::unique_ptr<detail::KernelInstance> create(std::shared_ptr<const DeviceWeight> dw, const CondensedMatrix& w,
+                                               const MatmulDesc& desc, const Options& opt) {
   const std::string why = unsupported(w, desc);
   if (!why.empty()) throw InvalidArgument("weight", std::string(kName) + ": " + why);
   if (opt.force_splits < 0) throw InvalidArgument("options.force_splits", "must be >= 0");
   if (opt.variant < -1 || opt.variant >= sv::kVariants)
     throw InvalidArgument("options.variant", "must be -1 (plan's choice) or 0.." + std::to_string(sv::kVariants - 1));
-  return std::make_unique<Instance>(w, desc, opt);
+  if (!dw) throw InvalidArgument("weight", std::string(kName) + ": no uploaded weight");
+  const sv::Layout l = sv::Layout::of(w.layout);
+  if (dw->dtype != w.dtype || dw->layout.n != l.n || dw->layout.k != l.k || dw->layout.window != l.window ||
+      dw->layout.group_rows != l.group_rows || dw->layout.venom != l.venom)
+    throw InvalidArgument("weight", std::string(kName) + ": the uploaded weight is not this matrix's");
+  return std::make_unique<Instance>(std::move(dw), w, desc, opt);
+}
+
+std::unique_ptr<detail::KernelInstance> create(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt) {
+  const std::string why = unsupported(w, desc);
+  if (!why.empty()) throw InvalidArgument("weight", std::string(kName) + ": " + why);
+  return create(upload(w), w, desc, opt);
 }
 
 }  // namespace sparsenm::cuda::vnm_small

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "cuda/common.cuh"
 #include "cuda/vnm_small/layout.hpp"
 #include "plan/registry.hpp"
 
@@ -33,6 +34,22 @@ int default_variant(const CondensedMatrix& w, std::int64_t m);
 
 /// Empty when the kernel supports (weight, desc); else the reason.
 std::string unsupported(const CondensedMatrix& w, const MatmulDesc& desc);
+
+/// The packed weight on the device (records + selection), shareable by instances of any m and
+/// variant (the benchmark packs once per matrix).
+struct DeviceWeight {
+  sparsenm::vnm_small::Layout layout;
+  DType dtype = DType::f16;
+  DeviceBuffer records, sel;
+};
+
+/// Packs and uploads w. Throws InvalidArgument on an unsupported pattern or dtype.
+std::shared_ptr<const DeviceWeight> upload(const CondensedMatrix& w);
+
+/// An instance on an uploaded weight (dw must come from upload(w) of this w). Throws
+/// InvalidArgument when unsupported or when dw does not match w's shape, pattern and dtype.
+std::unique_ptr<detail::KernelInstance> create(std::shared_ptr<const DeviceWeight> dw, const CondensedMatrix& w,
+                                               const MatmulDesc& desc, const Options& options = {});
 
 /// Packs the weight to the device and fixes the launch geometry. Throws InvalidArgument when
 /// unsupported. The instance's run() launches 1 or 2 kernels on the given stream.
