@@ -122,15 +122,15 @@ TEST(VnmSmallLayout, LayoutAndGeometryValues) {
   EXPECT_EQ(l.sel_bytes(), std::size_t(8 * 128 * 4));
   for (int m : {1, 8, 9, 17, 32})
     for (int variant = 0; variant < sv::kVariants; ++variant) {
-    const sv::Geometry g = sv::choose_geometry(l, m, 132, variant);
-    EXPECT_EQ(g.variant, variant);
-    EXPECT_EQ(g.n_tiles, (m + 7) / 8);
-    EXPECT_EQ(g.smem_words_per_row % 32, 16) << "bank-conflict-free stride";
-    EXPECT_EQ(g.buffers, variant >= 2 ? 2 : 1);
-    EXPECT_LE(g.smem_bytes() / std::size_t(g.buffers), 48u * 1024u);
-    EXPECT_LE(g.smem_bytes(), 227u * 1024u / 2) << "two blocks per SM";
-    EXPECT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
-    EXPECT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
+      const sv::Geometry g = sv::choose_geometry(l, m, 132, variant);
+      EXPECT_EQ(g.variant, variant);
+      EXPECT_EQ(g.n_tiles, (m + 7) / 8);
+      EXPECT_EQ(g.smem_words_per_row % 32, 16) << "bank-conflict-free stride";
+      EXPECT_EQ(g.buffers, variant >= 2 ? 2 : 1);
+      EXPECT_LE(g.smem_bytes() / std::size_t(g.buffers), 48u * 1024u);
+      EXPECT_LE(g.smem_bytes(), 227u * 1024u / 2) << "two blocks per SM";
+      EXPECT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
+      EXPECT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
     }
   const sv::Layout hw = sv::Layout::of(FormatLayout::of(Pattern::hw24(), 50, 9));
   EXPECT_FALSE(hw.venom);
@@ -160,6 +160,8 @@ TEST(VnmSmallLayout, GatherUnitsCoverChunkOnceAndStayInBounds) {
         ASSERT_LE(m, rows);
         ASSERT_EQ(S % 32, 16);
         ASSERT_LE(g.smem_bytes(), 227u * 1024u);
+        ASSERT_LE(g.smem_bytes(), sv::max_smem_bytes(g.n_tiles)) << "the launcher's per-function limit";
+        if (variant == 0) ASSERT_LE(g.smem_bytes(), 48u * 1024u) << "variant 0 sets no limit";
         ASSERT_EQ(g.smem_bytes(), std::size_t(g.buffers) * std::size_t(rows) * S * 4);
         for (std::int64_t c0 = 0; c0 < l.pairs; c0 += g.chunk_pairs) {
           const int words = int(std::min<std::int64_t>(g.chunk_pairs, l.pairs - c0)) * 32;
@@ -204,6 +206,27 @@ TEST(VnmSmallLayout, GatherUnitsCoverChunkOnceAndStayInBounds) {
   std::vector<int> seen(16, 0);
   for (int j = 0; j < 16; ++j) ++seen[std::size_t(sv::xs_slot(j))];
   for (int c : seen) EXPECT_EQ(c, 1);
+}
+
+TEST(VnmSmallLayout, EveryGeometryFitsTheLaunchersSharedMemoryLimit) {
+  // The launcher sets one dynamic shared-memory limit per kernel function (max_smem_bytes); the
+  // geometry of any shape, m, variant, SM count and occupancy must fit it (run of ca6f7f6: a
+  // limit taken from one geometry failed a later launch).
+  for (Pattern pat : {Pattern::venom(32, 8), Pattern::venom(64, 5), Pattern::venom(128, 16), Pattern::venom(256, 32),
+                      Pattern::hw24()})
+    for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{40, 100}, {4096, 4096}, {28672, 8192}, {300, 20000}})
+      for (int m = 1; m <= 32; ++m)
+        for (int variant = 0; variant < sv::kVariants; ++variant)
+          for (int sms : {1, 16, 132})
+            for (int bps : {1, 2, 3, 8}) {
+              const sv::Layout l = sv::Layout::of(FormatLayout::of(pat, n, k));
+              const sv::Geometry g = sv::choose_geometry(l, m, sms, variant, bps);
+              ASSERT_LE(g.smem_bytes(), sv::max_smem_bytes(g.n_tiles)) << pat.str() << " m=" << m << " v" << variant;
+              ASSERT_GE(g.chunk_pairs, 1);
+              ASSERT_GE(g.splits, 1);
+              ASSERT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
+              ASSERT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
+            }
 }
 
 TEST(VnmSmallLayout, SplitsFillWholeWaves) {

@@ -1,4 +1,9 @@
-// sparsenm — cuda:vnm_gemv variants 1 (batched) and 2 (pipelined); variant 0 is kernel.cuh.
+// sparsenm — cuda:vnm_gemv variants 1 (batched) and 2/3 (pipelined); variant 0 is kernel.cuh.
+//
+// Status: correct on the H200 (all VnmSmallGpu tests, racecheck and memcheck clean) but SLOWER
+// than variant 0 (device run of ca6f7f6, docs/PERF-vnm-small.md "Run 2 measured"): the gather
+// below is instruction bound (~180 SASS instructions per unit, recomputed per X row), not
+// latency bound as assumed when it was written. Not the plan's choice; kept for the next attempt.
 //
 // Same records, tiling and mma.sp math as kernel.cuh (read its header first). What differs:
 //

@@ -2,6 +2,7 @@
 // the variant in the geometry. Included only by the small per-instantiation .cu files (inst_*.cu).
 #pragma once
 #include <algorithm>
+#include <stdexcept>
 
 #include "cuda/common.cuh"
 #include "cuda/vnm_small/kernel.cuh"
@@ -23,8 +24,14 @@ template <class T, int NT>
 int prepare(int variant, int threads, std::size_t smem_bytes) {
   using Tr = Traits<T, NT>;
   const void* k = kernel_of<Tr>(variant);
-  if (smem_bytes > 48u * 1024u)
-    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)));
+  // The limit is per function and shared by every instance: always the bound of any geometry of
+  // this instantiation, never this geometry's size (device run of ca6f7f6: a limit set from one
+  // geometry made a later, larger launch fail with cudaErrorInvalidValue).
+  constexpr std::size_t kBound = sparsenm::vnm_small::max_smem_bytes(NT);
+  static_assert(kBound <= 227u * 1024u, "staged X exceeds the sm_90 shared-memory opt-in");
+  if (smem_bytes > kBound) throw std::logic_error("vnm_small: geometry exceeds max_smem_bytes");
+  if (variant != 0)  // variant 0 stays <= 48 KB (one buffer)
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
   int blocks = 0;
   SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, threads, smem_bytes));
   return blocks;

@@ -173,6 +173,13 @@ struct Geometry {
   std::size_t smem_bytes() const noexcept { return std::size_t(buffers) * buffer_words() * 4; }
 };
 
+/// Upper bound of Geometry::smem_bytes() for n_tiles (any variant, any shape): chunks are at most
+/// 32 / n_tiles pairs, 2 buffers. The launcher sets each kernel's dynamic shared-memory limit to
+/// this bound once (cudaFuncSetAttribute is per function, shared by every instance).
+constexpr std::size_t max_smem_bytes(int n_tiles) {
+  return std::size_t(2) * std::size_t(8 * n_tiles) * std::size_t((32 / n_tiles) * 32 + 16) * 4;
+}
+
 /// m in 1..32; sms: multiprocessors of the device; blocks_per_sm: resident blocks of the chosen
 /// kernel (occupancy; the split heuristic of variants 1/2 fills whole waves of sms * blocks_per_sm).
 inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2, int blocks_per_sm = 2) {
