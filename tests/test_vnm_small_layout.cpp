@@ -126,7 +126,7 @@ TEST(VnmSmallLayout, LayoutAndGeometryValues) {
       EXPECT_EQ(g.variant, variant);
       EXPECT_EQ(g.n_tiles, (m + 7) / 8);
       EXPECT_EQ(g.smem_words_per_row % 32, 16) << "bank-conflict-free stride";
-      EXPECT_EQ(g.buffers, variant >= 2 ? 2 : 1);
+      EXPECT_EQ(g.buffers, sv::pipelined_variant(variant) ? 2 : 1);
       EXPECT_LE(g.smem_bytes() / std::size_t(g.buffers), 48u * 1024u);
       EXPECT_LE(g.smem_bytes(), 227u * 1024u / 2) << "two blocks per SM";
       EXPECT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
@@ -161,7 +161,7 @@ TEST(VnmSmallLayout, GatherUnitsCoverChunkOnceAndStayInBounds) {
         ASSERT_EQ(S % 32, 16);
         ASSERT_LE(g.smem_bytes(), 227u * 1024u);
         ASSERT_LE(g.smem_bytes(), sv::max_smem_bytes(g.n_tiles)) << "the launcher's per-function limit";
-        if (variant == 0) ASSERT_LE(g.smem_bytes(), 48u * 1024u) << "variant 0 sets no limit";
+        if (!sv::pipelined_variant(variant)) ASSERT_LE(g.smem_bytes(), 48u * 1024u) << "one-buffer variants set no limit";
         ASSERT_EQ(g.smem_bytes(), std::size_t(g.buffers) * std::size_t(rows) * S * 4);
         for (std::int64_t c0 = 0; c0 < l.pairs; c0 += g.chunk_pairs) {
           const int words = int(std::min<std::int64_t>(g.chunk_pairs, l.pairs - c0)) * 32;
@@ -185,6 +185,21 @@ TEST(VnmSmallLayout, GatherUnitsCoverChunkOnceAndStayInBounds) {
             }
           }
           for (int c : owner) ASSERT_EQ(c, 1);
+          // Variant 4's row gather (gather_rows in kernel.cuh): thread tid takes words j = tid,
+          // tid + threads, ...; rows in batches of 8 while i0 < min(kRows, m), stores for i < m.
+          std::vector<int> owner4(std::size_t(m) * std::size_t(words), 0);
+          for (int tid = 0; tid < threads; ++tid)
+            for (int j = tid; j < words; j += threads)
+              for (int i0 = 0; i0 < rows && i0 < m; i0 += 8)
+                for (int ii = 0; ii < 8; ++ii) {
+                  const int i = i0 + ii;
+                  ASSERT_LT(i, rows) << "a row batch passed the staged rows";
+                  if (i >= m) continue;
+                  const int off = i * S + sv::xs_slot(j);
+                  ASSERT_LT(off, m * S);
+                  ++owner4[std::size_t(i) * std::size_t(words) + std::size_t(j)];
+                }
+          for (int c : owner4) ASSERT_EQ(c, 1);
         }
       }
     // word_columns == gathered_column for every group, window and word half

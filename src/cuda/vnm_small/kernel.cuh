@@ -107,7 +107,78 @@ __device__ __forceinline__ void store_out(const Params& p, int i, std::int64_t r
   }
 }
 
-template <class Tr>
+/// Variant 4's gather: word j of the chunk for all m rows at once. The word's two columns are
+/// decoded once (one selection load), then each X row costs two 2-byte loads (one 4-byte load
+/// for hw24 pairs when k is even), a combine and a store: ~10 instructions per (row, word)
+/// instead of ~96 in variant 0's loop (run 2: the gather is instruction bound). Rows are taken in
+/// batches of 8 (kRows is a multiple of 8, so a batch never passes the staged rows).
+/// The m rows of one gathered word into d[i * S] (i < m), branch free: kPair = one 4-byte load
+/// of the adjacent pair (plo), else two 2-byte loads (a missing column reads as 0).
+template <int kRows, bool kPair>
+__device__ __forceinline__ void rows_of_word(const Params& p, const std::uint16_t* plo, const std::uint16_t* phi,
+                                             bool has_lo, bool has_hi, std::uint32_t* d, int S) {
+  static_assert(kRows % 8 == 0, "row batches of 8 must tile the staged rows");
+  const std::size_t k = std::size_t(p.k);
+  // row pointers advance by k per row (no per-row multiply); d by S words
+  for (int i0 = 0; i0 < kRows && i0 < p.m; i0 += 8) {
+    std::uint32_t v[8];
+    const std::uint16_t* rlo = plo;
+    const std::uint16_t* rhi = phi;
+#pragma unroll
+    for (int ii = 0; ii < 8; ++ii) {
+      const bool in = i0 + ii < p.m;
+      if constexpr (kPair) {
+        v[ii] = in ? __ldg(reinterpret_cast<const unsigned int*>(rlo)) : 0u;
+      } else {
+        const std::uint32_t lo = (in && has_lo) ? std::uint32_t(__ldg(rlo)) : 0u;
+        const std::uint32_t hi = (in && has_hi) ? std::uint32_t(__ldg(rhi)) : 0u;
+        v[ii] = lo | (hi << 16);
+      }
+      rlo += k;
+      rhi += k;
+    }
+    std::uint32_t* dd = d;
+#pragma unroll
+    for (int ii = 0; ii < 8; ++ii) {
+      if (i0 + ii < p.m) *dd = v[ii];
+      dd += S;
+    }
+    plo = rlo;
+    phi = rhi;
+    d = dd;
+  }
+}
+
+/// Variant 4's gather: word j of the chunk for all m rows at once. The word's two columns are
+/// decoded once (one selection load), then each X row costs two 2-byte loads (one 4-byte load
+/// for hw24 pairs when k is even), a combine and a store, without branches (rows_of_word),
+/// instead of ~96 instructions per row and word in variant 0's loop (run 2: the gather is
+/// instruction bound). Rows in batches of 8 (kRows is a multiple of 8: a batch never passes the
+/// staged rows).
+template <int kRows>
+__device__ __forceinline__ void gather_rows(const Params& p, std::int64_t wbase, int words, const std::uint8_t* sel,
+                                            std::uint32_t* xs, int S) {
+  const std::uint16_t* x = static_cast<const std::uint16_t*>(p.x);
+  const bool hw_pairs = sel == nullptr && (p.k & 1) == 0;  // (4w + 2h, +1): 4-byte aligned in every row
+  for (int j = threadIdx.x; j < words; j += blockDim.x) {
+    const std::int64_t w = wbase + (j >> 1);
+    unsigned s16 = sparsenm::vnm_small::identity_sel16(j);
+    if (sel != nullptr) s16 = w < p.windows ? unsigned(__ldg(reinterpret_cast<const unsigned short*>(sel + w * 4 + 2 * (j & 1)))) : 0u;
+    std::int64_t c_lo, c_hi;
+    sparsenm::vnm_small::word_columns(w, s16, p.window, p.windows, p.k, c_lo, c_hi);
+    const std::uint16_t* plo = x + (c_lo >= 0 ? c_lo : 0);
+    const std::uint16_t* phi = x + (c_hi >= 0 ? c_hi : 0);
+    std::uint32_t* d = xs + sparsenm::vnm_small::xs_slot(j);
+    if (hw_pairs && c_lo >= 0)  // hw24, k even: c_hi == c_lo + 1 < k
+      rows_of_word<kRows, true>(p, plo, phi, true, true, d, S);
+    else
+      rows_of_word<kRows, false>(p, plo, phi, c_lo >= 0, c_hi >= 0, d, S);
+  }
+}
+
+/// kRowGather = false: variant 0 (run 1's kernel, unchanged); true: variant 4 (gather_rows, rows
+/// m..kRows-1 zeroed once per block instead of once per chunk).
+template <class Tr, bool kRowGather = false>
 __global__ void __launch_bounds__(Tr::kMaxThreads) vnm_small_kernel(const Params p) {
   using T = typename Tr::T;
   constexpr int NT = Tr::kNTiles;
@@ -134,11 +205,16 @@ __global__ void __launch_bounds__(Tr::kMaxThreads) vnm_small_kernel(const Params
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[a][b][c] = 0.0f;
 
+  if constexpr (kRowGather) {
+    for (int idx = threadIdx.x; idx < (kRows - p.m) * S; idx += blockDim.x) xs[p.m * S + idx] = 0u;
+  }
   for (std::int64_t c0 = pair0; c0 < pair1; c0 += p.chunk_pairs) {
     const int npairs = int(min(std::int64_t(p.chunk_pairs), pair1 - c0));
     // ---- stage the chunk's gathered X: word j of row i = gathered columns 2j, 2j+1 ----
     const int words = npairs * 32;
     const std::int64_t wbase = c0 * 16;
+    if constexpr (kRowGather) gather_rows<kRows>(p, wbase, words, sel, xs, S);
+    else
     for (int idx = threadIdx.x; idx < kRows * words; idx += blockDim.x) {
       const int i = idx / words, j = idx - i * words;
       std::uint32_t v = 0;

@@ -14,7 +14,8 @@ namespace sparsenm::cuda::vnm_small {
 template <class Tr>
 const void* kernel_of(int variant) {
   switch (variant) {
-    case 0: return reinterpret_cast<const void*>(&vnm_small_kernel<Tr>);
+    case 0: return reinterpret_cast<const void*>(&vnm_small_kernel<Tr, false>);
+    case 4: return reinterpret_cast<const void*>(&vnm_small_kernel<Tr, true>);
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
     default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
   }
@@ -30,7 +31,7 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
   constexpr std::size_t kBound = sparsenm::vnm_small::max_smem_bytes(NT);
   static_assert(kBound <= 227u * 1024u, "staged X exceeds the sm_90 shared-memory opt-in");
   if (smem_bytes > kBound) throw std::logic_error("vnm_small: geometry exceeds max_smem_bytes");
-  if (variant != 0)  // variant 0 stays <= 48 KB (one buffer)
+  if (sparsenm::vnm_small::pipelined_variant(variant))  // one-buffer variants stay <= 48 KB
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
   int blocks = 0;
   SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, threads, smem_bytes));
@@ -44,15 +45,20 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
   const dim3 block(unsigned(32 * g.warps));
   switch (g.variant) {
     case 0:
-      vnm_small_kernel<Tr><<<grid, block, g.smem_bytes(), stream>>>(p);
+      vnm_small_kernel<Tr, false><<<grid, block, g.smem_bytes(), stream>>>(p);
       SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel");
+      if (g.splits > 1) launch_reduce(p, stream);
+      break;
+    case 4:
+      vnm_small_kernel<Tr, true><<<grid, block, g.smem_bytes(), stream>>>(p);
+      SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel<row gather>");
       if (g.splits > 1) launch_reduce(p, stream);
       break;
     case 1:
       vnm_small_kernel2<Tr, false><<<grid, block, g.smem_bytes(), stream>>>(p);
       SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel2<batched>");
       break;
-    default:  // 2, 3
+    default:  // 2, 3 (1: above)
       vnm_small_kernel2<Tr, true><<<grid, block, g.smem_bytes(), stream>>>(p);
       SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel2<pipelined>");
       break;

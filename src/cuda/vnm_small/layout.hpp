@@ -155,9 +155,16 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 record batches of chunk c (one __syncthreads per chunk)
 ///   3 pipelined, short blocks - the kernel of 2 with the whole-wave split rule (more, shorter
 ///                 blocks; measures the tail-vs-prologue trade-off)
+///   4 row gather - variant 0 (same geometry, reduce kernel) with a gather that decodes a word's
+///                 columns once and loads all m rows (~10 instead of ~96 instructions per row
+///                 and word); zero rows written once. Written after run 2, NOT yet measured.
 /// Variants 1/2 split k into at most one wave of resident blocks (floor(slots / groups)) and
 /// size chunks so a block has ~3 of them.
-inline constexpr int kVariants = 4;
+inline constexpr int kVariants = 5;
+/// Variants with two staged-X buffers and the gather interleaved with the record batches.
+constexpr bool pipelined_variant(int v) { return v == 2 || v == 3; }
+/// Variants launched with run 1's geometry rules and the separate reduce kernel.
+constexpr bool run1_geometry(int v) { return v == 0 || v == 4; }
 
 struct Geometry {
   int variant = 2;          ///< see kVariants
@@ -191,7 +198,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
   g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X per buffer for every m
   if (g.warps <= 2) g.chunk_pairs = std::max(1, g.chunk_pairs / 2);
-  g.buffers = variant >= 2 ? 2 : 1;
+  g.buffers = pipelined_variant(variant) ? 2 : 1;
   // Caps: the fp32 partials of a split (m * 8 bytes per row, written and read back through L2)
   // stay below a quarter of the row's weight bytes (4.5 per window), every split keeps >= 2
   // pairs, at most 16 splits.
@@ -199,7 +206,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   cap = std::min<std::int64_t>(cap, std::max<std::int64_t>(1, std::int64_t(0.25 * 4.5 * double(l.windows) / (8.0 * m))));
   cap = std::min<std::int64_t>(cap, 16);
   std::int64_t splits = 1;
-  if (variant == 0) {
+  if (run1_geometry(variant)) {
     // Run-1 rule: enough warps for ~4 blocks of 8 warps per SM.
     const std::int64_t warps_total = l.groups * g.warps;
     const std::int64_t target = std::int64_t(std::max(1, sms)) * 32;
@@ -224,7 +231,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   }
   g.pairs_per_split = (l.pairs + splits - 1) / splits;
   g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
-  if (variant >= 1) {
+  if (!run1_geometry(variant)) {
     // ~3 chunks per block (the pipelined gather needs a next chunk), >= 4 pairs per chunk.
     const std::int64_t want = std::max<std::int64_t>(4, (g.pairs_per_split + 2) / 3);
     g.chunk_pairs = int(std::min<std::int64_t>(g.chunk_pairs, want));

@@ -55,7 +55,7 @@ class Instance final : public detail::KernelInstance {
     layout_ = dw_->layout;
     geom_ = geometry_for(w, desc, opt);
     if (geom_.splits > 1) ws_ = DeviceBuffer(std::size_t(geom_.splits) * std::size_t(desc.m) * std::size_t(layout_.n) * 4);
-    if (geom_.splits > 1 && geom_.variant != 0) {
+    if (geom_.splits > 1 && !sv::run1_geometry(geom_.variant)) {  // last-block reduction
       counters_ = DeviceBuffer(std::size_t(layout_.groups) * sizeof(int));
       SPARSENM_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.size()));
     }
