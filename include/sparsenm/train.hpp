@@ -74,7 +74,8 @@ enum class GradLayout {
 /// byte to condense(sparsenm::mvue24(dZ^T, seed), hw24) of the CPU reference (prune.hpp): same
 /// estimator (water-filling inclusion probabilities min(1, c |x_i|), values x_i / p_i, pair
 /// drawn by systematic sampling; exact arithmetic order in src/cuda/train/mvue_rule.hpp), same
-/// Philox-4x32-10 stream (key = seed, counter = (token / 4, feature); philox.hpp), the dtype
+/// Philox-4x32-10 stream (key = seed, counter = (token / 16, feature), word (token / 4) % 4;
+/// philox.hpp), the dtype
 /// rounding of the dense result, then the canonical condense positions (nonzero values first,
 /// then the lowest free positions). Unbiased, minimum variance among 2-of-4 estimators.
 /// Groups past the last token are padded with zeros; non-finite groups keep their two largest

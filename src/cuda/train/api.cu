@@ -114,7 +114,8 @@ void mvue24(DType dtype, const void* g, std::int64_t tokens, std::int64_t featur
     a.aligned = tokens % 32 == 0 && features % 2 == 0 && aligned16(g) && aligned16(out.values) &&
                 aligned16(out.indices);
   } else {
-    a.aligned = tokens % 8 == 0 && aligned16(g) && aligned16(out.values);
+    a.aligned = tokens % 16 == 0 && aligned16(g) && aligned16(out.values) &&
+                reinterpret_cast<std::uintptr_t>(out.indices) % 2 == 0;
   }
   dispatch(dtype, [&](auto tag) { launch_mvue24<decltype(tag)>(a, as_stream(stream)); });
 }
