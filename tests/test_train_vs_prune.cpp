@@ -44,15 +44,15 @@ TEST(TrainVsPrune, TransposableBlocksBitForBit) {
   const auto& pats = prune_detail::transposable_patterns();
   int bad = 0;
   for (int it = 0; it < 50000; ++it) {
-    double mag[4][4];
+    float mag[4][4];
     float a[4][4];
     for (int r = 0; r < 4; ++r)
       for (int c = 0; c < 4; ++c) {
         const float x = draw(g, it % 5);
-        mag[r][c] = prune_detail::rank_magnitude(x);
+        mag[r][c] = prune_detail::rank_magnitude_f32(x);
         a[r][c] = train::detail::rank_magnitude24(x);
       }
-    bad += pats[std::size_t(prune_detail::best_transposable_pattern(mag))] != train::detail::best_pattern24<double>(a);
+    bad += pats[std::size_t(prune_detail::best_transposable_pattern(mag))] != train::detail::best_pattern24(a);
   }
   EXPECT_EQ(bad, 0);
 }
@@ -68,7 +68,7 @@ TEST(TrainVsPrune, TransposableMatrixWithTails) {
           const std::int64_t rr = 4 * bi + r, cc = 4 * bj + c;
           a[r][c] = rr < 37 && cc < 45 ? train::detail::rank_magnitude24(w.at(rr, cc)) : 0.f;
         }
-      const unsigned m = train::detail::best_pattern24<double>(a);
+      const unsigned m = train::detail::best_pattern24(a);
       for (int r = 0; r < 4; ++r)
         for (int c = 0; c < 4; ++c) {
           const std::int64_t rr = 4 * bi + r, cc = 4 * bj + c;

@@ -49,25 +49,30 @@ double mag(const HostMat& w, std::int64_t r, std::int64_t c) {
   return std::isnan(a) ? INFINITY : a;
 }
 
-/// Host brute force, the CPU reference's rule (train.hpp): fp64 magnitudes (NaN -> inf),
-/// S = ((s0 + s1) + s2) + s3, strict > over the patterns in ascending mask value.
+/// Host brute force, the CPU reference's rule (train.hpp, src/prune/transposable.hpp): fp32
+/// magnitudes (NaN -> inf), pair sums s_r, B = s0 + s1, T = s2 + s3, V = T + B (fp32); the
+/// largest V, then the smallest top half (bits 8..15), then the largest B, then the smallest
+/// bottom half -- written order-free over the 90 patterns.
 std::vector<std::uint16_t> brute_mask(const HostMat& w) {
   const std::int64_t br = (w.rows + 3) / 4, bc = (w.cols + 3) / 4;
   std::vector<std::uint16_t> out(std::size_t(br * bc));
   for (std::int64_t i = 0; i < br; ++i)
     for (std::int64_t j = 0; j < bc; ++j) {
-      double a[4][4];
+      float a[4][4];
       for (int r = 0; r < 4; ++r)
-        for (int c = 0; c < 4; ++c) a[r][c] = mag(w, 4 * i + r, 4 * j + c);
-      double best = -1.0;
-      std::uint16_t bm = mask_of(patterns90()[0]);
+        for (int c = 0; c < 4; ++c) a[r][c] = float(mag(w, 4 * i + r, 4 * j + c));
+      float best = -1.0f, best_b = -1.0f;
+      unsigned bm = 0xffffu;
       for (const auto& p : patterns90()) {
-        double s[4];
+        float s[4];
         for (int r = 0; r < 4; ++r) s[r] = a[r][kPa[p[r]]] + a[r][kPb[p[r]]];
-        const double v = ((s[0] + s[1]) + s[2]) + s[3];
-        if (v > best) best = v, bm = mask_of(p);
+        const float b = s[0] + s[1], v = (s[2] + s[3]) + b;
+        const unsigned m = mask_of(p);
+        const bool better = v > best || (v == best && (m >> 8) < (bm >> 8)) ||
+                            (v == best && (m >> 8) == (bm >> 8) && (b > best_b || (b == best_b && m < bm)));
+        if (better) best = v, best_b = b, bm = m;
       }
-      out[std::size_t(i * bc + j)] = bm;
+      out[std::size_t(i * bc + j)] = std::uint16_t(bm);
     }
   return out;
 }

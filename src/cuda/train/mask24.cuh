@@ -16,7 +16,8 @@
 // - Mask: two uint16 per thread (one 4-byte store on interior tiles).
 // Bytes moved per element (f16): 2 read + 1 + 1/8 (S(W)) + 1 + 1/8 (S(W)^T) + 1/8 (mask) =
 // 4.375 B, every output written once. Floor = bytes / copy bandwidth. Compute: ~16 fp32 ops
-// per element for the search (pattern24.cuh) — in fp64, to match the CPU reference bit for bit.
+// per element for the search (pattern24.cuh), fp32 as the CPU reference. Batches (gridDim.z):
+// matrices stored back to back, one launch.
 // Tails: partial tiles (or unaligned shapes) take the guarded element-wise path; elements past
 // the matrix read as 0 (logical zero padding, train.hpp).
 #pragma once
@@ -33,12 +34,27 @@ struct Mask24Traits {
   static constexpr int kThreads = 256, kTileRows = 128, kTileCols = 64;
 };
 
+/// Moves every pointer of `a` to matrix z of a batch stored back to back.
+template <class Raw>
+__device__ __forceinline__ void offset_to_matrix(Mask24Args& a, std::int64_t z) {
+  const std::int64_t rows = a.rows, cols = a.cols, brows = (rows + 3) / 4, bcols = (cols + 3) / 4;
+  a.w = static_cast<const Raw*>(a.w) + z * rows * cols;
+  if (a.mask_in) a.mask_in += z * brows * bcols;
+  if (a.mask_out) a.mask_out += z * brows * bcols;
+  if (a.w_values) a.w_values = static_cast<Raw*>(a.w_values) + z * rows * 2 * bcols;
+  if (a.w_indices) a.w_indices += z * rows * ((bcols + 1) / 2);
+  if (a.wt_values) a.wt_values = static_cast<Raw*>(a.wt_values) + z * cols * 2 * brows;
+  if (a.wt_indices) a.wt_indices += z * cols * ((brows + 1) / 2);
+}
+
 template <class T, bool kSearch>
-__global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 1 : 4) mask24_kernel(Mask24Args args) {
+__global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 2 : 4) mask24_kernel(Mask24Args args_in) {
   using E = Elem<T>;
   using Raw = typename E::Raw;
   using Traits = Mask24Traits;
   __shared__ TileT<Raw> tile;
+  Mask24Args args = args_in;
+  if (blockIdx.z > 0) offset_to_matrix<Raw>(args, blockIdx.z);
 
   const int tid = threadIdx.x, tcl = tid & 7, brl = tid >> 3;
   const std::int64_t rows = args.rows, cols = args.cols;
@@ -70,7 +86,7 @@ __global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 1 : 4) mask2
       for (int r = 0; r < 4; ++r)
 #pragma unroll
         for (int c = 0; c < 4; ++c) a[r][c] = rank_magnitude24(E::to_float(b == 0 ? x[r][c] : x[r][4 + c]));
-      const unsigned m = best_pattern24<double>(a);
+      const unsigned m = best_pattern24(a);
       if (b == 0) bm[0] = m;
       else bm[1] = m;
     }
@@ -151,7 +167,7 @@ template <class T>
 void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
   using Traits = Mask24Traits;
   const dim3 grid(unsigned((a.cols + Traits::kTileCols - 1) / Traits::kTileCols),
-                  unsigned((a.rows + Traits::kTileRows - 1) / Traits::kTileRows));
+                  unsigned((a.rows + Traits::kTileRows - 1) / Traits::kTileRows), unsigned(a.batch));
   if (search) mask24_kernel<T, true><<<grid, Traits::kThreads, 0, s>>>(a);
   else mask24_kernel<T, false><<<grid, Traits::kThreads, 0, s>>>(a);
   SPARSENM_CUDA_CHECK_LAUNCH("mask24_kernel");

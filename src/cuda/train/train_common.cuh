@@ -83,7 +83,8 @@ struct Mask24Args {
   void* wt_values = nullptr;
   std::uint8_t* wt_indices = nullptr;
   std::uint32_t* violations = nullptr;
-  bool aligned = false;  ///< shapes and pointers allow the vector path on interior tiles
+  std::int64_t batch = 1;  ///< matrices stored back to back (blockIdx.z), each rows x cols
+  bool aligned = false;    ///< shapes and pointers allow the vector path on interior tiles
 };
 
 struct Mvue24Args {
