@@ -122,6 +122,26 @@ TEST(TrainRules, QuadPositions) {
   EXPECT_EQ(detail::quad_positions(0x8).hi, 3);
 }
 
+TEST(TrainRules, QuadPositionsTableAndMaskColumns) {
+  for (unsigned m = 0; m < 16; ++m) {  // the documented rule, spelled out
+    int pos[2], n = 0;
+    for (int i = 0; i < 4 && n < 2; ++i)
+      if (m & (1u << i)) pos[n++] = i;
+    for (int i = 0; i < 4 && n < 2; ++i)
+      if (!(m & (1u << i)) && (n == 0 || pos[0] != i)) pos[n++] = i;
+    const int lo = std::min(pos[0], pos[1]), hi = std::max(pos[0], pos[1]);
+    const auto q = detail::quad_positions(m | 0x30u);  // high bits ignored
+    EXPECT_EQ(q.lo, lo) << m;
+    EXPECT_EQ(q.hi, hi) << m;
+  }
+  for (unsigned m = 0; m < 65536; ++m)
+    for (int c = 0; c < 4; ++c) {
+      unsigned want = 0;
+      for (int r = 0; r < 4; ++r) want |= ((m >> (4 * r + c)) & 1u) << r;
+      ASSERT_EQ(detail::mask_column(m, c), want) << m << "," << c;
+    }
+}
+
 TEST(TrainRules, MvueRuleMatchesTheCpuReferenceBitForBit) {
   std::mt19937 g(3);
   std::uniform_real_distribution<float> d(-1.f, 1.f);

@@ -48,7 +48,7 @@ __device__ __forceinline__ void offset_to_matrix(Mask24Args& a, std::int64_t z) 
 }
 
 template <class T, bool kSearch>
-__global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 2 : 4) mask24_kernel(Mask24Args args_in) {
+__global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 2 : (sizeof(T) == 2 ? 4 : 3)) mask24_kernel(Mask24Args args_in) {
   using E = Elem<T>;
   using Raw = typename E::Raw;
   using Traits = Mask24Traits;
@@ -65,16 +65,43 @@ __global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 2 : 4) mask2
                     (col_tile + 1) * Traits::kTileCols <= cols;
   const Raw* __restrict__ w = static_cast<const Raw*>(args.w);
 
-  Raw x[4][8];
+  // The thread's 4 rows x 8 elements as 32-bit words: 16-bit types packed two per word
+  // (element c of row r in word c / 2, half c % 2), f32 one per word.
+  constexpr bool k16 = sizeof(Raw) == 2;
+  constexpr int kWords = k16 ? 4 : 8;
+  std::uint32_t xw[4][kWords];
   if (fast) {
 #pragma unroll
-    for (int r = 0; r < 4; ++r) load_vec<Raw, 8>(w + (r0 + r) * cols + c0, x[r]);
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int v = 0; v < kWords / 4; ++v) {
+        const uint4 q = __ldcs(reinterpret_cast<const uint4*>(w + (r0 + r) * cols + c0) + v);
+        xw[r][4 * v] = q.x, xw[r][4 * v + 1] = q.y, xw[r][4 * v + 2] = q.z, xw[r][4 * v + 3] = q.w;
+      }
   } else {
 #pragma unroll
     for (int r = 0; r < 4; ++r)
 #pragma unroll
-      for (int j = 0; j < 8; ++j) x[r][j] = (r0 + r < rows && c0 + j < cols) ? w[(r0 + r) * cols + c0 + j] : Raw(0);
+      for (int k = 0; k < kWords; ++k) {
+        if constexpr (k16) {
+          const std::int64_t c = c0 + 2 * k;
+          const std::uint32_t e0 = (r0 + r < rows && c < cols) ? w[(r0 + r) * cols + c] : 0u;
+          const std::uint32_t e1 = (r0 + r < rows && c + 1 < cols) ? w[(r0 + r) * cols + c + 1] : 0u;
+          xw[r][k] = e0 | (e1 << 16);
+        } else {
+          xw[r][k] = (r0 + r < rows && c0 + k < cols) ? w[(r0 + r) * cols + c0 + k] : 0u;
+        }
+      }
   }
+  auto elem = [&](int r, int c) -> Raw {
+    if constexpr (k16) return Raw(xw[r][c / 2] >> (16 * (c % 2)));
+    else return Raw(xw[r][c]);
+  };
+  // 16-bit types: the stored pair (lo | hi << 16) of a quad held in words (q0, q1), by one byte
+  // permute; selector bytes (2lo, 2lo+1, 2hi, 2hi+1) from the quad nibble lo | hi << 2.
+  auto pair16 = [](std::uint32_t q0, std::uint32_t q1, unsigned nib) {
+    return __byte_perm(q0, q1, 0x1010u + (nib & 3u) * 0x22u + (nib & 0xcu) * 0x880u);
+  };
 
   const std::int64_t br = r0 / 4, bc = c0 / 4;
   unsigned bm[2];
@@ -85,10 +112,8 @@ __global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 2 : 4) mask2
 #pragma unroll
       for (int r = 0; r < 4; ++r)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) a[r][c] = rank_magnitude24(E::to_float(b == 0 ? x[r][c] : x[r][4 + c]));
-      const unsigned m = best_pattern24(a);
-      if (b == 0) bm[0] = m;
-      else bm[1] = m;
+        for (int c = 0; c < 4; ++c) a[r][c] = rank_magnitude24(E::to_float(elem(r, 4 * b + c)));
+      bm[b] = best_pattern24(a);
     }
   } else {
 #pragma unroll
@@ -113,19 +138,29 @@ __global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 2 : 4) mask2
     Raw* __restrict__ wv = static_cast<Raw*>(args.w_values);
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
+      std::uint32_t pw[2];  // 16-bit: packed pairs
       Raw v[4];
       unsigned nib[2];
 #pragma unroll
       for (int b = 0; b < 2; ++b) {
         const QuadPos q = quad_positions(bm[b] >> (4 * r));
-        v[2 * b] = sel4(x[r][4 * b], x[r][4 * b + 1], x[r][4 * b + 2], x[r][4 * b + 3], q.lo);
-        v[2 * b + 1] = sel4(x[r][4 * b], x[r][4 * b + 1], x[r][4 * b + 2], x[r][4 * b + 3], q.hi);
         nib[b] = unsigned(q.lo) | (unsigned(q.hi) << 2);
+        if constexpr (k16) {
+          pw[b] = pair16(xw[r][2 * b], xw[r][2 * b + 1], nib[b]);
+          v[2 * b] = Raw(pw[b]);
+          v[2 * b + 1] = Raw(pw[b] >> 16);
+        } else {
+          v[2 * b] = sel4(elem(r, 4 * b), elem(r, 4 * b + 1), elem(r, 4 * b + 2), elem(r, 4 * b + 3), q.lo);
+          v[2 * b + 1] = sel4(elem(r, 4 * b), elem(r, 4 * b + 1), elem(r, 4 * b + 2), elem(r, 4 * b + 3), q.hi);
+        }
         if (!kSearch && q.bad && r0 + r < rows && bc + b < bcols) ++bad;
       }
       const std::int64_t row = r0 + r;
       if (fast) {
-        if (wv) store_vec<Raw, 4>(wv + row * vcols + 2 * bc, v);
+        if (wv) {
+          if constexpr (k16) __stcs(reinterpret_cast<uint2*>(wv + row * vcols + 2 * bc), make_uint2(pw[0], pw[1]));
+          else store_vec<Raw, 4>(wv + row * vcols + 2 * bc, v);
+        }
         if (args.w_indices) args.w_indices[row * irb + bc / 2] = std::uint8_t(nib[0] | (nib[1] << 4));
       } else if (row < rows) {
 #pragma unroll
@@ -144,14 +179,18 @@ __global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 2 : 4) mask2
   if (want_t) {
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
-      const int b = c / 4, cc = c % 4;
-      const unsigned m = bm[b];
-      const unsigned col = ((m >> cc) & 1u) | (((m >> (4 + cc)) & 1u) << 1) | (((m >> (8 + cc)) & 1u) << 2) |
-                           (((m >> (12 + cc)) & 1u) << 3);
-      const QuadPos q = quad_positions(col);
-      const Raw lo = sel4(x[0][c], x[1][c], x[2][c], x[3][c], q.lo);
-      const Raw hi = sel4(x[0][c], x[1][c], x[2][c], x[3][c], q.hi);
-      tile.put(8 * tcl + c, brl, lo, hi, unsigned(q.lo) | (unsigned(q.hi) << 2));
+      const QuadPos q = quad_positions(mask_column(bm[c / 4], c % 4));
+      const unsigned nib = unsigned(q.lo) | (unsigned(q.hi) << 2);
+      if constexpr (k16) {
+        const unsigned half_sel = (c & 1) ? 0x7632u : 0x5410u;  // column c of rows (0, 1), (2, 3)
+        const std::uint32_t c01 = __byte_perm(xw[0][c / 2], xw[1][c / 2], half_sel);
+        const std::uint32_t c23 = __byte_perm(xw[2][c / 2], xw[3][c / 2], half_sel);
+        tile.put_word(8 * tcl + c, brl, pair16(c01, c23, nib), nib);
+      } else {
+        const Raw lo = sel4(elem(0, c), elem(1, c), elem(2, c), elem(3, c), q.lo);
+        const Raw hi = sel4(elem(0, c), elem(1, c), elem(2, c), elem(3, c), q.hi);
+        tile.put(8 * tcl + c, brl, lo, hi, nib);
+      }
       if (!kSearch && q.bad && c0 + c < cols && br < brows) ++bad;
     }
   }

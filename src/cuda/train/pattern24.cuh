@@ -142,20 +142,34 @@ struct QuadPos {
   int lo, hi;
   bool bad;
 };
+/// (lo | hi << 2) of quad_positions for every 4-bit mask, 4 bits each: a 64-bit constant.
+constexpr std::uint64_t quad_nibble_table() {
+  std::uint64_t t = 0;
+  for (unsigned m = 0; m < 16; ++m) {
+    unsigned keep = 0;
+    int n = 0;
+    for (int i = 0; i < 4 && n < 2; ++i)
+      if (m & (1u << i)) keep |= 1u << i, ++n;
+    for (int i = 0; i < 4 && n < 2; ++i)
+      if (!(keep & (1u << i))) keep |= 1u << i, ++n;
+    int lo = -1, hi = -1;
+    for (int i = 0; i < 4; ++i)
+      if (keep & (1u << i)) (lo < 0 ? lo : hi) = i;
+    t |= std::uint64_t(unsigned(lo) | (unsigned(hi) << 2)) << (4 * m);
+  }
+  return t;
+}
+constexpr std::uint64_t kQuadNibbles = quad_nibble_table();
+/// Bit m set iff the 4-bit mask m does not keep exactly 2.
+constexpr unsigned kQuadBad = 0xffffu & ~((1u << 3) | (1u << 5) | (1u << 6) | (1u << 9) | (1u << 10) | (1u << 12));
 SPARSENM_HD QuadPos quad_positions(unsigned m4) {
   m4 &= 0xfu;
-  const int pc = popc4(m4);
-  unsigned m = m4;
-  if (pc != 2) {
-    unsigned keep = 0;
-    for (int i = 0; i < 4 && popc4(keep) < 2; ++i)
-      if (m4 & (1u << i)) keep |= 1u << i;
-    for (int i = 0; i < 4 && popc4(keep) < 2; ++i)
-      if (!(keep & (1u << i))) keep |= 1u << i;
-    m = keep;
-  }
-  return QuadPos{lowest_bit(m), highest_bit(m), pc != 2};
+  const unsigned nib = unsigned(kQuadNibbles >> (4 * m4)) & 0xfu;
+  return QuadPos{int(nib & 3u), int(nib >> 2), ((kQuadBad >> m4) & 1u) != 0u};
 }
+/// Column c (0..3) of a 16-bit block mask as a 4-bit quad (bit r = row r): the bits c, c+4,
+/// c+8, c+12 gathered by one multiply (the partial products land on distinct bits).
+SPARSENM_HD unsigned mask_column(unsigned m, int c) { return ((((m >> c) & 0x1111u) * 0x1248u) >> 12) & 0xfu; }
 
 /// Selects v[i] for a runtime i in 0..3 without local memory.
 template <class Raw>
