@@ -113,7 +113,7 @@ Suite train_suite() {
       r.bytes = bytes;
       const double gbps = bytes / (t.median * 1e6);
       const double same = copy_same_size_GBps(bytes, warmup, reps);
-      char buf[256];
+      char buf[512];
       std::snprintf(buf, sizeof buf, "GBps=%.0f frac_copy=%.3f copy_same_size_GBps=%.0f frac_same_size=%.3f L2 rotated over %d slot(s)%s%s",
                     gbps, ctx.copy_GBps > 0 ? gbps / ctx.copy_GBps : 0.0, same, gbps / same, slots, extra.empty() ? "" : "; ",
                     extra.c_str());
@@ -160,6 +160,40 @@ Suite train_suite() {
                got_v == ref_v ? "apply(search mask) == search: ok" : "apply(search mask) != search: MISMATCH");
         }
       }
+      // ---- aggregate: the mask refresh of every c_fc weight of the model in one batched launch
+      //      (and apply), i.e. what the refresh every l steps costs; same-size copy in the note ----
+      {
+        const std::int64_t layers = d == 1280 ? 36 : 48;
+        for (DType t : {DType::f16, DType::f32}) {
+          const std::int64_t B = layers, R = 4 * d, C = d;
+          const std::size_t wb = std::size_t(B * R * C) * dtype_size(t), mb = std::size_t(B * train::mask24_words(R, C)) * 2;
+          const std::size_t vb = std::size_t(B * R * train::hw24_value_cols(C)) * dtype_size(t),
+                            ib = std::size_t(B * R * train::hw24_index_row_bytes(C));
+          const std::size_t tvb = std::size_t(B * C * train::hw24_value_cols(R)) * dtype_size(t),
+                            tib = std::size_t(B * C * train::hw24_index_row_bytes(R));
+          const double bytes = double(wb + mb + vb + ib + tvb + tib);
+          const int slots = rotation_slots(bytes);
+          Slots b(slots, {wb, mb, vb, ib, tvb, tib});
+          for (int i = 0; i < slots; ++i) fill(b.at(i, 0), wb, 21u + unsigned(i));
+          auto search = [&](int i) {
+            train::transposable_mask24_batched(t, b.at(i, 0), B, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
+                                               {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
+                                               {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
+          };
+          const std::string what = "all " + std::to_string(B) + " c_fc weights [" + std::to_string(R) + "][" +
+                                   std::to_string(C) + "] in one batched launch";
+          emit("mask24_search_batched", std::string(to_string(t)), B, R, C, "transposable_mask24_batched",
+               time_calls(search, slots, warmup, reps), bytes, slots, what);
+          for (int i = 0; i < slots; ++i) search(i);
+          auto apply = [&](int i) {
+            train::apply_mask24_batched(t, b.at(i, 0), B, R, C, static_cast<const std::uint16_t*>(b.at(i, 1)),
+                                        {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
+                                        {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
+          };
+          emit("mask24_apply_batched", std::string(to_string(t)), B, R, C, "apply_mask24_batched",
+               time_calls(apply, slots, warmup, reps), bytes, slots, what);
+        }
+      }
       // ---- MVUE of dZ^T: dZ [tokens][n], n = 4d (c_fc output) and d (c_proj output) ----
       for (std::int64_t T : tokens) {
         for (std::int64_t n : {4 * d, d}) {
@@ -199,6 +233,26 @@ Suite train_suite() {
         };
         emit("masked_decay", std::string(to_string(t)), 0, R, C, "masked_decay", time_calls(call, slots, warmup, reps), bytes, slots,
              "grad r/w + w + mask");
+      }
+      // ---- masked decay over every c_fc weight of the model in one call (stacked rows) ----
+      for (DType t : {DType::f32, DType::f16}) {
+        const std::int64_t layers = d == 1280 ? 36 : 48;
+        const std::int64_t R = layers * 4 * d, C = d;
+        const std::size_t wb = std::size_t(R * C) * dtype_size(t), mb = std::size_t(train::mask24_words(R, C)) * 2;
+        const double bytes = double(3 * wb + mb);
+        const int slots = rotation_slots(bytes);
+        Slots b(slots, {wb, wb, mb});
+        for (int i = 0; i < slots; ++i) {
+          fill(b.at(i, 0), wb, 6u + unsigned(i));
+          fill(b.at(i, 1), wb, 66u + unsigned(i));
+          fill(b.at(i, 2), mb, 666u + unsigned(i));
+        }
+        auto call = [&](int i) {
+          train::masked_decay(t, b.at(i, 0), b.at(i, 1), static_cast<const std::uint16_t*>(b.at(i, 2)), R, C, 1e-30f);
+        };
+        emit("masked_decay_all_layers", std::string(to_string(t)), layers, R, C, "masked_decay",
+             time_calls(call, slots, warmup, reps), bytes, slots,
+             "all " + std::to_string(layers) + " c_fc weights stacked, one call; grad r/w + w + mask");
       }
       // ---- flip count: one layer's c_fc mask, and all FFN masks of the model in one buffer ----
       {

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -264,6 +265,56 @@ TEST(Mask24Apply, InvalidMasksAreCountedAndStoredByTheRule) {
   EXPECT_EQ(std::int64_t(g.violations), bad);
   expect_hw24_equal(a, g.wv, g.wi, w.esz(), "invalid S(W)");
   expect_hw24_equal(tt, g.wtv, g.wti, w.esz(), "invalid S(W)^T");
+}
+
+TEST(Mask24Batched, EachMatrixEqualsTheSingleCall) {
+  SPARSENM_REQUIRE_GPU();
+  for (const auto& [t, R, C] : {Case{DType::f16, 128, 96}, Case{DType::bf16, 64, 64}, Case{DType::f16, 37, 45},
+                                Case{DType::f32, 36, 20}}) {
+    const std::int64_t B = 3;
+    const HostMat all = random_mat(t, B * R, C, 77 + std::uint64_t(R + C));  // B matrices back to back
+    const std::size_t mw = std::size_t(train::mask24_words(R, C));
+    const std::size_t wvb = std::size_t(R * train::hw24_value_cols(C)) * all.esz(),
+                      wib = std::size_t(R * train::hw24_index_row_bytes(C));
+    const std::size_t tvb = std::size_t(C * train::hw24_value_cols(R)) * all.esz(),
+                      tib = std::size_t(C * train::hw24_index_row_bytes(R));
+    auto dw = upload(all.bytes.data(), all.bytes.size());
+    auto dmask = poisoned(B * mw * 2), dwv = poisoned(B * wvb), dwi = poisoned(B * wib), dtv = poisoned(B * tvb),
+         dti = poisoned(B * tib);
+    const train::Compressed24View w24{dwv.get(), dwi.as<std::uint8_t>()}, wt24{dtv.get(), dti.as<std::uint8_t>()};
+    train::transposable_mask24_batched(t, dw.get(), B, R, C, dmask.as<std::uint16_t>(), w24, wt24);
+    SPARSENM_CUDA_CHECK(cudaGetLastError());
+    const auto mask = download<std::uint16_t>(dmask, B * mw);
+    const auto wv = download<std::byte>(dwv, B * wvb), wtv = download<std::byte>(dtv, B * tvb);
+    const auto wi = download<std::uint8_t>(dwi, B * wib), wti = download<std::uint8_t>(dti, B * tib);
+    for (std::int64_t i = 0; i < B; ++i) {
+      HostMat one(t, R, C);
+      std::memcpy(one.bytes.data(), all.bytes.data() + std::size_t(i * R * C) * all.esz(), one.bytes.size());
+      const GpuOut g = run_gpu(one, nullptr);
+      EXPECT_TRUE(std::equal(g.mask.begin(), g.mask.end(), mask.begin() + std::ptrdiff_t(i * mw))) << R << "x" << C << " #" << i;
+      EXPECT_TRUE(std::equal(g.wv.begin(), g.wv.end(), wv.begin() + std::ptrdiff_t(i * wvb))) << "S(W) #" << i;
+      EXPECT_TRUE(std::equal(g.wi.begin(), g.wi.end(), wi.begin() + std::ptrdiff_t(i * wib))) << "S(W) idx #" << i;
+      EXPECT_TRUE(std::equal(g.wtv.begin(), g.wtv.end(), wtv.begin() + std::ptrdiff_t(i * tvb))) << "S(W)^T #" << i;
+      EXPECT_TRUE(std::equal(g.wti.begin(), g.wti.end(), wti.begin() + std::ptrdiff_t(i * tib))) << "S(W)^T idx #" << i;
+      EXPECT_EQ(g.mask, brute_mask(one)) << "#" << i;
+    }
+    // apply, batched, with the searched masks: the same outputs, no violations
+    auto dv2 = poisoned(B * wvb), di2 = poisoned(B * wib), dtv2 = poisoned(B * tvb), dti2 = poisoned(B * tib);
+    cuda::DeviceBuffer dviol(4);
+    SPARSENM_CUDA_CHECK(cudaMemset(dviol.get(), 0, 4));
+    train::apply_mask24_batched(t, dw.get(), B, R, C, dmask.as<std::uint16_t>(), {dv2.get(), di2.as<std::uint8_t>()},
+                                {dtv2.get(), dti2.as<std::uint8_t>()}, dviol.as<std::uint32_t>());
+    SPARSENM_CUDA_CHECK(cudaGetLastError());
+    EXPECT_EQ(download<std::byte>(dv2, B * wvb), wv);
+    EXPECT_EQ(download<std::uint8_t>(di2, B * wib), wi);
+    EXPECT_EQ(download<std::byte>(dtv2, B * tvb), wtv);
+    EXPECT_EQ(download<std::uint8_t>(dti2, B * tib), wti);
+    EXPECT_EQ(download<std::uint32_t>(dviol, 1)[0], 0u);
+  }
+  int dummy = 0;
+  std::uint16_t* m = reinterpret_cast<std::uint16_t*>(&dummy);
+  EXPECT_THROW(train::transposable_mask24_batched(DType::f16, &dummy, 0, 4, 4, m, {}, {}), InvalidArgument);
+  EXPECT_THROW(train::apply_mask24_batched(DType::f16, &dummy, 65536, 4, 4, m, {&dummy, nullptr}, {}), InvalidArgument);
 }
 
 TEST(Mask24Args, ErrorsNameTheArgument) {
