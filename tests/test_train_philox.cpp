@@ -50,6 +50,21 @@ TEST(MvueUniform, FollowsTheCpuReferenceCounterLayout) {
   EXPECT_NE(u4[0], u4[1]);
 }
 
+TEST(Philox, PrecomputedRoundKeysGiveTheSameStream) {
+  for (std::uint64_t seed : {0ull, 1ull, 0x0123456789abcdefull, ~0ull}) {
+    const PhiloxKeys k = philox_keys(seed);
+    for (std::uint32_t c : {0u, 7u, 0xdeadbeefu}) {
+      const Philox4 a = philox4x32_10(c, c + 1, c * 3, ~c, std::uint32_t(seed), std::uint32_t(seed >> 32));
+      const Philox4 b = philox4x32_10(c, c + 1, c * 3, ~c, k);
+      for (int j = 0; j < 4; ++j) EXPECT_EQ(a.v[j], b.v[j]);
+    }
+    float u1[4], u2[4];
+    mvue_uniform4(seed, 12345, 678, u1);
+    mvue_uniform4(k, 12345, 678, u2);
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(u1[j], u2[j]);
+  }
+}
+
 TEST(MvueUniform, RoughlyUniform) {
   double sum = 0, sq = 0;
   const int n = 1 << 16;

@@ -105,8 +105,8 @@ TEST(TrainVsPrune, MvueUniformAndGroupBitForBit) {
     }
     float vlo = 0.f, vhi = 0.f;
     const bool fast = train::detail::mvue_group_pair(xs, u1, lo, hi, vlo, vhi);
-    if (!(finite && nonzero >= 3)) ASSERT_FALSE(fast) << it;
-    fast_candidates += finite && nonzero >= 3;
+    if (!(finite && nonzero >= 2)) ASSERT_FALSE(fast) << it;
+    fast_candidates += finite && nonzero >= 2;
     if (fast) {
       ++fast_groups;
       float y3[4] = {0.f, 0.f, 0.f, 0.f};

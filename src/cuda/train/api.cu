@@ -122,6 +122,7 @@ void mvue24(DType dtype, const void* g, std::int64_t tokens, std::int64_t featur
   a.features = features;
   a.token_major = layout == GradLayout::token_major;
   a.seed = seed;
+  a.keys = philox_keys(seed);
   a.values = out.values;
   a.indices = out.indices;
   if (a.token_major) {

@@ -12,7 +12,7 @@
 //   Results are staged in TileT (64 feature rows x 32 windows) and written as 128-byte rows.
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: the branch-free fast rule (mvue_group_pair; the full rule only for groups
-// with <= 2 nonzeros or non-finite values) + a quarter of a Philox-4x32-10 call (one call serves
+// with < 2 nonzeros, non-finite values or a rounding corner) + a quarter of a Philox-4x32-10 call (one call serves
 // 4 consecutive groups of a feature: the counter layout of the CPU reference).
 #pragma once
 #include <cstdint>
@@ -39,8 +39,8 @@ __device__ __forceinline__ void mvue_window(Raw x0, Raw x1, Raw x2, Raw x3, floa
   int lo, hi;
   float flo, fhi;
   if (mvue_group_pair(x, u, lo, hi, flo, fhi)) {
-    // both kept values round to nonzero words (|value| >= 1.5 x the dtype's least subnormal),
-    // so the condense positions are (lo, hi)
+    // both kept values round to nonzero words (an input value, or a sum of >= 2 nonzero
+    // magnitudes (halved): >= the dtype's least subnormal), so the condense positions are (lo, hi)
     vlo = E::from_float(flo);
     vhi = E::from_float(fhi);
     nib = unsigned(lo) | (unsigned(hi) << 2);
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_k
 #pragma unroll
       for (int j = 0; j < kTok; ++j) x[j] = t0 + j < T_ ? g[f * T_ + t0 + j] : Raw(0);
     float u[4];
-    mvue_uniform4(args.seed, std::uint64_t(f), std::uint64_t(t0 / kTok), u);
+    mvue_uniform4(args.keys, std::uint64_t(f), std::uint64_t(t0 / kTok), u);
     Raw v[8];
     unsigned nib[4];
 #pragma unroll
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_token_major_ker
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
     float u[4];  // groups t0/4 .. t0/4 + 3: one Philox call (t0 is a multiple of 16)
-    mvue_uniform4(args.seed, std::uint64_t(f0 + k), std::uint64_t(t0 / 16), u);
+    mvue_uniform4(args.keys, std::uint64_t(f0 + k), std::uint64_t(t0 / 16), u);
 #pragma unroll
     for (int b = 0; b < 4; ++b) {
       Raw vlo, vhi;

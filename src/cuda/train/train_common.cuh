@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "cuda/train/philox.hpp"
+
 namespace sparsenm::train::detail {
 
 /// Element traits: raw storage word, conversions, and how many elements one 16-byte access holds.
@@ -92,6 +94,7 @@ struct Mvue24Args {
   std::int64_t tokens = 0, features = 0;
   bool token_major = true;
   std::uint64_t seed = 0;
+  PhiloxKeys keys{};  ///< philox_keys(seed)
   void* values = nullptr;
   std::uint8_t* indices = nullptr;
   bool aligned = false;
