@@ -269,8 +269,11 @@ TEST(Mask24Apply, InvalidMasksAreCountedAndStoredByTheRule) {
 
 TEST(Mask24Batched, EachMatrixEqualsTheSingleCall) {
   SPARSENM_REQUIRE_GPU();
+  // one CTA per tile (shapes with tails or not multiples of 128 x 64) and the pipelined
+  // persistent kernel (multiples; 2048 x 1024 x 3 = 768 tiles: several per CTA)
   for (const auto& [t, R, C] : {Case{DType::f16, 128, 96}, Case{DType::bf16, 64, 64}, Case{DType::f16, 37, 45},
-                                Case{DType::f32, 36, 20}}) {
+                                Case{DType::f32, 36, 20}, Case{DType::f16, 256, 128}, Case{DType::f32, 128, 64},
+                                Case{DType::f16, 2048, 1024}}) {
     const std::int64_t B = 3;
     const HostMat all = random_mat(t, B * R, C, 77 + std::uint64_t(R + C));  // B matrices back to back
     const std::size_t mw = std::size_t(train::mask24_words(R, C));

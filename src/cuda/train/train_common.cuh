@@ -87,6 +87,7 @@ struct Mask24Args {
   std::uint32_t* violations = nullptr;
   std::int64_t batch = 1;  ///< matrices stored back to back (blockIdx.z), each rows x cols
   bool aligned = false;    ///< shapes and pointers allow the vector path on interior tiles
+  bool pipelined = true;   ///< use the persistent cp.async kernel where every tile qualifies
 };
 
 struct Mvue24Args {
