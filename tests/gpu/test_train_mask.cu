@@ -14,6 +14,7 @@
 
 #include "sparsenm/error.hpp"
 #include "sparsenm/train.hpp"
+#include "cuda/train/train_common.cuh"
 #include "train_test_util.hpp"
 
 namespace sparsenm::test {
@@ -269,8 +270,7 @@ TEST(Mask24Apply, InvalidMasksAreCountedAndStoredByTheRule) {
 
 TEST(Mask24Batched, EachMatrixEqualsTheSingleCall) {
   SPARSENM_REQUIRE_GPU();
-  // one CTA per tile (shapes with tails or not multiples of 128 x 64) and the pipelined
-  // persistent kernel (multiples; 2048 x 1024 x 3 = 768 tiles: several per CTA)
+  // tails, partial and full 128 x 64 tiles, and a large batch (2048 x 1024 x 3 = 768 tiles)
   for (const auto& [t, R, C] : {Case{DType::f16, 128, 96}, Case{DType::bf16, 64, 64}, Case{DType::f16, 37, 45},
                                 Case{DType::f32, 36, 20}, Case{DType::f16, 256, 128}, Case{DType::f32, 128, 64},
                                 Case{DType::f16, 2048, 1024}}) {
@@ -318,6 +318,60 @@ TEST(Mask24Batched, EachMatrixEqualsTheSingleCall) {
   std::uint16_t* m = reinterpret_cast<std::uint16_t*>(&dummy);
   EXPECT_THROW(train::transposable_mask24_batched(DType::f16, &dummy, 0, 4, 4, m, {}, {}), InvalidArgument);
   EXPECT_THROW(train::apply_mask24_batched(DType::f16, &dummy, 65536, 4, 4, m, {&dummy, nullptr}, {}), InvalidArgument);
+}
+
+TEST(Mask24Pipelined, OptInKernelEqualsTheDefault) {
+  // The opt-in persistent cp.async kernel (Mask24Args::pipelined; the bench's comparison) must
+  // write exactly what the default kernel writes. (At 45ca19c it was the API's kernel for these
+  // shapes and passed every test above on an H200.)
+  SPARSENM_REQUIRE_GPU();
+  for (const auto& [t, R, C] : {Case{DType::f16, 2048, 1024}, Case{DType::f32, 256, 64}}) {
+    for (bool search : {true, false}) {
+      const std::int64_t B = 3;
+      const HostMat all = random_mat(t, B * R, C, 5 + std::uint64_t(R));
+      const std::size_t mw = std::size_t(B * train::mask24_words(R, C));
+      const std::size_t vb = std::size_t(B * R * train::hw24_value_cols(C)) * all.esz(),
+                        ib = std::size_t(B * R * train::hw24_index_row_bytes(C));
+      auto dw = upload(all.bytes.data(), all.bytes.size());
+      auto dmask = poisoned(mw * 2);
+      if (!search) {  // a valid mask from the default search
+        train::transposable_mask24_batched(t, dw.get(), B, R, C, dmask.as<std::uint16_t>(), {}, {});
+        SPARSENM_CUDA_CHECK(cudaGetLastError());
+      }
+      std::vector<std::uint16_t> masks[2];
+      std::vector<std::byte> vals[2], tvals[2];
+      std::vector<std::uint8_t> idx[2], tidx[2];
+      for (int variant = 0; variant < 2; ++variant) {
+        auto dv = poisoned(vb), di = poisoned(ib), dtv = poisoned(vb), dti = poisoned(ib);
+        train::detail::Mask24Args a;
+        a.w = dw.get();
+        a.rows = R;
+        a.cols = C;
+        a.batch = B;
+        if (search) a.mask_out = dmask.as<std::uint16_t>();
+        else a.mask_in = dmask.as<std::uint16_t>();
+        a.w_values = dv.get();
+        a.w_indices = di.as<std::uint8_t>();
+        a.wt_values = dtv.get();
+        a.wt_indices = dti.as<std::uint8_t>();
+        a.aligned = true;
+        a.pipelined = variant == 1;
+        if (t == DType::f16) train::detail::launch_mask24<__half>(a, search, nullptr);
+        else train::detail::launch_mask24<float>(a, search, nullptr);
+        SPARSENM_CUDA_CHECK(cudaGetLastError());
+        masks[variant] = download<std::uint16_t>(dmask, mw);
+        vals[variant] = download<std::byte>(dv, vb);
+        idx[variant] = download<std::uint8_t>(di, ib);
+        tvals[variant] = download<std::byte>(dtv, vb);
+        tidx[variant] = download<std::uint8_t>(dti, ib);
+      }
+      EXPECT_EQ(masks[0], masks[1]) << R << "x" << C << " search " << search;
+      EXPECT_EQ(vals[0], vals[1]);
+      EXPECT_EQ(idx[0], idx[1]);
+      EXPECT_EQ(tvals[0], tvals[1]);
+      EXPECT_EQ(tidx[0], tidx[1]);
+    }
+  }
 }
 
 TEST(Mask24Args, ErrorsNameTheArgument) {

@@ -225,7 +225,9 @@ __global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 2 : (sizeof(
   mask24_tile<T, kSearch>(args, row_tile, col_tile, fast, xw, tile);
 }
 
-/// Pipelined variant for problems whose tiles are all interior and aligned: a persistent grid
+/// Pipelined variant (opt-in, Mask24Args::pipelined; measured SLOWER than one CTA per tile on
+/// H200: batched f16 search 0.98 vs 0.95 ms, apply 1.03 vs 0.73 ms, f32 search 1.78 vs 1.32 ms;
+/// docs/PERF-train.md) for problems whose tiles are all interior and aligned: a persistent grid
 /// (kPipelinedCtas per SM) walks the tiles; each thread copies the next tile's words to shared memory
 /// with cp.async (16 B, L1 bypassed) while it works on the current one, so loads overlap the
 /// search / compression instead of waiting at the start of every CTA. A thread reads back only

@@ -87,7 +87,9 @@ struct Mask24Args {
   std::uint32_t* violations = nullptr;
   std::int64_t batch = 1;  ///< matrices stored back to back (blockIdx.z), each rows x cols
   bool aligned = false;    ///< shapes and pointers allow the vector path on interior tiles
-  bool pipelined = true;   ///< use the persistent cp.async kernel where every tile qualifies
+  /// Use the persistent cp.async kernel where every tile qualifies. Off by default: measured
+  /// slower than one CTA per tile (docs/PERF-train.md, results at 45ca19c); kept for the bench.
+  bool pipelined = false;
 };
 
 struct Mvue24Args {
