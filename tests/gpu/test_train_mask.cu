@@ -224,7 +224,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Mask24,
                                            Case{DType::bf16, 256, 128}, Case{DType::bf16, 61, 77},
                                            Case{DType::f32, 128, 128}, Case{DType::f32, 99, 13}));
 
-TEST(Mask24Ties, TiesGoToTheSmallestMaskValue) {
+TEST(Mask24Ties, TiesFollowTheDocumentedRule) {
   SPARSENM_REQUIRE_GPU();
   // values from a tiny set: many exact ties; plus all-zero and all-equal blocks
   HostMat w(DType::f16, 128, 128);
