@@ -401,6 +401,14 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
           me.measure(std::string("sparsenm:vnm_gemm_") + cs::to_string(tile) + sv.suffix, gemm, sparse_bytes,
                      l2.empty() ? "GEMM only (X^T given)" : l2 + "; GEMM only (X^T given)");
         }
+        if (wide && !ncu)  // the earlier gather experiments (no proxy fence / TMA rows) with the column-group order
+          for (int mode : {2, 3}) {
+            auto gm = [&] {
+              cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, tile, pr, nullptr, mode, {-2, true});
+            };
+            me.measure(std::string("sparsenm:vnm_gemm_") + cs::to_string(tile) + (mode == 2 ? "_nofence_mr2" : "_tmarows_mr2"), gm,
+                       sparse_bytes, "GEMM only, gather experiment");
+          }
         if (tile == plan_tile && !ncu) {
           // what the plan candidates run (transpose + GEMM): cuda:vnm_wgmma = _pf, cuda:vnm_wgmma_mr =
           // _mr2; _ctrl = the kernel before this change

@@ -263,6 +263,7 @@ TEST(SptcGpu3, Hw24ThreeWarpgroups) {
     for (DType in : {DType::f16, DType::bf16})
       for (DType out : {DType::f32, DType::f16, DType::bf16}) {
         if (in == DType::bf16 && out == DType::f16) continue;
+        if (m * n * k > 100000000 && !(in == DType::f16 && out == DType::f32)) continue;  // large: one dtype pair
         SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) + " " +
                      std::string(to_string(in)) + "->" + std::string(to_string(out)));
         const CondensedMatrix w = condense(random_pattern_matrix(Pattern::hw24(), in, n, k, seed, 0.0).view(), Pattern::hw24());
