@@ -143,16 +143,24 @@ __global__ void __launch_bounds__(384, 1)
 
   const int c = threadIdx.x / 128;  // consumer warpgroup: W rows 64c..64c+63 of the tile
   const int tid = threadIdx.x % 128;
-  auto load = [&](int j) {  // thread 0 only: local iteration j into slot j % STAGES
-    int tile, kb, tn, tm;
-    coords(j, tile, kb);
-    tile_nm(tile, tn, tm);
-    const int s = j % STAGES;
+  // thread 0's load cursor: loads are issued in order j = 0, 1, 2, ..., so (tile, k-block, tn, tm)
+  // advance by one k-block per load; the divisions of coords/tile_nm run once per tile, not on the
+  // refill path of every stage (thread 0 is also a consumer: its warp's wgmma waits for it)
+  int cur_j = 0, cur_tile = 0, cur_kb = 0, cur_tn = 0, cur_tm = 0;
+  auto seek = [&](int j) {
+    cur_j = j;
+    coords(j, cur_tile, cur_kb);
+    tile_nm(cur_tile, cur_tn, cur_tm);
+  };
+  auto load = [&]() {  // thread 0 only: the cursor's iteration into slot cur_j % STAGES, then advance
+    const int s = cur_j % STAGES;
     mbar_expect_tx(&full[s], C::TX_BYTES);
-    tma_load_2d(sA + s * C::A_BYTES, &tm_a, &full[s], kb * 32, tn * C::BM);
-    tma_load_2d(sB + s * C::B_BYTES, &tm_x, &full[s], kb * 64, tm * BN);
-    bulk_load(sM + s * NCONS * 128, meta + (std::size_t(kb) * n64_total + std::size_t(tn) * NCONS) * 128, C::M_BYTES,
-              &full[s]);
+    tma_load_2d(sA + s * C::A_BYTES, &tm_a, &full[s], cur_kb * 32, cur_tn * C::BM);
+    tma_load_2d(sB + s * C::B_BYTES, &tm_x, &full[s], cur_kb * 64, cur_tm * BN);
+    bulk_load(sM + s * NCONS * 128, meta + (std::size_t(cur_kb) * n64_total + std::size_t(cur_tn) * NCONS) * 128,
+              C::M_BYTES, &full[s]);
+    ++cur_j;
+    if (++cur_kb == K || cur_j == dp_iters) seek(cur_j);  // next tile, or the start of the stream-k range
   };
   // after the wgmma of iteration i retired: release its slot; thread 0 then waits until all 12
   // warps did and refills the slot with iteration i + STAGES
@@ -160,7 +168,7 @@ __global__ void __launch_bounds__(384, 1)
     if ((tid % 32) == 0) mbar_arrive(&empty[i % STAGES]);
     if (threadIdx.x == 0 && i + STAGES < n_local) {
       mbar_wait(&empty[i % STAGES], (i / STAGES) & 1);
-      load(i + STAGES);
+      load();  // the cursor is at i + STAGES
     }
   };
   if (threadIdx.x == 0) {
@@ -174,7 +182,7 @@ __global__ void __launch_bounds__(384, 1)
   }
   __syncthreads();
   if (threadIdx.x == 0)
-    for (int j = 0; j < min(STAGES, n_local); ++j) load(j);
+    for (seek(0); cur_j < min(STAGES, n_local);) load();
 
   float acc[BN / 2];
   const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
