@@ -368,8 +368,6 @@ TEST(VnmGpu, PersistentHw24PlanCandidate) {
   check_plan_candidate("cuda:sptc_24_wgmma_3", Pattern::hw24(), DType::f16, DType::f16, 129, 257, 1000, 802);
   check_plan_candidate("cuda:sptc_24_wgmma_3", Pattern::hw24(), DType::bf16, DType::bf16, 520, 384, 2044, 803);
   check_plan_candidate("cuda:sptc_24_wgmma_3", Pattern::element(2, 8), DType::f16, DType::f32, 3000, 1000, 600, 804);
-  check_plan_candidate("cuda:sptc_24_wgmma_3sk", Pattern::hw24(), DType::f16, DType::f16, 129, 257, 1000, 805);
-  check_plan_candidate("cuda:sptc_24_wgmma_3sk", Pattern::element(2, 8), DType::bf16, DType::f32, 3000, 4600, 200, 806);
 }
 
 // Small launches of both persistent paths, for compute-sanitizer (memcheck / racecheck) runs.

@@ -4,8 +4,6 @@
 //   cuda:sptc_24_wgmma_p  sm_90: the same product on the persistent kernel (wgmma_persistent.cu)
 //   cuda:sptc_24_wgmma_3  sm_90: 192 x 256 tiles on 3 warpgroups (sptc24_wgmma3.cu: one X stage in
 //                       shared memory feeds 3 warpgroups, fewer shared-memory bytes per MMA)
-//   cuda:sptc_24_wgmma_3sk  sm_90: the same kernel with stream-k for the last wave (persistent grid,
-//                       fp32 partials in a workspace; no wave quantization at n = 4096)
 //   cuda:vnm_wgmma      sm_90: V:2:M (venom) weights: X transposed into a workspace once per run,
 //                       cp.async gather of the selected columns, wgmma.mma_async.sp (trans-b);
 //                       tiles in groups of 8 row tiles sweeping all column tiles
@@ -59,12 +57,9 @@ int sm_count() {
 /// Packed weight on the device + the padded-X workspace when k % 8 != 0.
 class Sptc24Instance : public KernelInstance {
  public:
-  /// three: the 192 x 256 three-warpgroup kernel (cuda:sptc_24_wgmma_3; wgmma must be true);
-  /// stream_k: its stream-k grid (cuda:sptc_24_wgmma_3sk)
-  Sptc24Instance(const CondensedMatrix& w, const MatmulDesc& d, bool wgmma, bool persistent = false, bool three = false,
-                 bool stream_k = false)
+  /// three: the 192 x 256 three-warpgroup kernel (cuda:sptc_24_wgmma_3; wgmma must be true)
+  Sptc24Instance(const CondensedMatrix& w, const MatmulDesc& d, bool wgmma, bool persistent = false, bool three = false)
       : desc_(d), wgmma_(wgmma), persistent_(persistent), three_(three) {
-    w3opts_ = cs::W3Opts{stream_k};
     n_ = w.layout.rows;
     k_ = w.layout.cols;
     ldx_ = sptc::round_up(k_, 8);
@@ -83,10 +78,6 @@ class Sptc24Instance : public KernelInstance {
     a_.rows_pad = p.rows_pad;
     a_.k_pad = p.k_pad;
     if (ldx_ != k_) workspace_ = cuda::DeviceBuffer(std::size_t(d.m * ldx_) * 2);
-    if (three_ && stream_k) {  // partials + flags, zeroed once (the kernel leaves the flags at 0)
-      sk_workspace_ = cuda::DeviceBuffer(cs::sptc24_wgmma3_workspace_bytes());
-      SPARSENM_CUDA_CHECK(cudaMemset(sk_workspace_.get(), 0, sk_workspace_.size()));
-    }
     if (three_)
       map_ = cs::make_values_map_rows(a_, 192);
     else if (wgmma_)
@@ -101,7 +92,7 @@ class Sptc24Instance : public KernelInstance {
       p.x = workspace_.get();
     }
     if (three_)
-      cs::run_sptc24_wgmma3(a_, map_, p, s, w3opts_, sk_workspace_.get());
+      cs::run_sptc24_wgmma3(a_, map_, p, s);
     else if (persistent_)
       cs::run_sptc24_wgmma_persistent(a_, map_, ptile_, p, s);
     else if (wgmma_)
@@ -109,7 +100,7 @@ class Sptc24Instance : public KernelInstance {
     else
       cs::run_sptc24_mma(a_, p, s);
   }
-  std::size_t workspace_bytes() const override { return workspace_.size() + sk_workspace_.size(); }
+  std::size_t workspace_bytes() const override { return workspace_.size(); }
 
   /// Tile heuristic from the H200 run (bench/results/NVIDIA_H200-sptc-*.jsonl): 128x256 wins once
   /// it fills ~1.4 waves of CTAs (all m >= 2048 cases), 128x128 below that, 64x128 for tiny grids.
@@ -127,8 +118,7 @@ class Sptc24Instance : public KernelInstance {
   std::int64_t n_ = 0, k_ = 0, ldx_ = 0;
   cs::WgTile tile_ = cs::WgTile::m128n256;
   cs::PTile ptile_ = cs::PTile::r128n256;
-  cuda::DeviceBuffer values_, meta_, workspace_, sk_workspace_;
-  cs::W3Opts w3opts_;
+  cuda::DeviceBuffer values_, meta_, workspace_;
   cs::DeviceA a_;
   CUtensorMap map_{};
 };
@@ -208,14 +198,6 @@ void register_sptc_kernels(KernelRegistry& r) {
          },
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
            return std::make_unique<Sptc24Instance>(w, d, true, false, true);
-         }});
-  r.add({"cuda:sptc_24_wgmma_3sk", Backend::cuda,
-         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
-           if (cs::device_cc() != 90) return "needs an sm_90 device (Hopper; built as sm_90a)";
-           return common_unsupported(w, d);
-         },
-         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-           return std::make_unique<Sptc24Instance>(w, d, true, false, true, true);
          }});
   r.add({"cuda:vnm_wgmma", Backend::cuda, vnm_unsupported,
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {

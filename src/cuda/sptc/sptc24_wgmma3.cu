@@ -18,7 +18,8 @@
 // loads k-block kb-1+STAGES into it, so STAGES-1 k-blocks are in flight while one is consumed.
 // Epilogue as in sptc24_wgmma.cu: accumulators -> shared memory (fp32) -> 16-byte guarded stores.
 //
-// One option (template parameter, one kernel body):
+// One option (template parameter, one kernel body; an experiment, not a plan candidate: measured at
+// c026676 it lost to the 128 x 256 kernels in every bench case, docs/PERF-sptc.md):
 //  * SK = stream-k for the last wave (W3Opts::stream_k): a persistent grid of G = #SMs CTAs. With
 //    T tiles, the first (T/G - 1) full waves are whole tiles (CTA c: c, c+G, ...); the remaining
 //    r + G tiles (r = T % G; all T when T < G) are cut into k-block iterations split evenly over
