@@ -131,7 +131,7 @@ TEST(SptcGpu, EveryWgmmaTileShape) {
   REQUIRE_DEVICE();
   if (cs::device_cc() != 90) GTEST_SKIP() << "wgmma needs sm_90";
   for (cs::WgTile tile : {cs::WgTile::m128n256, cs::WgTile::m128n128, cs::WgTile::m64n256, cs::WgTile::m64n128}) {
-    for (const Case& c : {Case{300, 130, 520}, Case{513, 200, 192}, Case{7, 70, 64}}) {
+    for (const Case& c : {Case{300, 130, 520}, Case{513, 200, 192}, Case{7, 70, 64}, Case{260, 130, 1200}}) {
       Result r = check(Pattern::hw24(), DType::f16, DType::f32, c, 400 + int(tile), [&](const CondensedMatrix& w, void* x, void* y) {
         sptc::Packed24 p = sptc::pack_hw24(w, 128);
         cuda::DeviceBuffer v(p.values.size() * 2), mt(p.meta.size() * 4);

@@ -253,13 +253,47 @@ TEST(VnmGpu, PersistentHw24EveryTileShape) {
     }
 }
 
-// The 192 x 256 three-warpgroup 2:4 kernel: tails in m, n and k, one and many k-blocks (fewer and
-// more than the 4 ring slots), many tiles, every output dtype.
+/// Runs the 192 x 256 kernel in both variants (one tile per CTA / stream-k last wave) on one problem, each `reps` times (a race or a
+/// stale stream-k flag shows as a changing or wrong result), against one fp64 reference.
+void check_w3_variants(const CondensedMatrix& w, const DenseMatrix& x, DType in, DType out, int reps) {
+  const std::int64_t m = x.rows(), n = w.rows(), k = w.cols();
+  const std::vector<double> ref = reference_matmul_f64(x.view(), w);
+  sptc::Packed24 p = sptc::pack_hw24(w, 192);
+  cuda::DeviceBuffer v(p.values.size() * 2), mt(p.meta.size() * 4), ws(cs::sptc24_wgmma3_workspace_bytes());
+  v.upload(p.values.data(), v.size());
+  mt.upload(p.meta.data(), mt.size());
+  SPARSENM_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+  cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.rows, p.rows_pad, p.k_pad};
+  const CUtensorMap map = cs::make_values_map_rows(a, 192);
+  cuda::DeviceBuffer xd(x.size_bytes()), yd(std::size_t(m * n) * dtype_size(out));
+  xd.upload(x.data(), x.size_bytes());
+  for (const cs::W3Opts o : {cs::W3Opts{false}, cs::W3Opts{true}})
+    for (int rep = 0; rep < reps; ++rep) {
+      SPARSENM_CUDA_CHECK(cudaMemset(yd.get(), 0xFF, yd.size()));  // NaN in every dtype
+      cs::Problem pr{in, out, xd.get(), yd.get(), m, n, k, k};
+      cs::run_sptc24_wgmma3(a, map, pr, nullptr, o, ws.get());
+      SPARSENM_CUDA_CHECK(cudaGetLastError());
+      SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+      DenseMatrix y(out, m, n);
+      yd.download(y.data(), y.size_bytes());
+      double err = 0;
+      for (std::int64_t i = 0; i < m && std::isfinite(err); ++i)
+        for (std::int64_t j = 0; j < n; ++j)
+          if (!std::isfinite(y.at(i, j))) err = INFINITY;
+      if (std::isfinite(err)) err = relative_error(y.view(), ref);
+      EXPECT_LT(err, tolerance(out)) << "stream_k " << o.stream_k << " rep " << rep;
+    }
+}
+
+// The 192 x 256 three-warpgroup 2:4 kernel, every variant: tails in m, n and k, one and many
+// k-blocks (fewer and more than the 4 ring slots), many tiles, every output dtype. Stream-k grids
+// (132 SMs): fewer tiles than SMs (every tile split), a whole number of waves (no split), and
+// whole-tile waves followed by a split last wave (4600 x 3000: 288 tiles = 1 wave + 156 split).
 TEST(SptcGpu3, Hw24ThreeWarpgroups) {
   REQUIRE_SM90();
   std::uint64_t seed = 1700;
   for (auto [m, n, k] : {std::array<std::int64_t, 3>{300, 130, 520}, {4100, 1100, 256}, {7, 70, 64}, {2000, 4000, 1000},
-                         {513, 385, 4096}, {256, 192, 128}})
+                         {513, 385, 4096}, {256, 192, 128}, {3000, 2100, 64}, {3000, 4600, 128}})
     for (DType in : {DType::f16, DType::bf16})
       for (DType out : {DType::f32, DType::f16, DType::bf16}) {
         if (in == DType::bf16 && out == DType::f16) continue;
@@ -269,17 +303,7 @@ TEST(SptcGpu3, Hw24ThreeWarpgroups) {
         const CondensedMatrix w = condense(random_pattern_matrix(Pattern::hw24(), in, n, k, seed, 0.0).view(), Pattern::hw24());
         const DenseMatrix x = make_x(w, in, m, seed + 1, false);
         ++seed;
-        sptc::Packed24 p = sptc::pack_hw24(w, 192);
-        cuda::DeviceBuffer v(p.values.size() * 2), mt(p.meta.size() * 4);
-        v.upload(p.values.data(), v.size());
-        mt.upload(p.meta.data(), mt.size());
-        cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.rows, p.rows_pad, p.k_pad};
-        const CUtensorMap map = cs::make_values_map_rows(a, 192);
-        const double err = run_and_compare(w, x, out, [&](void* xp, void* yp) {
-          cs::Problem pr{in, out, xp, yp, m, n, k, k};
-          cs::run_sptc24_wgmma3(a, map, pr, nullptr);
-        });
-        EXPECT_LT(err, tolerance(out));
+        check_w3_variants(w, x, in, out, 2);
       }
   // a weight packed for 128-row tiles is refused
   const CondensedMatrix w = condense(random_pattern_matrix(Pattern::hw24(), DType::f16, 130, 64, 1, 0.0).view(), Pattern::hw24());
@@ -289,6 +313,25 @@ TEST(SptcGpu3, Hw24ThreeWarpgroups) {
   const CUtensorMap map = cs::make_values_map_rows(a, 128);
   cs::Problem pr{DType::f16, DType::f16, xb.get(), yb.get(), 8, 130, 64, 64};
   EXPECT_THROW(cs::run_sptc24_wgmma3(a, map, pr, nullptr), InvalidArgument);
+  // stream-k without its workspace is refused
+  sptc::Packed24 p3 = sptc::pack_hw24(w, 192);
+  cuda::DeviceBuffer v3(p3.values.size() * 2), mt3(p3.meta.size() * 4);
+  cs::DeviceA a3{v3.get(), mt3.as<std::uint32_t>(), p3.rows, p3.rows_pad, p3.k_pad};
+  const CUtensorMap map3 = cs::make_values_map_rows(a3, 192);
+  EXPECT_THROW(cs::run_sptc24_wgmma3(a3, map3, pr, nullptr, cs::W3Opts{true}, nullptr), InvalidArgument);
+}
+
+// Small launches of every 192 x 256 variant for compute-sanitizer racecheck: k = 1000 (16 k-blocks:
+// the 4-slot ring is reused) on one-tile grids; stream-k with 6 tiles x 125 k-blocks over the
+// SMs (~6 iterations per CTA: ring reuse, a split tile per CTA, owners adding partials).
+TEST(SptcGpu3, SmallForRacecheck) {
+  REQUIRE_SM90();
+  for (auto [m, n, k] : {std::array<std::int64_t, 3>{150, 200, 1000}, {300, 400, 8000}}) {
+    SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
+    const CondensedMatrix w = condense(random_pattern_matrix(Pattern::hw24(), DType::f16, n, k, 910, 0.0).view(), Pattern::hw24());
+    const DenseMatrix x = make_x(w, DType::f16, m, 911, false);
+    check_w3_variants(w, x, DType::f16, DType::f16, 1);
+  }
 }
 
 // Experiment: 2x1 clusters with the X tile multicast (PTile::r128n256x2). Kept in its own suite so

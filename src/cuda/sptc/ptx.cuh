@@ -120,6 +120,54 @@ __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 #endif
 }
+/// Keeps the sparsity-metadata register `v` of a wgmma.mma_async.sp alive, unmodified, up to this
+/// point. The tensor core reads that register asynchronously (a kernel that reloaded it while the
+/// wgmma was still in flight computed wrong products, docs/PERF-sptc.md, run at 0442059), but
+/// ptxas treats it as consumed at issue and may reuse the physical register right after. Place this
+/// after the wgmma.wait_group that retires the wgmma reading `v`: a predicated store that never
+/// executes (`never` < 0 never holds: pass a kernel argument known to be >= 0, e.g. the k-block
+/// count) is an instruction ptxas cannot drop, so `v` stays in its register until here. (An empty
+/// asm is not enough: it emits no PTX, and the compiler may hand the wgmma a copy.)
+__device__ __forceinline__ void hold_sp_meta(std::uint32_t v, int never, const void* smem_word) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.lt.s32 p, %1, 0;\n@p st.shared.b32 [%2], %0;\n}" ::"r"(v), "r"(never),
+      "r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(smem_word))));
+#else
+  (void)v; (void)never; (void)smem_word;
+#endif
+}
+
+/// The consumer k-loop of the sparse wgmma kernels with one wgmma group in flight (commit, then
+/// wait_group 1), unrolled by 2 so that consecutive stages read their metadata from two different
+/// variables: stage(i, mw) waits for stage i, loads the metadata word into mw, issues its wgmma.sp
+/// reading mw, commits and waits until stage i-1 retired; after(i) then releases what stage i-1
+/// used. Each variable is held (hold_sp_meta) after the wait that retires the wgmma reading it, so
+/// it is never rewritten while that wgmma is in flight. Ends with wait_group 0. Verify the SASS
+/// with scripts/sass-meta-check.
+template <class Stage, class After>
+__device__ __forceinline__ void sp_mainloop(int count, int never, const void* hold_word, const Stage& stage,
+                                            const After& after) {
+  std::uint32_t m0 = 0, m1 = 0;
+  int i = 0;
+  for (; i + 1 < count; i += 2) {
+    stage(i, m0);  // its wait_group 1 retired stage i-1, which read m1
+    hold_sp_meta(m1, never, hold_word);
+    after(i);
+    stage(i + 1, m1);  // retired stage i (m0)
+    hold_sp_meta(m0, never, hold_word);
+    after(i + 1);
+  }
+  if (i < count) {
+    stage(i, m0);
+    hold_sp_meta(m1, never, hold_word);
+    after(i);
+  }
+  wgmma_wait<0>();
+  hold_sp_meta(m0, never, hold_word);
+  hold_sp_meta(m1, never, hold_word);
+}
+
 /// Keeps the compiler from moving accumulator reads/writes across wgmma issue/wait.
 template <int R>
 __device__ __forceinline__ void fence_regs(float (&d)[R]) {

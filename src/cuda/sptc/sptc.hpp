@@ -5,6 +5,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "sparsenm/dtype.hpp"
@@ -86,7 +87,16 @@ void transpose_x(const void* x, std::int64_t m, std::int64_t k, void* xt, std::i
 /// Y rows, wgmma m64n256k32) and, thread 0, the TMA producer of the ring (sptc24_wgmma3.cu). One
 /// X stage in shared memory feeds 3 warpgroups instead of 2 (fewer shared-memory bytes per MMA,
 /// docs/PERF-sptc.md). a.rows_pad % 192 == 0; values_map = make_values_map_rows(a, 192).
-void run_sptc24_wgmma3(const DeviceA& a, const CUtensorMap& values_map, const Problem& p, cudaStream_t stream);
+/// Options: stream_k = persistent grid of #SMs CTAs, the last wave split into k-block iterations
+/// evenly over all CTAs (tiles split between CTAs are reduced in fp32 through `workspace`: at least
+/// sptc24_wgmma3_workspace_bytes(), 256-byte aligned, zeroed once before the first launch; the
+/// kernel leaves it reusable; one launch at a time per workspace).
+struct W3Opts {
+  bool stream_k = false;
+};
+std::size_t sptc24_wgmma3_workspace_bytes();
+void run_sptc24_wgmma3(const DeviceA& a, const CUtensorMap& values_map, const Problem& p, cudaStream_t stream,
+                       W3Opts opts = {}, void* workspace = nullptr);
 
 /// sm_80+: hardware 2:4 SpMM with mma.sp::ordered_metadata m16n8k32 and a cp.async pipeline.
 void run_sptc24_mma(const DeviceA& a, const Problem& p, cudaStream_t stream);

@@ -100,22 +100,26 @@ __global__ void __launch_bounds__(128 * (NCONS + 1), 1)
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
     fence_regs(acc);
-    for (int kb = 0; kb < kblocks; ++kb) {
-      const int s = kb % STAGES;
-      mbar_wait(&full[s], (kb / STAGES) & 1);
-      const std::uint32_t mw = sM[s * NCONS * 128 + c * 128 + tid];
-      const std::uint8_t* a_tile = sA + s * C::A_BYTES + c * 64 * 64;
-      const std::uint8_t* b_tile = sB + s * C::B_BYTES;
-      const std::uint64_t da = smem_desc(a_tile, 16, 512, 2);   // 64B swizzle, 8 rows x 64 B
-      const std::uint64_t db = smem_desc(b_tile, 16, 1024, 1);  // 128B swizzle, 8 rows x 128 B
-      wgmma_fence();
-      WgmmaSp<BN, In, 0, 0>::run(acc, da, db, mw);
-      WgmmaSp<BN, In, 1, 0>::run(acc, da + (32 >> 4), db + (64 >> 4), mw);
-      wgmma_commit();
-      wgmma_wait<1>();
-      if (kb > 0 && (tid % 32) == 0) mbar_arrive(&empty[(kb - 1) % STAGES]);
-    }
-    wgmma_wait<0>();
+    // two metadata registers, each held until the wgmma reading it retired (ptx.cuh: sp_mainloop)
+    sp_mainloop(
+        kblocks, kblocks, sM + c * 128 + tid,
+        [&](int kb, std::uint32_t& mw) {
+          const int s = kb % STAGES;
+          mbar_wait(&full[s], (kb / STAGES) & 1);
+          mw = sM[s * NCONS * 128 + c * 128 + tid];
+          const std::uint8_t* a_tile = sA + s * C::A_BYTES + c * 64 * 64;
+          const std::uint8_t* b_tile = sB + s * C::B_BYTES;
+          const std::uint64_t da = smem_desc(a_tile, 16, 512, 2);   // 64B swizzle, 8 rows x 64 B
+          const std::uint64_t db = smem_desc(b_tile, 16, 1024, 1);  // 128B swizzle, 8 rows x 128 B
+          wgmma_fence();
+          WgmmaSp<BN, In, 0, 0>::run(acc, da, db, mw);
+          WgmmaSp<BN, In, 1, 0>::run(acc, da + (32 >> 4), db + (64 >> 4), mw);
+          wgmma_commit();
+          wgmma_wait<1>();
+        },
+        [&](int kb) {
+          if (kb > 0 && (tid % 32) == 0) mbar_arrive(&empty[(kb - 1) % STAGES]);
+        });
     fence_regs(acc);
 
     // ---- epilogue ----

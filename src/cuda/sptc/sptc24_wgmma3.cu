@@ -16,12 +16,32 @@
 // warp once the wgmma that read slot s has retired (wgmma.wait_group 1). At iteration kb, after its
 // own arrival for slot (kb-1) % STAGES, thread 0 waits until all 12 warps released that slot and
 // loads k-block kb-1+STAGES into it, so STAGES-1 k-blocks are in flight while one is consumed.
-// Epilogue as in sptc24_wgmma.cu: accumulators -> shared memory (fp32, over the ring) -> 16-byte
-// guarded stores.
+// Epilogue as in sptc24_wgmma.cu: accumulators -> shared memory (fp32) -> 16-byte guarded stores.
+//
+// One option (template parameter, one kernel body; an experiment, not a plan candidate: measured at
+// c026676 it lost to the 128 x 256 kernels in every bench case, docs/PERF-sptc.md):
+//  * SK = stream-k for the last wave (W3Opts::stream_k): a persistent grid of G = #SMs CTAs. With
+//    T tiles, the first (T/G - 1) full waves are whole tiles (CTA c: c, c+G, ...); the remaining
+//    r + G tiles (r = T % G; all T when T < G) are cut into k-block iterations split evenly over
+//    the G CTAs, so every CTA runs the same number of iterations (no 5.33-wave quantization at
+//    n = 4096). A CTA's work is a list of local iterations j -> (tile, k-block); the ring runs on
+//    across its tiles (thread 0 refills slot j-1 with j-1+STAGES whatever tile that belongs to),
+//    and the epilogue stages 32 Y rows at a time through a dedicated buffer. A tile split between
+//    CTAs: the CTA holding its k-block 0 (the tile is the last one of its range) owns it; every
+//    other piece is the first segment of a later CTA's range, written as fp32 accumulator
+//    fragments to partials[cta] and published with a release flag; the owner acquires the flags
+//    of the following CTAs, adds their fragments and stores. Each CTA writes at most one partial;
+//    owners only wait on higher CTAs, which are resident (G <= #SMs, one CTA per SM).
+//
+// Metadata hazard: the tensor core reads the metadata register of a wgmma.mma_async.sp while the
+// wgmma is in flight, and ptxas does not protect it; with one wgmma group in flight the k-loop
+// therefore alternates two metadata registers (ptx.cuh: sp_mainloop), checked in the SASS by
+// scripts/sass-meta-check (the 0442059 version of this kernel reused one register and was wrong).
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "cuda/common.cuh"
@@ -34,6 +54,7 @@ namespace sparsenm::cuda::sptc {
 
 namespace {
 
+template <bool SK>
 struct W3Cfg {
   static constexpr int NCONS = 3;
   static constexpr int BM = 192, BN = 256, STAGES = 4;
@@ -44,54 +65,117 @@ struct W3Cfg {
   static constexpr int TX_BYTES = A_BYTES + B_BYTES + M_BYTES;
   static constexpr int PIPE_BYTES = STAGES * TX_BYTES;
   static constexpr int OUT_LD = 64 + 4;
-  static constexpr int EPI_BYTES = NCONS * BN * OUT_LD * 4;
-  static constexpr int MAIN_BYTES = PIPE_BYTES > EPI_BYTES ? PIPE_BYTES : EPI_BYTES;
+  // epilogue staging per consumer: one-tile grid: all 256 Y rows, over the idle ring; stream-k:
+  // ER = 32 rows at a time in a buffer of its own (the ring is already loading the next tile)
+  static constexpr int ER = SK ? 32 : BN;
+  static constexpr int EPI_BYTES = NCONS * ER * OUT_LD * 4;
+  static constexpr int EPI_OFFSET = SK ? PIPE_BYTES : 0;
+  static constexpr int MAIN_BYTES = SK ? PIPE_BYTES + EPI_BYTES : (PIPE_BYTES > EPI_BYTES ? PIPE_BYTES : EPI_BYTES);
   static constexpr int SMEM_BYTES = 1024 + MAIN_BYTES + 2 * STAGES * 8;
+  static constexpr int PARTIAL_FLOATS = THREADS * BN / 2;  // one CTA's fp32 accumulators
   static_assert(A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0, "tiles keep swizzle alignment");
   static_assert(SMEM_BYTES <= 232448, "fits the 227 KB of an H100/H200 SM");
 };
 
+/// Work of one launch: CTA c runs whole tiles c, c + G, ..., c + (dp_tiles - 1) G, then its share
+/// [c sk_iters / G, (c + 1) sk_iters / G) of the sk_iters k-block iterations of tiles sk_tile0...
+struct W3Work {
+  int dp_tiles = 1;
+  int sk_tile0 = 0;
+  long long sk_iters = 0;
+  float* partials = nullptr;  ///< [G][PARTIAL_FLOATS] (stream-k)
+  int* flags = nullptr;       ///< [G], 0 between launches (stream-k)
+};
+
+__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release_gpu(int* p, int v) {
+  asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
 }  // namespace
 
-template <class In, class Out>
+template <class In, class Out, bool SK>
 __global__ void __launch_bounds__(384, 1)
     sptc24_wgmma3_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_x,
                          const std::uint32_t* __restrict__ meta, Out* __restrict__ y, int m, int n, int kblocks,
-                         int n64_total, int tiles_n, int tiles_m, int vec_store) {
+                         int n64_total, int tiles_n, int tiles_m, int vec_store, W3Work wk) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using C = W3Cfg;
-  constexpr int STAGES = C::STAGES, BN = C::BN;
+  using C = W3Cfg<SK>;
+  constexpr int STAGES = C::STAGES, BN = C::BN, NCONS = C::NCONS;
   extern __shared__ std::uint8_t smem_raw[];
   std::uint8_t* smem = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
   std::uint8_t* sA = smem;
   std::uint8_t* sB = smem + STAGES * C::A_BYTES;
   std::uint32_t* sM = reinterpret_cast<std::uint32_t*>(sB + STAGES * C::B_BYTES);
+  float* epi = reinterpret_cast<float*>(smem + C::EPI_OFFSET);
   std::uint64_t* full = reinterpret_cast<std::uint64_t*>(smem + C::MAIN_BYTES);
   std::uint64_t* empty = full + STAGES;
 
-  // Tile order: groups of 8 row tiles sweep all column tiles (as sptc24_wgmma.cu).
-  constexpr int GROUP = 8;
-  const int tile = blockIdx.x;
-  const int per_group = GROUP * tiles_m;
-  const int first_n = (tile / per_group) * GROUP;
-  const int gsize = min(GROUP, tiles_n - first_n);
-  const int tn = first_n + (tile % per_group) % gsize;
-  const int tm = (tile % per_group) / gsize;
+  const int K = kblocks;
+  const int G = int(gridDim.x), cta = int(blockIdx.x);
+  auto sk_bound = [&](int cc) { return (static_cast<long long>(cc) * wk.sk_iters) / G; };
+  const long long ska = sk_bound(cta);
+  const int dp_iters = wk.dp_tiles * K;
+  const int n_local = dp_iters + int(sk_bound(cta + 1) - ska);
+  // local iteration j -> (linear tile, k-block)
+  auto coords = [&](int j, int& tile, int& kb) {
+    if (j < dp_iters) {
+      tile = cta + (j / K) * G;
+      kb = j % K;
+    } else {
+      const long long g = ska + (j - dp_iters);
+      tile = wk.sk_tile0 + int(g / K);
+      kb = int(g % K);
+    }
+  };
+  // linear tile -> (row tile tn, column tile tm): groups of 8 row tiles sweep all column tiles
+  auto tile_nm = [&](int tile, int& tn, int& tm) {
+    constexpr int GROUP = 8;
+    const int per_group = GROUP * tiles_m;
+    const int first_n = (tile / per_group) * GROUP;
+    const int gsize = min(GROUP, tiles_n - first_n);
+    tn = first_n + (tile % per_group) % gsize;
+    tm = (tile % per_group) / gsize;
+  };
 
   const int c = threadIdx.x / 128;  // consumer warpgroup: W rows 64c..64c+63 of the tile
   const int tid = threadIdx.x % 128;
-  auto load = [&](int kb) {  // thread 0 only: k-block kb into slot kb % STAGES
-    const int s = kb % STAGES;
+  // thread 0's load cursor: loads are issued in order j = 0, 1, 2, ..., so (tile, k-block, tn, tm)
+  // advance by one k-block per load; the divisions of coords/tile_nm run once per tile, not on the
+  // refill path of every stage (thread 0 is also a consumer: its warp's wgmma waits for it)
+  int cur_j = 0, cur_tile = 0, cur_kb = 0, cur_tn = 0, cur_tm = 0;
+  auto seek = [&](int j) {
+    cur_j = j;
+    coords(j, cur_tile, cur_kb);
+    tile_nm(cur_tile, cur_tn, cur_tm);
+  };
+  auto load = [&]() {  // thread 0 only: the cursor's iteration into slot cur_j % STAGES, then advance
+    const int s = cur_j % STAGES;
     mbar_expect_tx(&full[s], C::TX_BYTES);
-    tma_load_2d(sA + s * C::A_BYTES, &tm_a, &full[s], kb * 32, tn * C::BM);
-    tma_load_2d(sB + s * C::B_BYTES, &tm_x, &full[s], kb * 64, tm * BN);
-    bulk_load(sM + s * C::NCONS * 128, meta + (std::size_t(kb) * n64_total + std::size_t(tn) * C::NCONS) * 128,
+    tma_load_2d(sA + s * C::A_BYTES, &tm_a, &full[s], cur_kb * 32, cur_tn * C::BM);
+    tma_load_2d(sB + s * C::B_BYTES, &tm_x, &full[s], cur_kb * 64, cur_tm * BN);
+    bulk_load(sM + s * NCONS * 128, meta + (std::size_t(cur_kb) * n64_total + std::size_t(cur_tn) * NCONS) * 128,
               C::M_BYTES, &full[s]);
+    ++cur_j;
+    if (++cur_kb == K || cur_j == dp_iters) seek(cur_j);  // next tile, or the start of the stream-k range
+  };
+  // after the wgmma of iteration i retired: release its slot; thread 0 then waits until all 12
+  // warps did and refills the slot with iteration i + STAGES
+  auto release = [&](int i) {
+    if ((tid % 32) == 0) mbar_arrive(&empty[i % STAGES]);
+    if (threadIdx.x == 0 && i + STAGES < n_local) {
+      mbar_wait(&empty[i % STAGES], (i / STAGES) & 1);
+      load();  // the cursor is at i + STAGES
+    }
   };
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full[s], 1);
-      mbar_init(&empty[s], C::NCONS * 4);
+      mbar_init(&empty[s], NCONS * 4);
     }
     fence_mbar_init();
     tma_prefetch_desc(&tm_a);
@@ -99,61 +183,123 @@ __global__ void __launch_bounds__(384, 1)
   }
   __syncthreads();
   if (threadIdx.x == 0)
-    for (int kb = 0; kb < min(STAGES, kblocks); ++kb) load(kb);
+    for (seek(0); cur_j < min(STAGES, n_local);) load();
 
   float acc[BN / 2];
+  const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  int j = 0;
+  while (j < n_local) {
+    // segment: k-blocks kb0 .. kb0 + len - 1 of one tile
+    int tile, kb0, tn, tm;
+    coords(j, tile, kb0);
+    tile_nm(tile, tn, tm);
+    const int len = min(K - kb0, n_local - j);
 #pragma unroll
-  for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
-  fence_regs(acc);
-  for (int kb = 0; kb < kblocks; ++kb) {
-    const int s = kb % STAGES;
-    mbar_wait(&full[s], (kb / STAGES) & 1);
-    const std::uint32_t mw = sM[s * C::NCONS * 128 + c * 128 + tid];
-    const std::uint64_t da = smem_desc(sA + s * C::A_BYTES + c * 64 * 64, 16, 512, 2);  // 64B swizzle
-    const std::uint64_t db = smem_desc(sB + s * C::B_BYTES, 16, 1024, 1);               // 128B swizzle
-    wgmma_fence();
-    WgmmaSp<BN, In, 0, 0>::run(acc, da, db, mw);
-    WgmmaSp<BN, In, 1, 0>::run(acc, da + (32 >> 4), db + (64 >> 4), mw);
-    wgmma_commit();
-    wgmma_wait<1>();  // the MMAs of k-block kb-1 have retired: its slot may be refilled
-    if (kb > 0) {
-      const int sp = (kb - 1) % STAGES;
-      if ((tid % 32) == 0) mbar_arrive(&empty[sp]);
-      if (threadIdx.x == 0 && kb - 1 + STAGES < kblocks) {
-        mbar_wait(&empty[sp], ((kb - 1) / STAGES) & 1);
-        load(kb - 1 + STAGES);
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+    fence_regs(acc);
+    const int j0 = j;
+    // metadata double-buffered across the unrolled pair (ptx.cuh: sp_mainloop / hold_sp_meta)
+    sp_mainloop(
+        len, K, sM + c * 128 + tid,
+        [&](int i, std::uint32_t& mw) {
+          const int jj = j0 + i, s = jj % STAGES;
+          mbar_wait(&full[s], (jj / STAGES) & 1);
+          mw = sM[s * NCONS * 128 + c * 128 + tid];
+          const std::uint64_t da = smem_desc(sA + s * C::A_BYTES + c * 64 * 64, 16, 512, 2);  // 64B swizzle
+          const std::uint64_t db = smem_desc(sB + s * C::B_BYTES, 16, 1024, 1);               // 128B swizzle
+          wgmma_fence();
+          WgmmaSp<BN, In, 0, 0>::run(acc, da, db, mw);
+          WgmmaSp<BN, In, 1, 0>::run(acc, da + (32 >> 4), db + (64 >> 4), mw);
+          wgmma_commit();
+          wgmma_wait<1>();  // the MMAs of iteration jj-1 have retired: its slot may be refilled
+        },
+        [&](int i) {
+          if (i > 0) release(j0 + i - 1);
+        });
+    j = j0 + len;
+    fence_regs(acc);
+    release(j - 1);
+
+    if constexpr (SK) {
+      if (kb0 > 0) {
+        // not the tile's owner (this is the first segment of this CTA's range): publish the fragments
+        float4* dst = reinterpret_cast<float4*>(wk.partials + std::size_t(cta) * C::PARTIAL_FLOATS) + threadIdx.x;
+#pragma unroll
+        for (int q = 0; q < BN / 8; ++q)
+          __stcg(dst + q * C::THREADS, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
+        asm volatile("bar.sync 1, %0;" ::"n"(C::THREADS) : "memory");
+        if (threadIdx.x == 0) {
+          __threadfence();
+          st_release_gpu(wk.flags + cta, 1);
+        }
+        continue;
+      }
+      if (len < K) {
+        // owner of a tile that continues in the next CTAs' ranges: add their fragments
+        const long long tile_end = static_cast<long long>(tile - wk.sk_tile0 + 1) * K;
+        for (int cc = cta + 1; cc < G; ++cc) {
+          if (threadIdx.x == 0) {
+            while (ld_acquire_gpu(wk.flags + cc) == 0) {
+            }
+            wk.flags[cc] = 0;  // consumed (each partial has one owner): 0 again for the next launch
+          }
+          asm volatile("bar.sync 1, %0;" ::"n"(C::THREADS) : "memory");
+          const float4* src = reinterpret_cast<const float4*>(wk.partials + std::size_t(cc) * C::PARTIAL_FLOATS) + threadIdx.x;
+#pragma unroll
+          for (int q = 0; q < BN / 8; ++q) {
+            const float4 v = __ldcg(src + q * C::THREADS);
+            acc[4 * q] += v.x;
+            acc[4 * q + 1] += v.y;
+            acc[4 * q + 2] += v.z;
+            acc[4 * q + 3] += v.w;
+          }
+          if (sk_bound(cc + 1) >= tile_end) break;
+        }
       }
     }
-  }
-  wgmma_wait<0>();
-  fence_regs(acc);
 
-  // ---- epilogue (the ring is idle: every load issued was waited for, every MMA retired) ----
-  asm volatile("bar.sync 1, %0;" ::"n"(C::THREADS) : "memory");
-  float* st = reinterpret_cast<float*>(smem) + std::size_t(c) * BN * C::OUT_LD;
-  const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  float* base = st + (2 * t) * C::OUT_LD + 16 * w + g;
+    // ---- epilogue: ER Y rows at a time through this consumer's staging buffer ----
+    if constexpr (!SK) asm volatile("bar.sync 1, %0;" ::"n"(C::THREADS) : "memory");  // staging overlays the idle ring
+    float* st = epi + std::size_t(c) * C::ER * C::OUT_LD;
+    float* base = st + (2 * t) * C::OUT_LD + 16 * w + g;
 #pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-    base[j * 8 * C::OUT_LD] = acc[4 * j + 0];
-    base[j * 8 * C::OUT_LD + C::OUT_LD] = acc[4 * j + 1];
-    base[j * 8 * C::OUT_LD + 8] = acc[4 * j + 2];
-    base[j * 8 * C::OUT_LD + C::OUT_LD + 8] = acc[4 * j + 3];
+    for (int q = 0; q < BN / C::ER; ++q) {
+      if constexpr (SK) asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // previous chunk's stores are done
+#pragma unroll
+      for (int jj = 0; jj < C::ER / 8; ++jj) {
+        const int a4 = 4 * ((C::ER / 8) * q + jj);
+        base[jj * 8 * C::OUT_LD] = acc[a4 + 0];
+        base[jj * 8 * C::OUT_LD + C::OUT_LD] = acc[a4 + 1];
+        base[jj * 8 * C::OUT_LD + 8] = acc[a4 + 2];
+        base[jj * 8 * C::OUT_LD + C::OUT_LD + 8] = acc[a4 + 3];
+      }
+      asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
+      store_tile<Out, C::ER, C::OUT_LD>(st, y, tm * BN + C::ER * q, tn * C::BM + c * 64, m, n, vec_store, tid);
+    }
   }
-  asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
-  store_tile<Out, BN, C::OUT_LD>(st, y, tm * BN, tn * C::BM + c * 64, m, n, vec_store, tid);
 #else
   (void)meta; (void)y; (void)m; (void)n; (void)kblocks; (void)n64_total; (void)tiles_n; (void)tiles_m; (void)vec_store;
+  (void)wk;
   __trap();
 #endif
 }
 
 namespace {
 
-template <class In, class Out>
-void launch3(const DeviceA& a, const CUtensorMap& map_a, const Problem& p, cudaStream_t stream) {
-  using C = W3Cfg;
-  auto kernel = sptc24_wgmma3_kernel<In, Out>;
+int sm_count3() {
+  static int sms = [] {
+    int dev = 0, n = 132;
+    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+    return n;
+  }();
+  return sms;
+}
+std::size_t flags_bytes3() { return (std::size_t(sm_count3()) * 4 + 255) / 256 * 256; }
+
+template <class In, class Out, bool SK>
+void launch3(const DeviceA& a, const CUtensorMap& map_a, const Problem& p, cudaStream_t stream, void* workspace) {
+  using C = W3Cfg<SK>;
+  auto kernel = sptc24_wgmma3_kernel<In, Out, SK>;
   static std::once_flag once;
   std::call_once(once, [&] {
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM_BYTES));
@@ -163,37 +309,65 @@ void launch3(const DeviceA& a, const CUtensorMap& map_a, const Problem& p, cudaS
   const int tiles_n = int(a.rows_pad / C::BM);
   const int tiles_m = int((p.m + C::BN - 1) / C::BN);
   const int kblocks = int(a.k_pad / 64);
+  const int tiles = tiles_n * tiles_m;
   const int vec = (p.n * int(sizeof(Out))) % 16 == 0 && (reinterpret_cast<std::uintptr_t>(p.y) % 16) == 0;
-  kernel<<<tiles_n * tiles_m, C::THREADS, C::SMEM_BYTES, stream>>>(map_a, map_x, a.meta, static_cast<Out*>(p.y), int(p.m),
-                                                                    int(p.n), kblocks, int(a.rows_pad / 64), tiles_n,
-                                                                    tiles_m, vec);
+  W3Work wk;
+  int grid = tiles;
+  if constexpr (SK) {
+    const long long iters = static_cast<long long>(tiles) * kblocks;
+    grid = int(std::min<long long>(sm_count3(), iters));
+    const int waves = tiles / grid, rest = tiles % grid;
+    // whole-tile waves, then the last partial wave plus one full wave (r + G tiles: every split
+    // tile spans at most ~2 CTAs) as stream-k iterations; T < G: all tiles stream-k
+    const int sk_tiles = rest == 0 ? 0 : (waves >= 1 ? rest + grid : rest);
+    wk.dp_tiles = (tiles - sk_tiles) / grid;
+    wk.sk_tile0 = wk.dp_tiles * grid;
+    wk.sk_iters = static_cast<long long>(sk_tiles) * kblocks;
+    wk.flags = static_cast<int*>(workspace);
+    wk.partials = reinterpret_cast<float*>(static_cast<std::uint8_t*>(workspace) + flags_bytes3());
+  }
+  kernel<<<grid, C::THREADS, C::SMEM_BYTES, stream>>>(map_a, map_x, a.meta, static_cast<Out*>(p.y), int(p.m), int(p.n),
+                                                       kblocks, int(a.rows_pad / 64), tiles_n, tiles_m, vec, wk);
   SPARSENM_CUDA_CHECK_LAUNCH("sptc24_wgmma3_kernel");
 }
 
+template <class In, class Out>
+void dispatch_opts3(const DeviceA& a, const CUtensorMap& map_a, const Problem& p, cudaStream_t s, W3Opts o, void* ws) {
+  if (o.stream_k) return launch3<In, Out, true>(a, map_a, p, s, ws);
+  return launch3<In, Out, false>(a, map_a, p, s, ws);
+}
+
 template <class In>
-void dispatch_out3(const DeviceA& a, const CUtensorMap& map_a, const Problem& p, cudaStream_t s) {
+void dispatch_out3(const DeviceA& a, const CUtensorMap& map_a, const Problem& p, cudaStream_t s, W3Opts o, void* ws) {
   switch (p.out) {
-    case DType::f32: return launch3<In, float>(a, map_a, p, s);
-    case DType::f16: return launch3<In, __half>(a, map_a, p, s);
-    case DType::bf16: return launch3<In, __nv_bfloat16>(a, map_a, p, s);
+    case DType::f32: return dispatch_opts3<In, float>(a, map_a, p, s, o, ws);
+    case DType::f16: return dispatch_opts3<In, __half>(a, map_a, p, s, o, ws);
+    case DType::bf16: return dispatch_opts3<In, __nv_bfloat16>(a, map_a, p, s, o, ws);
     default: throw InvalidArgument("y dtype", "must be f32, f16 or bf16 for the sparse tensor-core kernels");
   }
 }
 
 }  // namespace
 
-void run_sptc24_wgmma3(const DeviceA& a, const CUtensorMap& values_map, const Problem& p, cudaStream_t stream) {
+std::size_t sptc24_wgmma3_workspace_bytes() {
+  return flags_bytes3() + std::size_t(sm_count3()) * std::size_t(W3Cfg<true>::PARTIAL_FLOATS) * 4;
+}
+
+void run_sptc24_wgmma3(const DeviceA& a, const CUtensorMap& values_map, const Problem& p, cudaStream_t stream, W3Opts opts,
+                       void* workspace) {
   if (p.ldx % 8 != 0 || reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0)
     throw InvalidArgument("x", "the wgmma kernel needs 16-byte aligned rows (ldx % 8 == 0, 16-byte aligned pointer)");
-  if (a.rows_pad % W3Cfg::BM != 0) throw InvalidArgument("packed W", "rows_pad must be a multiple of 192 for the 192-row tile");
+  if (a.rows_pad % W3Cfg<false>::BM != 0) throw InvalidArgument("packed W", "rows_pad must be a multiple of 192 for the 192-row tile");
   if (a.k_pad % 64 != 0) throw InvalidArgument("packed W", "k_pad must be a multiple of 64");
+  if (opts.stream_k && (workspace == nullptr || reinterpret_cast<std::uintptr_t>(workspace) % 256 != 0))
+    throw InvalidArgument("workspace", "stream-k needs sptc24_wgmma3_workspace_bytes() of 256-byte aligned, once-zeroed memory");
   if (p.m < 1) return;
-  if (std::int64_t((p.m + W3Cfg::BN - 1) / W3Cfg::BN) * (a.rows_pad / W3Cfg::BM) > 0x7fffffff)
+  if (std::int64_t((p.m + W3Cfg<false>::BN - 1) / W3Cfg<false>::BN) * (a.rows_pad / W3Cfg<false>::BM) > 0x7fffffff)
     throw InvalidArgument("m", "too many tiles for one grid");
   if (p.in == DType::f16)
-    dispatch_out3<__half>(a, values_map, p, stream);
+    dispatch_out3<__half>(a, values_map, p, stream, opts, workspace);
   else if (p.in == DType::bf16)
-    dispatch_out3<__nv_bfloat16>(a, values_map, p, stream);
+    dispatch_out3<__nv_bfloat16>(a, values_map, p, stream, opts, workspace);
   else
     throw InvalidArgument("x dtype", "the sparse tensor cores take f16 or bf16");
 }

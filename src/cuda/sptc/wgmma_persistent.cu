@@ -235,32 +235,38 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
       for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
       fence_regs(acc);
-      for (int kb = 0; kb < kblocks; ++kb, ++it) {
-        const int s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);
-        if constexpr (GM == 1) fence_proxy_async_smem();  // cp.async (generic proxy) writes -> wgmma reads
-        const std::uint32_t mw = sM[s * (C::BM / 64) * 128 + (ROWSPLIT ? c * 128 : 0) + tid];
-        const std::uint8_t* a_tile = sA + s * C::A_BYTES + (ROWSPLIT ? c * 64 * 64 : 0);
-        const std::uint64_t da = smem_desc(a_tile, 16, 512, 2);  // 64B swizzle, 8 rows x 64 B
-        if constexpr (GATHER) {
-          // MN-major, 128B swizzle: 64-wide m blocks 8 KB apart (LBO), 8-k groups 1 KB apart (SBO)
-          const std::uint8_t* b_tile = sB + s * C::B_BYTES + (ROWSPLIT ? 0 : c * (C::BNC / 64) * 8192);
-          const std::uint64_t db = smem_desc(b_tile, b_lbo, b_sbo, 1);
-          wgmma_fence();
-          WgmmaSp<C::BNC, In, 0, 1>::run(acc, da, db, mw);
-          WgmmaSp<C::BNC, In, 1, 1>::run(acc, da + (32 >> 4), db + (4096 >> 4), mw);
-        } else {
-          const std::uint8_t* b_tile = sB + s * C::B_BYTES + (ROWSPLIT ? 0 : c * C::BNC * 128);
-          const std::uint64_t db = smem_desc(b_tile, 16, 1024, 1);  // K-major, 128B swizzle
-          wgmma_fence();
-          WgmmaSp<C::BNC, In, 0, 0>::run(acc, da, db, mw);
-          WgmmaSp<C::BNC, In, 1, 0>::run(acc, da + (32 >> 4), db + (64 >> 4), mw);
-        }
-        wgmma_commit();
-        wgmma_wait<1>();
-        if (kb > 0) release((it - 1) % STAGES);
-      }
-      wgmma_wait<0>();
+      // two metadata registers, each held until the wgmma reading it retired (ptx.cuh: sp_mainloop)
+      const int it0 = it;
+      sp_mainloop(
+          kblocks, kblocks, sM + tid,
+          [&](int kb, std::uint32_t& mw) {
+            const int s = (it0 + kb) % STAGES;
+            mbar_wait(&full[s], ((it0 + kb) / STAGES) & 1);
+            if constexpr (GM == 1) fence_proxy_async_smem();  // cp.async (generic proxy) writes -> wgmma reads
+            mw = sM[s * (C::BM / 64) * 128 + (ROWSPLIT ? c * 128 : 0) + tid];
+            const std::uint8_t* a_tile = sA + s * C::A_BYTES + (ROWSPLIT ? c * 64 * 64 : 0);
+            const std::uint64_t da = smem_desc(a_tile, 16, 512, 2);  // 64B swizzle, 8 rows x 64 B
+            if constexpr (GATHER) {
+              // MN-major, 128B swizzle: 64-wide m blocks 8 KB apart (LBO), 8-k groups 1 KB apart (SBO)
+              const std::uint8_t* b_tile = sB + s * C::B_BYTES + (ROWSPLIT ? 0 : c * (C::BNC / 64) * 8192);
+              const std::uint64_t db = smem_desc(b_tile, b_lbo, b_sbo, 1);
+              wgmma_fence();
+              WgmmaSp<C::BNC, In, 0, 1>::run(acc, da, db, mw);
+              WgmmaSp<C::BNC, In, 1, 1>::run(acc, da + (32 >> 4), db + (4096 >> 4), mw);
+            } else {
+              const std::uint8_t* b_tile = sB + s * C::B_BYTES + (ROWSPLIT ? 0 : c * C::BNC * 128);
+              const std::uint64_t db = smem_desc(b_tile, 16, 1024, 1);  // K-major, 128B swizzle
+              wgmma_fence();
+              WgmmaSp<C::BNC, In, 0, 0>::run(acc, da, db, mw);
+              WgmmaSp<C::BNC, In, 1, 0>::run(acc, da + (32 >> 4), db + (64 >> 4), mw);
+            }
+            wgmma_commit();
+            wgmma_wait<1>();
+          },
+          [&](int kb) {
+            if (kb > 0) release((it0 + kb - 1) % STAGES);
+          });
+      it = it0 + kblocks;
       fence_regs(acc);
       release((it - 1) % STAGES);
 
