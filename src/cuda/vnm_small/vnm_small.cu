@@ -120,12 +120,14 @@ std::string unsupported(const CondensedMatrix& w, const MatmulDesc& desc) {
 }
 
 int default_variant(const CondensedMatrix& w, std::int64_t m) {
-  // Device run of ca6f7f6 (H200, 64:2:8, 28672 x 8192, m = 1..24, PERF-vnm-small.md): variant
-  // 0 was fastest at m >= 4 (by 1.2-2.1x) and within 4 % of the fastest (variant 1) at m = 1;
-  // the other shapes were not reached. Variant 0 everywhere until a profile says otherwise.
+  // Lead's integrated run at 534fe5f (H200, bench/results/NVIDIA_H200-vnm_small-2026-11-21-534fe5f.jsonl):
+  // variant 4 (variant 0's pipeline, gather decoding each word's columns once) was the fastest or
+  // within 4 % of the fastest in all 30 cases (128:2:8, 128:2:16, 2:4; 28672 x 8192 and 12288^2;
+  // m = 1, 4, 8, 16, 32): 1.04-1.08x over variant 0 at m = 1, 1.3-2.4x at m = 16..32. Every
+  // VnmSmallGpu test ran variant 4 in the same run and passed.
   (void)w;
   (void)m;
-  return 0;
+  return 4;
 }
 
 sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt) {
