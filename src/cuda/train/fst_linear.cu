@@ -70,7 +70,7 @@ struct FstLinear::Impl {
   DeviceBuffer w_vals, w_meta, w_idx, w_hw;     // packed S(W), hw24 indices, hw24 values when !direct
   DeviceBuffer wt_vals, wt_meta, wt_idx, wt_hw;
   DeviceBuffer g_vals, g_meta, g_idx, g_hw;     // MVUE operand (sized for max_tokens; g_hw lazily)
-  DeviceBuffer xt, dwt, x_pad, dz_pad, partial;  // xt, dwt: lazily, only without the fused dW GEMM
+  DeviceBuffer xt, dwt, x_pad, dz_pad, partial;  // xt, dwt: only for the transposing dW path
   DeviceBuffer flip;  // unsigned long long
 
   std::int64_t step = 0, prepared = -1, calls = 0;
@@ -125,6 +125,7 @@ struct FstLinear::Impl {
     packed(gw, w_vals, w_meta, w_idx, &w_hw);
     packed(gwt, wt_vals, wt_meta, wt_idx, &wt_hw);
     packed(gg, g_vals, g_meta, g_idx, nullptr);
+    if (!fused_dw_possible()) ensure_transpose_buffers();  // X^T and dW^T for the transposing dW path
     flip = zeroed(sizeof(unsigned long long));
     SPARSENM_CUDA_CHECK(cudaEventCreateWithFlags(&flip_event, cudaEventDisableTiming));
   }
@@ -183,11 +184,16 @@ struct FstLinear::Impl {
       throw Unsupported("FstLinear: the sparse phase needs an sm_80+ device (compute capability " + std::to_string(cc) + ")");
     }
   }
-  /// x [m][k] as the GEMM's X operand: itself when k % 8 == 0 and 16-byte aligned, else a copy
-  /// with rows padded to 8 (zeros) in `pad` (allocated on first use).
   /// Weight gradient straight from X and into dW (no transposes): the sm_90 kernel reads X
   /// [tokens][in] as the transposed operand X'^T and writes Y^T = dW; needs 16-byte rows of X.
-  bool fused_dw(const void* x) const { return cc == 90 && in % 8 == 0 && aligned16(x); }
+  bool fused_dw_possible() const { return cc == 90 && in % 8 == 0; }
+  bool fused_dw(const void* x) const { return fused_dw_possible() && aligned16(x); }
+  void ensure_transpose_buffers() {
+    if (!xt.get()) xt = DeviceBuffer(std::size_t(in * detail::fst_round_up(T, 8)) * esz);
+    if (!dwt.get()) dwt = DeviceBuffer(std::size_t(in * out) * esz);
+  }
+  /// x [m][k] as the GEMM's X operand: itself when k % 8 == 0 and 16-byte aligned, else a copy
+  /// with rows padded to 8 (zeros) in `pad` (allocated on first use).
   const void* gemm_x(const void* x, std::int64_t m, std::int64_t k, DeviceBuffer& pad, std::int64_t& ldx, cudaStream_t s) {
     if (k % 8 == 0 && aligned16(x)) {
       ldx = k;
@@ -302,8 +308,7 @@ struct FstLinear::Impl {
       } else {
         // X^T [in][ldt] (zero columns tokens..ldt-1), dW^T [in][out] = X^T . MVUE(dZ^T)^T, dW = (dW^T)^T
         const std::int64_t ldt = detail::fst_round_up(tokens, 8);
-        if (!xt.get()) xt = DeviceBuffer(std::size_t(in * detail::fst_round_up(T, 8)) * esz);
-        if (!dwt.get()) dwt = DeviceBuffer(std::size_t(in * out) * esz);
+        ensure_transpose_buffers();  // allocated at construction unless only an unaligned X gets here
         detail::fst_transpose16(x, tokens, in, xt.get(), ldt, s);
         sparse_gemm(gg, g_vals, g_meta, xt.get(), in, ldt, dwt.get(), s);
         detail::fst_transpose16(dwt.get(), in, out, dw.get(), in, s);
