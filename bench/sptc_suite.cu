@@ -193,22 +193,45 @@ void run_case(Context& ctx, std::int64_t n, std::int64_t k, std::int64_t m, std:
   CUBLAS_OK(cublasDestroy(hb));
 
   cs::Problem pr{DType::f16, DType::f16, dX.get(), dY.get(), m, n, k, k};
+  // SPTC_NCU: only cuBLAS, 128x256 (one tile per CTA and persistent) and 192x256, for a short profiler run
+  const bool ncu = std::getenv("SPTC_NCU") != nullptr;
   if (cs::device_cc() == 90) {
     for (cs::WgTile tile : {cs::WgTile::m128n256, cs::WgTile::m128n128, cs::WgTile::m64n256, cs::WgTile::m64n128}) {
+      if (m >= 2048 && cs::wg_tile_rows(tile) == 64) continue;  // 64-row tiles: never the fastest at m >= 2048
+      if (ncu && tile != cs::WgTile::m128n256) continue;
       const CUtensorMap map = cs::make_values_map(a, DType::f16, tile);
       me.measure(std::string("sparsenm:sptc_24_wgmma_") + cs::to_string(tile),
                  [&] { cs::run_sptc24_wgmma(a, map, tile, pr, nullptr); }, sparse_bytes, l2);
     }
   }
   if (cs::device_cc() == 90) {
-    std::vector<cs::PTile> ptiles{cs::PTile::r128n256, cs::PTile::r128n128};
-    if (std::getenv("SPTC_CLUSTER")) ptiles.push_back(cs::PTile::r128n256x2);  // experiment: 2x1 clusters, X multicast
-    for (cs::PTile tile : ptiles) {
-      const CUtensorMap map = cs::make_values_map_rows(a, cs::ptile_rows(tile));
-      me.measure(std::string("sparsenm:sptc_24_wgmma_") + cs::to_string(tile),
-                 [&] { cs::run_sptc24_wgmma_persistent(a, map, tile, pr, nullptr); }, sparse_bytes, l2);
+    // 192 x 256 on three warpgroups (W packed with 192-row alignment): cuda:sptc_24_wgmma_3
+    {
+      const sptc::Packed24 p3 = sptc::pack_hw24(w, 192);
+      cuda::DeviceBuffer dV3(p3.values.size() * 2), dM3(p3.meta.size() * 4);
+      dV3.upload(p3.values.data(), dV3.size());
+      dM3.upload(p3.meta.data(), dM3.size());
+      const cs::DeviceA a3{dV3.get(), dM3.as<std::uint32_t>(), n, p3.rows_pad, p3.k_pad};
+      const CUtensorMap map3 = cs::make_values_map_rows(a3, 192);
+      me.measure("sparsenm:sptc_24_wgmma_192x256", [&] { cs::run_sptc24_wgmma3(a3, map3, pr, nullptr); }, sparse_bytes, l2);
+    }
+    // persistent kernel: tiles x tile orders (raster 8 = groups of 8 row tiles sweep the column
+    // tiles, the default; -2 = groups of 2 column tiles sweep the row tiles)
+    struct V {
+      cs::PTile tile;
+      int raster;
+    };
+    std::vector<V> vs{{cs::PTile::r128n256, 8}, {cs::PTile::r128n256, -2}};
+    if (!ncu) vs.push_back({cs::PTile::r128n128, 8});
+    if (ncu) vs = {{cs::PTile::r128n256, 8}};
+    if (std::getenv("SPTC_CLUSTER")) vs.push_back({cs::PTile::r128n256x2, 8});  // experiment: 2x1 clusters, X multicast
+    for (V v : vs) {
+      const CUtensorMap map = cs::make_values_map_rows(a, cs::ptile_rows(v.tile));
+      me.measure(std::string("sparsenm:sptc_24_wgmma_") + cs::to_string(v.tile) + (v.raster == 8 ? "" : "_mr" + std::to_string(-v.raster)),
+                 [&] { cs::run_sptc24_wgmma_persistent(a, map, v.tile, pr, nullptr, {v.raster, true}); }, sparse_bytes, l2);
     }
   }
+  if (ncu) return;
   if (!std::getenv("SPTC_SKIP_MMA")) {
     me.measure("sparsenm:sptc_24_mma", [&] { cs::run_sptc24_mma(a, pr, nullptr); }, sparse_bytes, l2);
   }
@@ -339,8 +362,10 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
     const double dense_bytes = double(n) * k * 2 + double(m) * k * 2 + double(m) * n * 2;
     const double sparse_bytes = double(n) * k * 2 * (2.0 / mw) * 1.125 + double(m) * k * 2 + double(m) * n * 2;
     const std::string l2 = dense_bytes > 120e6 ? "" : "working set < 2x L2, not rotated";
-    me.measure("cublas", [&] { cublas_f16(hb, n, m, k, dW.get(), dX.get(), dY.get()); }, dense_bytes,
-               l2.empty() ? "dense expansion of the V:2:M weight" : l2 + "; dense expansion of the V:2:M weight");
+    const bool ncu = std::getenv("SPTC_NCU") != nullptr;  // only the gather variants of the 256-wide tile
+    if (!ncu)
+      me.measure("cublas", [&] { cublas_f16(hb, n, m, k, dW.get(), dX.get(), dY.get()); }, dense_bytes,
+                 l2.empty() ? "dense expansion of the V:2:M weight" : l2 + "; dense expansion of the V:2:M weight");
     if (cs::device_cc() != 90) continue;
     // the plan's tile (register.cu VnmInstance::choose_tile)
     auto tiles = [&](std::int64_t bm, std::int64_t bn) { return double(((n + bm - 1) / bm) * ((m + bn - 1) / bn)); };
@@ -355,23 +380,47 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
       for (cs::PTile tile : tiles_of_g) {
         const CUtensorMap map = cs::make_values_map_rows(pk.a, pk.g);
         cs::Problem pr{DType::f16, DType::f16, dXt.get(), dY.get(), m, n, k, ldt};
-        auto gemm = [&] { cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, tile, pr, nullptr); };
-        me.measure(std::string("sparsenm:vnm_gemm_") + cs::to_string(tile), gemm, sparse_bytes,
-                   l2.empty() ? "GEMM only (X^T given)" : l2 + "; GEMM only (X^T given)");
-        if (tile == cs::PTile::r128n256 || tile == cs::PTile::c64n256) {
-          for (int mode : {2, 3}) {  // gather experiments: no proxy fence / TMA rows
-            auto gm = [&] { cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, tile, pr, nullptr, mode); };
-            me.measure(std::string("sparsenm:vnm_gemm_") + cs::to_string(tile) + (mode == 2 ? "_nofence" : "_tmarows"), gm,
+        // schedules: "" = the control (groups of 8 row tiles, gather indices loaded on the
+        // producer's critical path: the kernel before this change); _pf = index prefetch; _mrG =
+        // prefetch + groups of G column tiles sweeping the row tiles
+        struct S {
+          const char* suffix;
+          cs::PSched q;
+        };
+        std::vector<S> ss{{"", {8, false}}, {"_pf", {8, true}}, {"_mr2", {-2, true}}};
+        const bool wide = tile == cs::PTile::r128n256 || tile == cs::PTile::c64n256;
+        if (wide && !ncu) {
+          ss.push_back({"_mr1", {-1, true}});
+          ss.push_back({"_mr4", {-4, true}});
+        }
+        if (ncu && !wide) continue;
+        for (const S& sv : ss) {
+          auto gemm = [&] {
+            cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, tile, pr, nullptr, 0, sv.q);
+          };
+          me.measure(std::string("sparsenm:vnm_gemm_") + cs::to_string(tile) + sv.suffix, gemm, sparse_bytes,
+                     l2.empty() ? "GEMM only (X^T given)" : l2 + "; GEMM only (X^T given)");
+        }
+        if (wide && !ncu)  // the earlier gather experiments (no proxy fence / TMA rows) with the column-group order
+          for (int mode : {2, 3}) {
+            auto gm = [&] {
+              cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, tile, pr, nullptr, mode, {-2, true});
+            };
+            me.measure(std::string("sparsenm:vnm_gemm_") + cs::to_string(tile) + (mode == 2 ? "_nofence_mr2" : "_tmarows_mr2"), gm,
                        sparse_bytes, "GEMM only, gather experiment");
           }
-        }
-        if (tile == plan_tile) {
-          auto full = [&] {
-            tr();
-            gemm();
-          };
-          me.measure("sparsenm:vnm_wgmma", full, sparse_bytes + 4.0 * double(m) * k,
-                     (l2.empty() ? std::string() : l2 + "; ") + "transpose + GEMM (what the plan runs), tile " + cs::to_string(tile));
+        if (tile == plan_tile && !ncu) {
+          // what the plan candidates run (transpose + GEMM): cuda:vnm_wgmma = _pf, cuda:vnm_wgmma_mr =
+          // _mr2; _ctrl = the kernel before this change
+          for (const S& sv : {S{"_ctrl", {8, false}}, S{"", {8, true}}, S{"_mr", {-2, true}}}) {
+            auto full = [&] {
+              tr();
+              cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, tile, pr, nullptr, 0, sv.q);
+            };
+            me.measure(std::string("sparsenm:vnm_wgmma") + sv.suffix, full, sparse_bytes + 4.0 * double(m) * k,
+                       (l2.empty() ? std::string() : l2 + "; ") + "transpose + GEMM (what the plan runs), tile " +
+                           cs::to_string(tile) + ", raster " + std::to_string(sv.q.raster));
+          }
         }
       }
     }

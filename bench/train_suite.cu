@@ -19,6 +19,7 @@
 #include "cuda/common.cuh"
 #include "event_timing.cuh"
 #include "sparsenm/train.hpp"
+#include "cuda/train/train_common.cuh"
 
 namespace sparsenm::bench {
 namespace {
@@ -83,6 +84,32 @@ struct Shape {
   std::int64_t rows, cols;
 };
 
+/// The mask kernels with the pipelined (persistent, cp.async) kernel switched on: the opt-in
+/// variant (train_common.cuh), for a same-run comparison with the default one-CTA-per-tile
+/// kernel. Shapes and pointers of the suite satisfy the vector path's alignment (rows, cols
+/// multiples of 32, cudaMalloc); shapes that are not multiples of 128 x 64 run the default.
+/// (In the results at 45ca19c the roles were swapped: the API rows ran the pipelined kernel and
+/// the rows marked ":one_cta_per_tile" the kernel that is the default now.)
+void mask24_pipelined_variant(DType t, bool search, const void* w, std::int64_t batch, std::int64_t rows, std::int64_t cols,
+                             std::uint16_t* mask, train::Compressed24View w24, train::Compressed24View wt24) {
+  train::detail::Mask24Args a;
+  a.w = w;
+  a.rows = rows;
+  a.cols = cols;
+  a.batch = batch;
+  if (search) a.mask_out = mask;
+  else a.mask_in = mask;
+  a.w_values = w24.values;
+  a.w_indices = w24.indices;
+  a.wt_values = wt24.values;
+  a.wt_indices = wt24.indices;
+  a.aligned = true;
+  a.pipelined = true;
+  if (t == DType::f16) train::detail::launch_mask24<__half>(a, search, nullptr);
+  else if (t == DType::bf16) train::detail::launch_mask24<__nv_bfloat16>(a, search, nullptr);
+  else train::detail::launch_mask24<float>(a, search, nullptr);
+}
+
 }  // namespace
 
 Suite train_suite() {
@@ -113,7 +140,7 @@ Suite train_suite() {
       r.bytes = bytes;
       const double gbps = bytes / (t.median * 1e6);
       const double same = copy_same_size_GBps(bytes, warmup, reps);
-      char buf[256];
+      char buf[512];
       std::snprintf(buf, sizeof buf, "GBps=%.0f frac_copy=%.3f copy_same_size_GBps=%.0f frac_same_size=%.3f L2 rotated over %d slot(s)%s%s",
                     gbps, ctx.copy_GBps > 0 ? gbps / ctx.copy_GBps : 0.0, same, gbps / same, slots, extra.empty() ? "" : "; ",
                     extra.c_str());
@@ -158,6 +185,62 @@ Suite train_suite() {
           SPARSENM_CUDA_CHECK(cudaMemcpy(got_v.data(), b.at(0, 2), vb, cudaMemcpyDeviceToHost));
           emit("mask24_apply", std::string(to_string(t)), 0, R, C, "apply_mask24", ta, search_bytes, slots,
                got_v == ref_v ? "apply(search mask) == search: ok" : "apply(search mask) != search: MISMATCH");
+          if (t == dt16 || w.rows == 4 * d) {  // same-run comparison with the opt-in pipelined kernel
+            for (bool srch : {true, false}) {
+              auto call = [&](int i) {
+                mask24_pipelined_variant(t, srch, b.at(i, 0), 1, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
+                                        {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
+                                        {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
+              };
+              emit(srch ? "mask24_search" : "mask24_apply", std::string(to_string(t)), 0, R, C,
+                   srch ? "transposable_mask24:pipelined_cp_async" : "apply_mask24:pipelined_cp_async",
+                   time_calls(call, slots, warmup, reps), search_bytes, slots, "opt-in pipelined kernel, same run");
+            }
+          }
+        }
+      }
+      // ---- aggregate: the mask refresh of every c_fc weight of the model in one batched launch
+      //      (and apply), i.e. what the refresh every l steps costs; same-size copy in the note ----
+      {
+        const std::int64_t layers = d == 1280 ? 36 : 48;
+        for (DType t : {DType::f16, DType::f32}) {
+          const std::int64_t B = layers, R = 4 * d, C = d;
+          const std::size_t wb = std::size_t(B * R * C) * dtype_size(t), mb = std::size_t(B * train::mask24_words(R, C)) * 2;
+          const std::size_t vb = std::size_t(B * R * train::hw24_value_cols(C)) * dtype_size(t),
+                            ib = std::size_t(B * R * train::hw24_index_row_bytes(C));
+          const std::size_t tvb = std::size_t(B * C * train::hw24_value_cols(R)) * dtype_size(t),
+                            tib = std::size_t(B * C * train::hw24_index_row_bytes(R));
+          const double bytes = double(wb + mb + vb + ib + tvb + tib);
+          const int slots = rotation_slots(bytes);
+          Slots b(slots, {wb, mb, vb, ib, tvb, tib});
+          for (int i = 0; i < slots; ++i) fill(b.at(i, 0), wb, 21u + unsigned(i));
+          auto search = [&](int i) {
+            train::transposable_mask24_batched(t, b.at(i, 0), B, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
+                                               {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
+                                               {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
+          };
+          const std::string what = "all " + std::to_string(B) + " c_fc weights [" + std::to_string(R) + "][" +
+                                   std::to_string(C) + "] in one batched launch";
+          emit("mask24_search_batched", std::string(to_string(t)), B, R, C, "transposable_mask24_batched",
+               time_calls(search, slots, warmup, reps), bytes, slots, what);
+          for (int i = 0; i < slots; ++i) search(i);
+          auto apply = [&](int i) {
+            train::apply_mask24_batched(t, b.at(i, 0), B, R, C, static_cast<const std::uint16_t*>(b.at(i, 1)),
+                                        {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
+                                        {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
+          };
+          emit("mask24_apply_batched", std::string(to_string(t)), B, R, C, "apply_mask24_batched",
+               time_calls(apply, slots, warmup, reps), bytes, slots, what);
+          for (bool srch : {true, false}) {
+            auto call = [&](int i) {
+              mask24_pipelined_variant(t, srch, b.at(i, 0), B, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
+                                      {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
+                                      {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
+            };
+            emit(srch ? "mask24_search_batched" : "mask24_apply_batched", std::string(to_string(t)), B, R, C,
+                 srch ? "transposable_mask24_batched:pipelined_cp_async" : "apply_mask24_batched:pipelined_cp_async",
+                 time_calls(call, slots, warmup, reps), bytes, slots, what + "; opt-in pipelined kernel, same run");
+          }
         }
       }
       // ---- MVUE of dZ^T: dZ [tokens][n], n = 4d (c_fc output) and d (c_proj output) ----
@@ -199,6 +282,26 @@ Suite train_suite() {
         };
         emit("masked_decay", std::string(to_string(t)), 0, R, C, "masked_decay", time_calls(call, slots, warmup, reps), bytes, slots,
              "grad r/w + w + mask");
+      }
+      // ---- masked decay over every c_fc weight of the model in one call (stacked rows) ----
+      for (DType t : {DType::f32, DType::f16}) {
+        const std::int64_t layers = d == 1280 ? 36 : 48;
+        const std::int64_t R = layers * 4 * d, C = d;
+        const std::size_t wb = std::size_t(R * C) * dtype_size(t), mb = std::size_t(train::mask24_words(R, C)) * 2;
+        const double bytes = double(3 * wb + mb);
+        const int slots = rotation_slots(bytes);
+        Slots b(slots, {wb, wb, mb});
+        for (int i = 0; i < slots; ++i) {
+          fill(b.at(i, 0), wb, 6u + unsigned(i));
+          fill(b.at(i, 1), wb, 66u + unsigned(i));
+          fill(b.at(i, 2), mb, 666u + unsigned(i));
+        }
+        auto call = [&](int i) {
+          train::masked_decay(t, b.at(i, 0), b.at(i, 1), static_cast<const std::uint16_t*>(b.at(i, 2)), R, C, 1e-30f);
+        };
+        emit("masked_decay_all_layers", std::string(to_string(t)), layers, R, C, "masked_decay",
+             time_calls(call, slots, warmup, reps), bytes, slots,
+             "all " + std::to_string(layers) + " c_fc weights stacked, one call; grad r/w + w + mask");
       }
       // ---- flip count: one layer's c_fc mask, and all FFN masks of the model in one buffer ----
       {

@@ -618,26 +618,27 @@ bool transposable_ok(unsigned m) {
   return true;
 }
 
-/// Brute force over all 2^16 masks: the first (ascending) valid mask with the largest kept
-/// magnitude (summed per row pair, then over rows in order, like the documented score).
-unsigned brute_mask(const double mag[4][4]) {
+/// Brute force over all 2^16 masks by the documented rule (transposable.hpp): fp32 row pair
+/// sums, bottom B = P0 + P1, top T = P2 + P3, V = T + B; the largest V, ties to the smallest
+/// top half, then the largest B, then the smallest bottom half.
+unsigned brute_mask(const float mag[4][4]) {
   unsigned best = 0;
-  double best_score = -1.0;
+  float best_v = -1.0f, best_b = -1.0f;
   for (unsigned m = 0; m < 65536; ++m) {
     if (!transposable_ok(m)) continue;
-    double s = 0.0;
+    float pair[4];
     for (int i = 0; i < 4; ++i) {
-      double pair = 0.0;
-      bool first = true;
+      int j0 = -1, j1 = -1;
       for (int j = 0; j < 4; ++j)
-        if (m >> (4 * i + j) & 1u) {
-          pair = first ? mag[i][j] : pair + mag[i][j];
-          first = false;
-        }
-      s = i == 0 ? pair : s + pair;
+        if (m >> (4 * i + j) & 1u) (j0 < 0 ? j0 : j1) = j;
+      pair[i] = mag[i][j0] + mag[i][j1];
     }
-    if (s > best_score) {
-      best_score = s;
+    const float b = pair[0] + pair[1], t = pair[2] + pair[3], v = t + b;
+    const bool better = v > best_v || (v == best_v && (m >> 8) < (best >> 8)) ||
+                        (v == best_v && (m >> 8) == (best >> 8) && b > best_b);
+    if (better) {
+      best_v = v;
+      best_b = b;
       best = m;
     }
   }
@@ -661,12 +662,13 @@ TEST(Transposable, BestPatternMatchesBruteForce) {
   const auto& pats = prune_detail::transposable_patterns();
   test::SplitMix rng(3);
   for (int trial = 0; trial < 60; ++trial) {
-    double mag[4][4];
+    float mag[4][4];
     for (auto& row : mag)
-      for (double& x : row) x = trial % 2 ? double(rng.below(3)) : rng.uniform();  // odd: many ties
+      for (float& x : row)  // odd: many ties; every 4th: exponents over 40 binades (fp32 rounding)
+        x = trial % 2 ? float(rng.below(3)) : trial % 4 == 2 ? std::ldexp(float(rng.uniform()), int(rng.below(40)) - 20) : float(rng.uniform());
     if (trial == 0)
       for (auto& row : mag)
-        for (double& x : row) x = 1.0;  // all equal: the first pattern
+        for (float& x : row) x = 1.0f;  // all equal: the first pattern
     const unsigned expect = brute_mask(mag);
     EXPECT_EQ(pats[std::size_t(prune_detail::best_transposable_pattern(mag))], expect) << "trial " << trial;
   }
@@ -678,7 +680,7 @@ TEST(Transposable, MaskIsTransposableAndOptimalWithEdges) {
   ASSERT_EQ(mask.size(), std::size_t(14 * 23));
   for (std::int64_t bi = 0; bi < 4; ++bi)
     for (std::int64_t bj = 0; bj < 6; ++bj) {
-      double mag4[4][4];
+      float mag4[4][4];
       unsigned got = 0;
       bool full = true;
       for (int i = 0; i < 4; ++i)
@@ -686,7 +688,7 @@ TEST(Transposable, MaskIsTransposableAndOptimalWithEdges) {
           const std::int64_t r = bi * 4 + i, c = bj * 4 + j;
           const bool inside = r < 14 && c < 23;
           full = full && inside;
-          mag4[i][j] = inside ? std::fabs(double(w.at(r, c))) : 0.0;
+          mag4[i][j] = inside ? std::fabs(w.at(r, c)) : 0.0f;
           if (inside && mask[std::size_t(r * 23 + c)]) got |= 1u << (4 * i + j);
         }
       const unsigned expect = brute_mask(mag4);

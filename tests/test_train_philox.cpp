@@ -33,9 +33,10 @@ TEST(MvueUniform, FollowsTheCpuReferenceCounterLayout) {
   const std::uint64_t seed = 0x0123456789abcdefull;
   for (std::uint64_t row : {0ull, 3ull, (1ull << 35) + 1})
     for (std::uint64_t g : {0ull, 1ull, 77ull, (1ull << 33) + 5}) {
-      const Philox4 r = philox4x32_10(std::uint32_t(g), std::uint32_t(g >> 32), std::uint32_t(row),
+      const std::uint64_t q = g / 4;  // one Philox call per 4 groups, word g % 4
+      const Philox4 r = philox4x32_10(std::uint32_t(q), std::uint32_t(q >> 32), std::uint32_t(row),
                                       std::uint32_t(row >> 32), std::uint32_t(seed), std::uint32_t(seed >> 32));
-      const float want = float(r.v[0] >> 8) * (1.0f / 16777216.0f);
+      const float want = float(r.v[g % 4] >> 8) * (1.0f / 16777216.0f);
       const float u = mvue_uniform(seed, row, g);
       EXPECT_EQ(u, want);
       EXPECT_GE(u, 0.0f);
@@ -43,6 +44,25 @@ TEST(MvueUniform, FollowsTheCpuReferenceCounterLayout) {
     }
   EXPECT_NE(mvue_uniform(seed, 0, 5), mvue_uniform(seed + 1, 0, 5));
   EXPECT_NE(mvue_uniform(seed, 0, 5), mvue_uniform(seed, 1, 5));
+  float u4[4];
+  mvue_uniform4(seed, 9, 6, u4);
+  for (int j = 0; j < 4; ++j) EXPECT_EQ(u4[j], mvue_uniform(seed, 9, 24 + std::uint64_t(j)));
+  EXPECT_NE(u4[0], u4[1]);
+}
+
+TEST(Philox, PrecomputedRoundKeysGiveTheSameStream) {
+  for (std::uint64_t seed : {0ull, 1ull, 0x0123456789abcdefull, ~0ull}) {
+    const PhiloxKeys k = philox_keys(seed);
+    for (std::uint32_t c : {0u, 7u, 0xdeadbeefu}) {
+      const Philox4 a = philox4x32_10(c, c + 1, c * 3, ~c, std::uint32_t(seed), std::uint32_t(seed >> 32));
+      const Philox4 b = philox4x32_10(c, c + 1, c * 3, ~c, k);
+      for (int j = 0; j < 4; ++j) EXPECT_EQ(a.v[j], b.v[j]);
+    }
+    float u1[4], u2[4];
+    mvue_uniform4(seed, 12345, 678, u1);
+    mvue_uniform4(k, 12345, 678, u2);
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(u1[j], u2[j]);
+  }
 }
 
 TEST(MvueUniform, RoughlyUniform) {

@@ -33,20 +33,22 @@ std::vector<std::uint16_t> all_patterns() {
   return v;
 }
 
-/// The CPU reference's rule: fp64 magnitudes (NaN -> inf), ((s0 + s1) + s2) + s3, first max.
+/// The CPU reference's rule (transposable.hpp): fp32 magnitudes (NaN -> inf), pair sums,
+/// B = s0 + s1, T = s2 + s3, V = T + B; largest V, then smallest top half, then largest B, then
+/// smallest bottom half (pats ascending).
 unsigned brute(const float (&w)[4][4], const std::vector<std::uint16_t>& pats) {
-  double best = -1.0;
+  float best = -1.0f, best_b = -1.0f;
   unsigned bm = pats[0];
   for (auto m : pats) {
-    double s[4];
+    float s[4];
     for (int r = 0; r < 4; ++r) {
       const unsigned row = (m >> (4 * r)) & 0xfu;
       const int lo = __builtin_ctz(row), hi = 31 - __builtin_clz(row);
-      auto mag = [](float x) { const double a = std::fabs(double(x)); return std::isnan(a) ? INFINITY : a; };
+      auto mag = [](float x) { return std::isnan(x) ? INFINITY : std::fabs(x); };
       s[r] = mag(w[r][lo]) + mag(w[r][hi]);
     }
-    const double v = ((s[0] + s[1]) + s[2]) + s[3];
-    if (v > best) best = v, bm = m;
+    const float b = s[0] + s[1], v = (s[2] + s[3]) + b;
+    if (v > best || (v == best && (m >> 8) == (bm >> 8) && b > best_b)) best = v, best_b = b, bm = m;
   }
   return bm;
 }
@@ -55,7 +57,7 @@ unsigned gpu_rule(const float (&w)[4][4]) {
   float a[4][4];
   for (int r = 0; r < 4; ++r)
     for (int c = 0; c < 4; ++c) a[r][c] = detail::rank_magnitude24(w[r][c]);
-  return detail::best_pattern24<double>(a);
+  return detail::best_pattern24(a);
 }
 
 bool transposable(unsigned m) {
@@ -118,6 +120,26 @@ TEST(TrainRules, QuadPositions) {
   EXPECT_EQ(detail::quad_positions(0xf).hi, 1);
   EXPECT_EQ(detail::quad_positions(0x8).lo, 0);
   EXPECT_EQ(detail::quad_positions(0x8).hi, 3);
+}
+
+TEST(TrainRules, QuadPositionsTableAndMaskColumns) {
+  for (unsigned m = 0; m < 16; ++m) {  // the documented rule, spelled out
+    int pos[2], n = 0;
+    for (int i = 0; i < 4 && n < 2; ++i)
+      if (m & (1u << i)) pos[n++] = i;
+    for (int i = 0; i < 4 && n < 2; ++i)
+      if (!(m & (1u << i)) && (n == 0 || pos[0] != i)) pos[n++] = i;
+    const int lo = std::min(pos[0], pos[1]), hi = std::max(pos[0], pos[1]);
+    const auto q = detail::quad_positions(m | 0x30u);  // high bits ignored
+    EXPECT_EQ(q.lo, lo) << m;
+    EXPECT_EQ(q.hi, hi) << m;
+  }
+  for (unsigned m = 0; m < 65536; ++m)
+    for (int c = 0; c < 4; ++c) {
+      unsigned want = 0;
+      for (int r = 0; r < 4; ++r) want |= ((m >> (4 * r + c)) & 1u) << r;
+      ASSERT_EQ(detail::mask_column(m, c), want) << m << "," << c;
+    }
 }
 
 TEST(TrainRules, MvueRuleMatchesTheCpuReferenceBitForBit) {

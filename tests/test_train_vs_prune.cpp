@@ -44,15 +44,15 @@ TEST(TrainVsPrune, TransposableBlocksBitForBit) {
   const auto& pats = prune_detail::transposable_patterns();
   int bad = 0;
   for (int it = 0; it < 50000; ++it) {
-    double mag[4][4];
+    float mag[4][4];
     float a[4][4];
     for (int r = 0; r < 4; ++r)
       for (int c = 0; c < 4; ++c) {
         const float x = draw(g, it % 5);
-        mag[r][c] = prune_detail::rank_magnitude(x);
+        mag[r][c] = prune_detail::rank_magnitude_f32(x);
         a[r][c] = train::detail::rank_magnitude24(x);
       }
-    bad += pats[std::size_t(prune_detail::best_transposable_pattern(mag))] != train::detail::best_pattern24<double>(a);
+    bad += pats[std::size_t(prune_detail::best_transposable_pattern(mag))] != train::detail::best_pattern24(a);
   }
   EXPECT_EQ(bad, 0);
 }
@@ -68,7 +68,7 @@ TEST(TrainVsPrune, TransposableMatrixWithTails) {
           const std::int64_t rr = 4 * bi + r, cc = 4 * bj + c;
           a[r][c] = rr < 37 && cc < 45 ? train::detail::rank_magnitude24(w.at(rr, cc)) : 0.f;
         }
-      const unsigned m = train::detail::best_pattern24<double>(a);
+      const unsigned m = train::detail::best_pattern24(a);
       for (int r = 0; r < 4; ++r)
         for (int c = 0; c < 4; ++c) {
           const std::int64_t rr = 4 * bi + r, cc = 4 * bj + c;
@@ -79,7 +79,7 @@ TEST(TrainVsPrune, TransposableMatrixWithTails) {
 
 TEST(TrainVsPrune, MvueUniformAndGroupBitForBit) {
   std::mt19937 g(6);
-  int bad_u = 0, bad_v = 0;
+  int bad_u = 0, bad_v = 0, bad_fast = 0, fast_groups = 0, fast_candidates = 0;
   for (int it = 0; it < 100000; ++it) {
     const std::uint64_t row = g() % 5000, grp = g();
     const float u1 = prune_detail::mvue_uniform(77, row, grp), u2 = train::mvue_uniform(77, row, grp);
@@ -96,9 +96,31 @@ TEST(TrainVsPrune, MvueUniformAndGroupBitForBit) {
     prune_detail::mvue_group(x, u1, y1);
     train::detail::mvue_group_dense(xs, u1, y2);
     bad_v += std::memcmp(y1, y2, sizeof y1) != 0;
+    // the kernels' fast path: same pair and values on finite groups with >= 3 nonzeros
+    int lo = -1, hi = -1, nonzero = 0;
+    bool finite = true;
+    for (int i = 0; i < 4; ++i) {
+      nonzero += xs[i] != 0.f;
+      finite = finite && std::isfinite(xs[i]);
+    }
+    float vlo = 0.f, vhi = 0.f;
+    const bool fast = train::detail::mvue_group_pair(xs, u1, lo, hi, vlo, vhi);
+    if (!(finite && nonzero >= 2)) ASSERT_FALSE(fast) << it;
+    fast_candidates += finite && nonzero >= 2;
+    if (fast) {
+      ++fast_groups;
+      float y3[4] = {0.f, 0.f, 0.f, 0.f};
+      ASSERT_LT(lo, hi);
+      y3[lo] = vlo;
+      y3[hi] = vhi;
+      bad_fast += std::memcmp(y1, y3, sizeof y1) != 0;
+    }
   }
   EXPECT_EQ(bad_u, 0);
   EXPECT_EQ(bad_v, 0);
+  EXPECT_EQ(bad_fast, 0);
+  EXPECT_GT(fast_groups, 50000);
+  EXPECT_GT(fast_groups, fast_candidates * 99 / 100);  // the full rule only for rare roundings
 }
 
 TEST(TrainVsPrune, MvueMatrixRowsAreFeatures) {

@@ -1,5 +1,5 @@
 // sparsenm — standalone driver of the "sptc" bench suite (for a device run before the CLI
-// harness lands): sptc_bench OUT.jsonl [--quick] [--reps N] [--shape n,k]... [--m m]...
+// harness lands): sptc_bench OUT.jsonl [--quick] [--reps N] [--warmup N] [--shape n,k]... [--m m]...
 // Prints one line per row and writes JSON Lines (BENCH.md fields).
 #include <cuda_runtime.h>
 
@@ -17,7 +17,7 @@ Suite sptc_suite();
 int main(int argc, char** argv) {
   using namespace sparsenm::bench;
   if (argc < 2) {
-    std::fprintf(stderr, "usage: sptc_bench OUT.jsonl [--quick] [--reps N] [--shape n,k] [--m m] [--pattern 2:4|V:2:M]\n");
+    std::fprintf(stderr, "usage: sptc_bench OUT.jsonl [--quick] [--reps N] [--warmup N] [--shape n,k] [--m m] [--pattern 2:4|V:2:M]\n");
     return 2;
   }
   Options o;
@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--quick") o.quick = true;
     else if (a == "--reps" && i + 1 < argc) o.reps = std::atoi(argv[++i]);
+    else if (a == "--warmup" && i + 1 < argc) o.warmup = std::atoi(argv[++i]);
     else if (a == "--m" && i + 1 < argc) o.ms.push_back(std::atoll(argv[++i]));
     else if (a == "--pattern" && i + 1 < argc) o.patterns.push_back(argv[++i]);
     else if (a == "--shape" && i + 1 < argc) {

@@ -41,13 +41,14 @@ struct Compressed24View {
   std::uint8_t* indices = nullptr;  ///< [rows][hw24_index_row_bytes(cols)]
 };
 
-/// Transposable 2:4 mask search (seed 003 §3.2 / Hubara et al.), exact, in one pass over W:
-/// every 4x4 block gets the best of the 90 patterns with two kept per row and per column, by the
-/// rule of the CPU reference sparsenm::transposable_24_mask (prune.hpp): magnitudes |w| in fp64
-/// (NaN ranks as +inf), score = kept magnitude sum, ties to the pattern with the smallest 16-bit
-/// mask value. Bit-identical masks for f16 (fp64 sums of f16 magnitudes are exact); for bf16 /
-/// f32 also, unless one block's magnitudes span more than ~2^26 and two patterns tie after
-/// rounding. A block always gets a valid pattern. Writes `mask` (may be null) and, when the
+/// Transposable 2:4 mask search (seed 003 §3.2 / Hubara et al.) in one pass over W: every 4x4
+/// block gets the best of the 90 patterns with two kept per row and per column (all 90 scored),
+/// bit for bit the rule of the CPU reference sparsenm::transposable_24_mask (prune.hpp,
+/// src/prune/transposable.hpp): magnitudes |w| in fp32 (NaN ranks as +inf), score = kept
+/// magnitude sum grouped as (rows 2+3) + (rows 0+1), every sum in fp32; ties to the smallest top
+/// half of the mask, then the largest rows-0+1 sum, then the smallest bottom half. (Exact sums
+/// for f16 blocks whose exponents span <= ~10 binades; otherwise optimal up to the fp32 rounding
+/// of the score, relative 2^-23.) A block always gets a valid pattern. Writes `mask` (may be null) and, when the
 /// views are non-null, S(W) as hw24 `w24` ([rows][...]) and S(W)^T as hw24 `wt24`
 /// ([cols][hw24_value_cols(rows)]). dtype: f16, bf16 or f32.
 void transposable_mask24(DType dtype, const void* w, std::int64_t rows, std::int64_t cols,
@@ -63,6 +64,20 @@ void apply_mask24(DType dtype, const void* w, std::int64_t rows, std::int64_t co
                   const std::uint16_t* mask, Compressed24View w24, Compressed24View wt24,
                   std::uint32_t* violations = nullptr, void* stream = nullptr);
 
+/// Batched forms: `batch` matrices of one shape rows x cols stored back to back, one launch
+/// (e.g. every FFN weight of a model at a mask refresh). Matrix i is w + i * rows * cols
+/// elements; its mask starts at mask + i * mask24_words(rows, cols); its S(W) at values +
+/// i * rows * hw24_value_cols(cols) and indices + i * rows * hw24_index_row_bytes(cols); its
+/// S(W)^T at values + i * cols * hw24_value_cols(rows) and indices + i * cols *
+/// hw24_index_row_bytes(rows). Each matrix gets exactly what the single-matrix call writes.
+/// batch in 1..65535.
+void transposable_mask24_batched(DType dtype, const void* w, std::int64_t batch, std::int64_t rows,
+                                 std::int64_t cols, std::uint16_t* mask, Compressed24View w24,
+                                 Compressed24View wt24, void* stream = nullptr);
+void apply_mask24_batched(DType dtype, const void* w, std::int64_t batch, std::int64_t rows, std::int64_t cols,
+                          const std::uint16_t* mask, Compressed24View w24, Compressed24View wt24,
+                          std::uint32_t* violations = nullptr, void* stream = nullptr);
+
 /// Layout of the output-activation gradient given to mvue24.
 enum class GradLayout {
   token_major,    ///< G is [tokens][features] (row-major dZ); the kernel transposes on the fly
@@ -74,7 +89,8 @@ enum class GradLayout {
 /// byte to condense(sparsenm::mvue24(dZ^T, seed), hw24) of the CPU reference (prune.hpp): same
 /// estimator (water-filling inclusion probabilities min(1, c |x_i|), values x_i / p_i, pair
 /// drawn by systematic sampling; exact arithmetic order in src/cuda/train/mvue_rule.hpp), same
-/// Philox-4x32-10 stream (key = seed, counter = (token / 4, feature); philox.hpp), the dtype
+/// Philox-4x32-10 stream (key = seed, counter = (token / 16, feature), word (token / 4) % 4;
+/// philox.hpp), the dtype
 /// rounding of the dense result, then the canonical condense positions (nonzero values first,
 /// then the lowest free positions). Unbiased, minimum variance among 2-of-4 estimators.
 /// Groups past the last token are padded with zeros; non-finite groups keep their two largest

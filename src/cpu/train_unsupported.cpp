@@ -21,6 +21,14 @@ void apply_mask24(DType, const void*, std::int64_t, std::int64_t, const std::uin
                   Compressed24View, std::uint32_t*, void*) {
   no_cuda("apply_mask24");
 }
+void transposable_mask24_batched(DType, const void*, std::int64_t, std::int64_t, std::int64_t, std::uint16_t*,
+                                 Compressed24View, Compressed24View, void*) {
+  no_cuda("transposable_mask24_batched");
+}
+void apply_mask24_batched(DType, const void*, std::int64_t, std::int64_t, std::int64_t, const std::uint16_t*,
+                          Compressed24View, Compressed24View, std::uint32_t*, void*) {
+  no_cuda("apply_mask24_batched");
+}
 void mvue24(DType, const void*, std::int64_t, std::int64_t, GradLayout, std::uint64_t, Compressed24View, void*) {
   no_cuda("mvue24");
 }

@@ -66,6 +66,11 @@ inline double rank_magnitude(float x) noexcept {
   return std::isnan(a) ? std::numeric_limits<double>::infinity() : a;
 }
 
+/// |x| as float with NaN mapped to +inf (the ranking magnitude of the transposable 2:4 search).
+inline float rank_magnitude_f32(float x) noexcept {
+  return std::isnan(x) ? std::numeric_limits<float>::infinity() : std::fabs(x);
+}
+
 /// Calls f(Traits{}) for the weight dtype t (f32, f16, bf16); the caller has checked t.
 template <class F>
 decltype(auto) dispatch(DType t, F&& f) {

@@ -29,7 +29,7 @@
 //   (or u*R); interval ends are running sums in index order over elements with a_i > 0; a
 //   point p selects the first element whose end is > p; if none, the last element with a > 0.
 // The uniform comes from Philox-4x32-10 (philox.hpp, mvue_uniform): key = seed, counter =
-// (column / 4, row). Groups past the last column are padded with zeros.
+// (column / 16, row), one call per 4 consecutive groups; group j uses output word j % 4. Groups past the last column are padded with zeros.
 // Non-finite groups (any NaN or +-inf): not estimable; the two largest |x| are kept unscaled
 // (|NaN| = +inf, ties: lower column), so the NaN/inf reaches the output instead of vanishing.
 #pragma once

@@ -1,5 +1,5 @@
 // sparsenm prune — transposable 2:4 mask (seed 003 §5.1, Algorithm 1: score all 90 patterns
-// of every 4x4 block, take the argmax), exact; definitions in transposable.hpp.
+// of every 4x4 block, take the argmax); definitions in transposable.hpp.
 #include "prune/transposable.hpp"
 
 #include <vector>
@@ -47,18 +47,24 @@ const Table& table() noexcept {
 
 const std::array<std::uint16_t, 90>& transposable_patterns() noexcept { return table().mask; }
 
-int best_transposable_pattern(const double mag[4][4]) noexcept {
+int best_transposable_pattern(const float mag[4][4]) noexcept {
   const Table& t = table();
-  double pair_sum[4][6];
+  float pair_sum[4][6];
   for (int i = 0; i < 4; ++i)
     for (int q = 0; q < 6; ++q) pair_sum[i][q] = mag[i][kPairs[q][0]] + mag[i][kPairs[q][1]];
   int best = 0;
-  double best_score = -1.0;
-  for (int k = 0; k < 90; ++k) {
+  float best_score = -1.0f, best_bottom = -1.0f;
+  unsigned best_top = ~0u;
+  for (int k = 0; k < 90; ++k) {  // ascending mask: top half (rows 2, 3) major
     const auto& p = t.pair[std::size_t(k)];
-    const double s = ((pair_sum[0][p[0]] + pair_sum[1][p[1]]) + pair_sum[2][p[2]]) + pair_sum[3][p[3]];
-    if (s > best_score) {
+    const float bottom = pair_sum[0][p[0]] + pair_sum[1][p[1]];
+    const float top = pair_sum[2][p[2]] + pair_sum[3][p[3]];
+    const float s = top + bottom;
+    const unsigned top_bits = unsigned(t.mask[std::size_t(k)]) >> 8;
+    if (s > best_score || (s == best_score && top_bits == best_top && bottom > best_bottom)) {
       best_score = s;
+      best_bottom = bottom;
+      best_top = top_bits;
       best = k;
     }
   }
@@ -76,11 +82,11 @@ std::vector<std::uint8_t> transposable_24_mask(const MatrixView& w) {
 #pragma omp parallel for schedule(static) if (rows * cols >= prune_detail::kParallelMinElements)
   for (std::int64_t bi = 0; bi < brows; ++bi) {
     for (std::int64_t bj = 0; bj < bcols; ++bj) {
-      double mag[4][4];
+      float mag[4][4];
       for (int i = 0; i < 4; ++i)
         for (int j = 0; j < 4; ++j) {
           const std::int64_t r = bi * 4 + i, c = bj * 4 + j;
-          mag[i][j] = r < rows && c < cols ? prune_detail::rank_magnitude(w.at(r, c)) : 0.0;
+          mag[i][j] = r < rows && c < cols ? prune_detail::rank_magnitude_f32(w.at(r, c)) : 0.0f;
         }
       const std::uint16_t m = patterns[std::size_t(prune_detail::best_transposable_pattern(mag))];
       for (int i = 0; i < 4; ++i)

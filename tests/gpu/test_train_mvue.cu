@@ -92,9 +92,9 @@ TEST_P(Mvue24, BitExactAgainstHostForBothLayouts) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Mvue24,
                          ::testing::Values(Case{DType::f16, 256, 128}, Case{DType::f16, 128, 64}, Case{DType::f16, 70, 45},
-                                           Case{DType::f16, 160, 66}, Case{DType::f16, 3, 5},
+                                           Case{DType::f16, 160, 66}, Case{DType::f16, 3, 5}, Case{DType::f16, 40, 33},
                                            Case{DType::bf16, 256, 192}, Case{DType::bf16, 33, 17},
-                                           Case{DType::f32, 128, 128}, Case{DType::f32, 50, 9}));
+                                           Case{DType::f32, 128, 128}, Case{DType::f32, 50, 9}, Case{DType::f32, 48, 16}));
 
 TEST(Mvue24Stats, UnbiasedWithTheAnalyticVariance) {
   SPARSENM_REQUIRE_GPU();

@@ -102,7 +102,57 @@ TEST(VnmGpu, EveryVAndManyMAgainstTheReference) {
       for (DType in : {DType::f16, DType::bf16}) {
         const DType out = seed % 3 == 0 ? DType::f16 : seed % 3 == 1 ? DType::f32 : DType::bf16;
         check_plan_candidate("cuda:vnm_wgmma", Pattern::venom(v, mw), in, out, 131, 2 * v + 37, 37 * mw + 3, seed++);
+        if (mw == 8 || mw == 32 || mw == 5)  // the column-group raster candidate on a subset
+          check_plan_candidate("cuda:vnm_wgmma_mr", Pattern::venom(v, mw), in, out, 131, 2 * v + 37, 37 * mw + 3, seed++);
       }
+}
+
+// Tile orders (row groups of 8 / 3, column groups of 1 / 2 / 5) and the gather-index prefetch on
+// and off give the same product: every tile shape, tails, grids with several tiles per CTA.
+TEST(VnmGpu, SchedulesAgree) {
+  REQUIRE_SM90();
+  std::uint64_t seed = 1600;
+  const cs::PSched scheds[] = {{8, false}, {8, true}, {3, true}, {-1, true}, {-2, true}, {-5, false}};
+  for (cs::PTile tile : {cs::PTile::r128n256, cs::PTile::r128n128, cs::PTile::c64n256, cs::PTile::c64n128}) {
+    const int g = cs::ptile_rows(tile);
+    const int v = g == 128 ? 128 : 64;
+    const std::int64_t m = 4100, n = 1100, k = 203 + 64 * (seed % 3);
+    const Pattern pat = Pattern::venom(v, 8);
+    const CondensedMatrix w = condense(random_pattern_matrix(pat, DType::f16, n, k, seed, 0.0).view(), pat);
+    const DenseMatrix x = make_x(w, DType::f16, m, seed + 1, true);
+    ++seed;
+    sptc::PackedVnm p = sptc::pack_venom(w, g, 128);
+    cuda::DeviceBuffer vb(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4);
+    vb.upload(p.a.values.data(), vb.size());
+    mt.upload(p.a.meta.data(), mt.size());
+    gt.upload(p.gather.data(), gt.size());
+    cs::DeviceA a{vb.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
+    const CUtensorMap map = cs::make_values_map_rows(a, g);
+    const std::int64_t ldt = (m + 7) / 8 * 8;
+    cuda::DeviceBuffer xt(std::size_t(k * ldt) * 2);
+    for (cs::PSched q : scheds) {
+      SCOPED_TRACE(std::string(cs::to_string(tile)) + " raster " + std::to_string(q.raster) + " prefetch " +
+                   std::to_string(q.prefetch));
+      const double err = run_and_compare(w, x, DType::f32, [&](void* xp, void* yp) {
+        cs::transpose_x(xp, m, k, xt.get(), ldt, nullptr);
+        cs::Problem pr{DType::f16, DType::f32, xt.get(), yp, m, n, k, ldt};
+        cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), p.rows_per_group, tile, pr, nullptr, 0, q);
+      });
+      EXPECT_LT(err, 1e-5);
+    }
+  }
+  // bad schedules and tiles are refused
+  const Pattern pat = Pattern::venom(128, 8);
+  const CondensedMatrix w = condense(random_pattern_matrix(pat, DType::f16, 128, 64, 3, 0.0).view(), pat);
+  sptc::PackedVnm p = sptc::pack_venom(w, 128, 128);
+  cuda::DeviceBuffer vb(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4), xt(64 * 8 * 2),
+      yb(8 * 128 * 2);
+  cs::DeviceA a{vb.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
+  const CUtensorMap map = cs::make_values_map_rows(a, 128);
+  cs::Problem pr{DType::f16, DType::f16, xt.get(), yb.get(), 8, 128, 64, 8};
+  EXPECT_THROW(cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), 128, cs::PTile::r128n128, pr, nullptr, 0, {0, true}),
+               InvalidArgument);
+  EXPECT_THROW(cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), 128, cs::PTile::r128n256x2, pr, nullptr), InvalidArgument);
 }
 
 TEST(VnmGpu, EveryTileShapeWithTailsAndSeveralTilesPerCta) {
@@ -188,12 +238,57 @@ TEST(VnmGpu, PersistentHw24EveryTileShape) {
       mt.upload(p.meta.data(), mt.size());
       cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.rows, p.rows_pad, p.k_pad};
       const CUtensorMap map = cs::make_values_map_rows(a, cs::ptile_rows(tile));
-      const double err = run_and_compare(w, x, DType::f32, [&](void* xp, void* yp) {
-        cs::Problem pr{DType::bf16, DType::f32, xp, yp, m, n, k, k};
-        cs::run_sptc24_wgmma_persistent(a, map, tile, pr, nullptr);
-      });
-      EXPECT_LT(err, 1e-5);
+      for (cs::PSched q : {cs::PSched{8, true}, cs::PSched{-2, true}, cs::PSched{-1, true}, cs::PSched{3, true}}) {
+        if (q.raster != 8 && m < 4000) continue;  // other tile orders: on the case with several tiles per CTA
+        for (DType out : {DType::f32, DType::f16}) {
+          if (out == DType::f16 && q.raster != 8) continue;
+          SCOPED_TRACE("raster " + std::to_string(q.raster) + " out " + std::string(to_string(out)));
+          const double err = run_and_compare(w, x, out, [&](void* xp, void* yp) {
+            cs::Problem pr{DType::bf16, out, xp, yp, m, n, k, k};
+            cs::run_sptc24_wgmma_persistent(a, map, tile, pr, nullptr, q);
+          });
+          EXPECT_LT(err, out == DType::f32 ? 1e-5 : 2e-3);
+        }
+      }
     }
+}
+
+// The 192 x 256 three-warpgroup 2:4 kernel: tails in m, n and k, one and many k-blocks (fewer and
+// more than the 4 ring slots), many tiles, every output dtype.
+TEST(SptcGpu3, Hw24ThreeWarpgroups) {
+  REQUIRE_SM90();
+  std::uint64_t seed = 1700;
+  for (auto [m, n, k] : {std::array<std::int64_t, 3>{300, 130, 520}, {4100, 1100, 256}, {7, 70, 64}, {2000, 4000, 1000},
+                         {513, 385, 4096}, {256, 192, 128}})
+    for (DType in : {DType::f16, DType::bf16})
+      for (DType out : {DType::f32, DType::f16, DType::bf16}) {
+        if (in == DType::bf16 && out == DType::f16) continue;
+        if (m * n * k > 100000000 && !(in == DType::f16 && out == DType::f32)) continue;  // large: one dtype pair
+        SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) + " " +
+                     std::string(to_string(in)) + "->" + std::string(to_string(out)));
+        const CondensedMatrix w = condense(random_pattern_matrix(Pattern::hw24(), in, n, k, seed, 0.0).view(), Pattern::hw24());
+        const DenseMatrix x = make_x(w, in, m, seed + 1, false);
+        ++seed;
+        sptc::Packed24 p = sptc::pack_hw24(w, 192);
+        cuda::DeviceBuffer v(p.values.size() * 2), mt(p.meta.size() * 4);
+        v.upload(p.values.data(), v.size());
+        mt.upload(p.meta.data(), mt.size());
+        cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.rows, p.rows_pad, p.k_pad};
+        const CUtensorMap map = cs::make_values_map_rows(a, 192);
+        const double err = run_and_compare(w, x, out, [&](void* xp, void* yp) {
+          cs::Problem pr{in, out, xp, yp, m, n, k, k};
+          cs::run_sptc24_wgmma3(a, map, pr, nullptr);
+        });
+        EXPECT_LT(err, tolerance(out));
+      }
+  // a weight packed for 128-row tiles is refused
+  const CondensedMatrix w = condense(random_pattern_matrix(Pattern::hw24(), DType::f16, 130, 64, 1, 0.0).view(), Pattern::hw24());
+  sptc::Packed24 p = sptc::pack_hw24(w, 128);
+  cuda::DeviceBuffer v(p.values.size() * 2), mt(p.meta.size() * 4), xb(64 * 8 * 2), yb(8 * 130 * 2);
+  cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.rows, p.rows_pad, p.k_pad};
+  const CUtensorMap map = cs::make_values_map_rows(a, 128);
+  cs::Problem pr{DType::f16, DType::f16, xb.get(), yb.get(), 8, 130, 64, 64};
+  EXPECT_THROW(cs::run_sptc24_wgmma3(a, map, pr, nullptr), InvalidArgument);
 }
 
 // Experiment: 2x1 clusters with the X tile multicast (PTile::r128n256x2). Kept in its own suite so
@@ -227,6 +322,9 @@ TEST(VnmGpu, PersistentHw24PlanCandidate) {
   REQUIRE_SM90();
   check_plan_candidate("cuda:sptc_24_wgmma_p", Pattern::hw24(), DType::f16, DType::f16, 129, 257, 1000, 800);
   check_plan_candidate("cuda:sptc_24_wgmma_p", Pattern::hw24(), DType::bf16, DType::f32, 520, 384, 2044, 801);
+  check_plan_candidate("cuda:sptc_24_wgmma_3", Pattern::hw24(), DType::f16, DType::f16, 129, 257, 1000, 802);
+  check_plan_candidate("cuda:sptc_24_wgmma_3", Pattern::hw24(), DType::bf16, DType::bf16, 520, 384, 2044, 803);
+  check_plan_candidate("cuda:sptc_24_wgmma_3", Pattern::element(2, 8), DType::f16, DType::f32, 3000, 1000, 600, 804);
 }
 
 // Small launches of both persistent paths, for compute-sanitizer (memcheck / racecheck) runs.
@@ -244,16 +342,19 @@ TEST(VnmGpu, SmallForSanitizers) {
     gt.upload(p.gather.data(), gt.size());
     cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
     const CUtensorMap map = cs::make_values_map_rows(a, g);
-    for (int mode : {1, 2, 3}) {
-      const double err = run_and_compare(w, x, DType::f16, [&](void* xp, void* yp) {
-        cs::transpose_x(xp, 150, 300, xt.get(), 152, nullptr);
-        cs::Problem pr{DType::f16, DType::f16, xt.get(), yp, 150, 200, 300, 152};
-        cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), p.rows_per_group, tile, pr, nullptr, mode);
-      });
-      EXPECT_LT(err, 2e-3) << cs::to_string(tile) << " gather mode " << mode;
-    }
+    for (int mode : {1, 2, 3})
+      for (cs::PSched q : {cs::PSched{8, true}, cs::PSched{-2, true}, cs::PSched{8, false}}) {
+        if (mode != 1 && !q.prefetch) continue;
+        const double err = run_and_compare(w, x, DType::f16, [&](void* xp, void* yp) {
+          cs::transpose_x(xp, 150, 300, xt.get(), 152, nullptr);
+          cs::Problem pr{DType::f16, DType::f16, xt.get(), yp, 150, 200, 300, 152};
+          cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), p.rows_per_group, tile, pr, nullptr, mode, q);
+        });
+        EXPECT_LT(err, 2e-3) << cs::to_string(tile) << " gather mode " << mode << " raster " << q.raster;
+      }
   }
   check_plan_candidate("cuda:sptc_24_wgmma_p", Pattern::hw24(), DType::f16, DType::f16, 150, 200, 256, 902);
+  check_plan_candidate("cuda:sptc_24_wgmma_3", Pattern::hw24(), DType::f16, DType::f16, 150, 200, 1000, 903);  // refills the ring
 }
 
 TEST(VnmGpu, UnsupportedInputsAreReported) {

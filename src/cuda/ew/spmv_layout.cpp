@@ -58,6 +58,8 @@ SpmvPacked pack_spmv(const CondensedMatrix& w) {
   p.indices.assign(l.index_words(), 0u);
   const std::size_t eb = std::size_t(l.elem_bytes);
   const std::int64_t row_bytes = w.layout.index_row_bytes;
+  // Rows write disjoint bytes / index words (a word holds one lane's bits only): parallel over rows.
+#pragma omp parallel for schedule(static) if (l.rows * l.slots > (1 << 16))
   for (std::int64_t r = 0; r < l.rows; ++r) {
     const std::byte* src = w.values.data() + std::size_t(r * l.slots) * eb;
     const std::uint8_t* irow = w.indices.data() + r * row_bytes;

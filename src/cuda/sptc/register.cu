@@ -2,8 +2,13 @@
 //   cuda:sptc_24_wgmma  sm_90 (Hopper, sm_90a code): wgmma.mma_async.sp + TMA pipeline
 //   cuda:sptc_24_mma    sm_80+: mma.sp::ordered_metadata m16n8k32 + cp.async
 //   cuda:sptc_24_wgmma_p  sm_90: the same product on the persistent kernel (wgmma_persistent.cu)
+//   cuda:sptc_24_wgmma_3  sm_90: 192 x 256 tiles on 3 warpgroups (sptc24_wgmma3.cu: one X stage in
+//                       shared memory feeds 3 warpgroups, fewer shared-memory bytes per MMA)
 //   cuda:vnm_wgmma      sm_90: V:2:M (venom) weights: X transposed into a workspace once per run,
-//                       cp.async gather of the selected columns, wgmma.mma_async.sp (trans-b)
+//                       cp.async gather of the selected columns, wgmma.mma_async.sp (trans-b);
+//                       tiles in groups of 8 row tiles sweeping all column tiles
+//   cuda:vnm_wgmma_mr   the same with groups of 2 column tiles sweeping all row tiles (the Xt slice
+//                       the gathers re-read stays in L2)
 // The 2:4 candidates take hw24 weights and element N:M weights whose aligned groups of 4 hold <= 2 nonzeros
 // (repacked to 2:4 at plan time), f16/bf16 in, f32 accumulation, f32/f16/bf16 out.
 #include <cuda_runtime.h>
@@ -52,14 +57,16 @@ int sm_count() {
 /// Packed weight on the device + the padded-X workspace when k % 8 != 0.
 class Sptc24Instance : public KernelInstance {
  public:
-  Sptc24Instance(const CondensedMatrix& w, const MatmulDesc& d, bool wgmma, bool persistent = false)
-      : desc_(d), wgmma_(wgmma), persistent_(persistent) {
+  /// three: the 192 x 256 three-warpgroup kernel (cuda:sptc_24_wgmma_3; wgmma must be true)
+  Sptc24Instance(const CondensedMatrix& w, const MatmulDesc& d, bool wgmma, bool persistent = false, bool three = false)
+      : desc_(d), wgmma_(wgmma), persistent_(persistent), three_(three) {
     n_ = w.layout.rows;
     k_ = w.layout.cols;
     ldx_ = sptc::round_up(k_, 8);
     if (wgmma_) tile_ = choose_tile(n_, d.m);
     ptile_ = (tile_ == cs::WgTile::m128n256) ? cs::PTile::r128n256 : cs::PTile::r128n128;
-    const int align = 128;  // every tile shape's row count divides 128
+    // every tile shape's row count divides 128, except the 192-row tile
+    const int align = three_ ? 192 : 128;
     sptc::Packed24 p = sptc::pack_hw24(w, align);
     values_ = cuda::DeviceBuffer(p.values.size() * 2);
     values_.upload(p.values.data(), p.values.size() * 2);
@@ -71,7 +78,10 @@ class Sptc24Instance : public KernelInstance {
     a_.rows_pad = p.rows_pad;
     a_.k_pad = p.k_pad;
     if (ldx_ != k_) workspace_ = cuda::DeviceBuffer(std::size_t(d.m * ldx_) * 2);
-    if (wgmma_) map_ = persistent_ ? cs::make_values_map_rows(a_, 128) : cs::make_values_map(a_, w.dtype, tile_);
+    if (three_)
+      map_ = cs::make_values_map_rows(a_, 192);
+    else if (wgmma_)
+      map_ = persistent_ ? cs::make_values_map_rows(a_, 128) : cs::make_values_map(a_, w.dtype, tile_);
   }
 
   void run(const void* x, void* y, void* stream) const override {
@@ -81,7 +91,9 @@ class Sptc24Instance : public KernelInstance {
       cs::pad_x(desc_.x_dtype, x, desc_.m, k_, workspace_.get(), ldx_, s);
       p.x = workspace_.get();
     }
-    if (persistent_)
+    if (three_)
+      cs::run_sptc24_wgmma3(a_, map_, p, s);
+    else if (persistent_)
       cs::run_sptc24_wgmma_persistent(a_, map_, ptile_, p, s);
     else if (wgmma_)
       cs::run_sptc24_wgmma(a_, map_, tile_, p, s);
@@ -102,7 +114,7 @@ class Sptc24Instance : public KernelInstance {
 
  private:
   MatmulDesc desc_;
-  bool wgmma_, persistent_;
+  bool wgmma_, persistent_, three_;
   std::int64_t n_ = 0, k_ = 0, ldx_ = 0;
   cs::WgTile tile_ = cs::WgTile::m128n256;
   cs::PTile ptile_ = cs::PTile::r128n256;
@@ -114,7 +126,7 @@ class Sptc24Instance : public KernelInstance {
 /// V:2:M weight packed as a gathered 2:4 operand + the gather table on the device; X^T workspace.
 class VnmInstance : public KernelInstance {
  public:
-  VnmInstance(const CondensedMatrix& w, const MatmulDesc& d) : desc_(d) {
+  VnmInstance(const CondensedMatrix& w, const MatmulDesc& d, cs::PSched sched) : desc_(d), sched_(sched) {
     n_ = w.layout.rows;
     k_ = w.layout.cols;
     ldt_ = sptc::round_up(d.m, 8);
@@ -136,7 +148,7 @@ class VnmInstance : public KernelInstance {
     auto s = static_cast<cudaStream_t>(stream);
     cs::transpose_x(x, desc_.m, k_, xt_.get(), ldt_, s);
     cs::Problem p{desc_.x_dtype, desc_.y_dtype, xt_.get(), y, desc_.m, n_, k_, ldt_};
-    cs::run_vnm_wgmma(a_, map_, gather_.as<std::int32_t>(), rows_per_tile_, tile_, p, s);
+    cs::run_vnm_wgmma(a_, map_, gather_.as<std::int32_t>(), rows_per_tile_, tile_, p, s, 0, sched_);
   }
   std::size_t workspace_bytes() const override { return xt_.size(); }
 
@@ -151,6 +163,7 @@ class VnmInstance : public KernelInstance {
 
  private:
   MatmulDesc desc_;
+  cs::PSched sched_;
   std::int64_t n_ = 0, k_ = 0, ldt_ = 0;
   int rows_per_tile_ = 128;
   cs::PTile tile_ = cs::PTile::r128n256;
@@ -178,9 +191,21 @@ void register_sptc_kernels(KernelRegistry& r) {
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
            return std::make_unique<Sptc24Instance>(w, d, true, true);
          }});
+  r.add({"cuda:sptc_24_wgmma_3", Backend::cuda,
+         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+           if (cs::device_cc() != 90) return "needs an sm_90 device (Hopper; built as sm_90a)";
+           return common_unsupported(w, d);
+         },
+         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+           return std::make_unique<Sptc24Instance>(w, d, true, false, true);
+         }});
   r.add({"cuda:vnm_wgmma", Backend::cuda, vnm_unsupported,
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-           return std::make_unique<VnmInstance>(w, d);
+           return std::make_unique<VnmInstance>(w, d, cs::PSched{8, true});
+         }});
+  r.add({"cuda:vnm_wgmma_mr", Backend::cuda, vnm_unsupported,
+         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+           return std::make_unique<VnmInstance>(w, d, cs::PSched{-2, true});
          }});
   r.add({"cuda:sptc_24_mma", Backend::cuda,
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {

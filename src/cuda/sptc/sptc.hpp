@@ -52,7 +52,7 @@ void run_sptc24_wgmma(const DeviceA& a, const CUtensorMap& values_map, WgTile ti
 /// 2-D tensor map over 16-bit elements [outer][inner] with rows of row_bytes (TMA).
 CUtensorMap encode_tensor_2d(const void* base, std::uint64_t inner, std::uint64_t outer, std::uint64_t row_bytes,
                              std::uint32_t box_inner, std::uint32_t box_outer, CUtensorMapSwizzle swizzle, const char* what);
-/// Tensor map of the packed values for a CTA row tile of `bm` rows (64 or 128).
+/// Tensor map of the packed values for a CTA row tile of `bm` rows (64, 128 or 192).
 CUtensorMap make_values_map_rows(const DeviceA& a, int bm);
 
 /// Tiles of the persistent kernels (wgmma_persistent.cu): r = the two consumer warpgroups split
@@ -62,9 +62,20 @@ enum class PTile : int { r128n256, r128n128, c64n256, c64n128, r128n256x2 };
 const char* to_string(PTile t) noexcept;
 int ptile_rows(PTile t) noexcept;  ///< W rows per CTA tile (= the venom gather group rows)
 
+/// Tile order and gather options of the persistent kernels.
+struct PSched {
+  /// > 0: groups of `raster` row tiles sweep all column (m) tiles (the W slice of a group stays in
+  /// L2); < 0: groups of -raster column tiles sweep all row tiles (the X / Xt slice of a group
+  /// stays in L2). 0 is invalid.
+  int raster = 8;
+  /// V:2:M gather: load the next stage's gather indices before waiting for the ring slot (off: the
+  /// index load sits on the producer's critical path, the behaviour before 2026-11-21 s2).
+  bool prefetch = true;
+};
+
 /// sm_90a, persistent grid: hardware 2:4 with X by TMA (values_map from make_values_map_rows).
 void run_sptc24_wgmma_persistent(const DeviceA& a, const CUtensorMap& values_map, PTile tile, const Problem& p,
-                                 cudaStream_t stream);
+                                 cudaStream_t stream, PSched sched = {});
 
 /// sm_90a, persistent grid: V:2:M after the gather. p.x = Xt [k][p.ldx] (transpose_x), p.ldx =
 /// m rounded up to 8; gather [rows_pad / ptile_rows(tile)][k_pad] from pack.hpp's PackedVnm
@@ -72,10 +83,16 @@ void run_sptc24_wgmma_persistent(const DeviceA& a, const CUtensorMap& values_map
 /// rows per tile: the tile's rows, or 32 for V = 32 spread over 64-row tiles). gather_mode: 0/1
 /// = cp.async gather (the default), 2 and 3 = experiments (f16 only; see wgmma_persistent.cu).
 void run_vnm_wgmma(const DeviceA& a, const CUtensorMap& values_map, const std::int32_t* gather, int rows_per_tile,
-                   PTile tile, const Problem& p, cudaStream_t stream, int gather_mode = 0);
+                   PTile tile, const Problem& p, cudaStream_t stream, int gather_mode = 0, PSched sched = {});
 
 /// xt [k][ldt] = x^T for 16-bit x [m][k], zero in columns m..ldt-1 (ldt >= m, ldt % 8 == 0).
 void transpose_x(const void* x, std::int64_t m, std::int64_t k, void* xt, std::int64_t ldt, cudaStream_t stream);
+
+/// sm_90a: hardware 2:4 on 192 x 256 tiles: three warpgroups, each both consumer (64 W rows x 256
+/// Y rows, wgmma m64n256k32) and, thread 0, the TMA producer of the ring (sptc24_wgmma3.cu). One
+/// X stage in shared memory feeds 3 warpgroups instead of 2 (fewer shared-memory bytes per MMA,
+/// docs/PERF-sptc.md). a.rows_pad % 192 == 0; values_map = make_values_map_rows(a, 192).
+void run_sptc24_wgmma3(const DeviceA& a, const CUtensorMap& values_map, const Problem& p, cudaStream_t stream);
 
 /// sm_80+: hardware 2:4 SpMM with mma.sp::ordered_metadata m16n8k32 and a cp.async pipeline.
 void run_sptc24_mma(const DeviceA& a, const Problem& p, cudaStream_t stream);

@@ -307,7 +307,7 @@ const char* to_string(WgTile t) noexcept {
 int wg_tile_rows(WgTile t) noexcept { return shape_of(t).bm; }
 
 CUtensorMap make_values_map_rows(const DeviceA& a, int bm) {
-  if (bm != 64 && bm != 128) throw InvalidArgument("bm", "must be 64 or 128");
+  if (bm != 64 && bm != 128 && bm != 192) throw InvalidArgument("bm", "must be 64, 128 or 192");
   return encode_tensor_2d(a.values, std::uint64_t(a.k_pad / 2), std::uint64_t(a.rows_pad), std::uint64_t(a.k_pad / 2) * 2,
                           32, std::uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_64B, "packed W values");
 }

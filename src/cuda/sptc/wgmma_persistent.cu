@@ -15,8 +15,11 @@
 //     gather would be element-wise; in Xt they are whole rows. Its cost is one pass over X
 //     (2*m*k*2 bytes), measured separately by the bench ("sparsenm:vnm_transpose"): ~3.1 TB/s on
 //     an H200, 3-10 % of the total. What limits the kernel is the cp.async gather rate (~8 B/clk
-//     per SM vs ~36 B/clk for TMA in the 2:4 path; docs/PERF-sptc.md), hence the two experimental
-//     gather modes below (not yet measured).
+//     per SM vs ~36 B/clk for TMA in the 2:4 path; docs/PERF-sptc.md), hence the experimental
+//     gather modes below and the schedule options (PSched): the tile order (groups of row tiles
+//     sweeping the column tiles, or groups of column tiles sweeping the row tiles so that the Xt
+//     slice every row tile gathers from stays in L2) and the prefetch of the gather indices one
+//     stage ahead (off the producer's critical path).
 //
 // CTA = 1 producer warpgroup + 2 consumer warpgroups; the grid is persistent (one CTA per SM, a
 // static round-robin over tiles), the mbarrier ring runs on across tiles, so the producer loads
@@ -71,13 +74,14 @@ __device__ __forceinline__ void fence_proxy_async_smem() {
 // on tiles (2p, tm) and (2p+1, tm) in lockstep, each loads half of the shared X tile and multicasts
 // it to both, so X leaves L2 once per pair. A stage may be refilled only when the consumers of
 // both CTAs have released it: consumers arrive on the empty barriers of both CTAs.
+// raster: tile order (PSched::raster); flags bit 0: prefetch the gather indices one stage ahead.
 template <class In, class Out, int BN, bool ROWSPLIT, int GM, int STAGES, int CL = 1>
 __global__ void __launch_bounds__(384, 1)
     wgmma_sp_persistent_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_x,
                                const std::uint32_t* __restrict__ meta, const std::int32_t* __restrict__ gather,
                                const In* __restrict__ xt, int ldt, Out* __restrict__ y, int m, int n, int kblocks,
                                int n64_total, int tiles_n, int tiles_m, int vec_store, int b_lbo, int b_sbo,
-                               int rows_valid) {
+                               int rows_valid, int raster, int flags) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr bool GATHER = GM != 0;
   constexpr bool CPASYNC = GM == 1 || GM == 2;
@@ -99,13 +103,23 @@ __global__ void __launch_bounds__(384, 1)
   const int total = units_n * tiles_m;
   const int first_unit = CL == 2 ? int(blockIdx.x) / 2 : int(blockIdx.x);
   const int unit_stride = CL == 2 ? int(gridDim.x) / 2 : int(gridDim.x);
-  constexpr int GROUP = 8;  // groups of 8 row tiles sweep all column tiles (A and X slices stay in L2)
+  // raster > 0: groups of `raster` row units sweep all column tiles (the W slice of a group stays
+  // in L2); raster < 0: groups of -raster column tiles sweep all row units (the X / Xt slice of a
+  // group stays in L2: what the V:2:M gather re-reads from every row tile)
   auto tile_coords = [&](int tile, int& tn, int& tm) {
-    const int per_group = GROUP * tiles_m;
-    const int first_n = (tile / per_group) * GROUP;
-    const int gsize = min(GROUP, units_n - first_n);
-    tn = (first_n + (tile % per_group) % gsize) * CL + rank;
-    tm = (tile % per_group) / gsize;
+    if (raster > 0) {
+      const int per_group = raster * tiles_m;
+      const int first_n = (tile / per_group) * raster;
+      const int gsize = min(raster, units_n - first_n);
+      tn = (first_n + (tile % per_group) % gsize) * CL + rank;
+      tm = (tile % per_group) / gsize;
+    } else {
+      const int per_group = -raster * units_n;
+      const int first_m = (tile / per_group) * -raster;
+      const int gsize = min(-raster, tiles_m - first_m);
+      tm = first_m + (tile % per_group) % gsize;
+      tn = ((tile % per_group) / gsize) * CL + rank;
+    }
   };
 
   const int wg = threadIdx.x / 128;
@@ -124,13 +138,14 @@ __global__ void __launch_bounds__(384, 1)
     __syncthreads();
 
   if (wg == 0) {
-    setmaxnreg_dec<40>();
+    setmaxnreg_dec<56>();  // 56 + 2 x 224 registers x 128 threads <= 64K (56: no spills in the gather producer)
     if (GATHER || tid == 0) {
       if (tid == 0) {
         tma_prefetch_desc(&tm_a);
         if (GM != 1 && GM != 2) tma_prefetch_desc(&tm_x);
       }
       const int w = tid / 32, lane = tid % 32;
+      const bool prefetch = (flags & 1) != 0;
       int it = 0;
       for (int tile = first_unit; tile < total; tile += unit_stride) {
         int tn, tm;
@@ -138,6 +153,10 @@ __global__ void __launch_bounds__(384, 1)
         const int tn_meta = min(tn, tiles_n - 1);
         const std::int32_t* gcol = gather + std::size_t(tn) * std::size_t(kblocks) * 64 + w * 16;
         const int m0 = tm * BN;
+        // prefetch: lane l < 16 holds the column of sparse-k row 16w+l of the NEXT stage, loaded
+        // before the wait for that stage's ring slot (the load's latency hides behind the wait)
+        int nextcol = -1;
+        if (CPASYNC && prefetch && lane < 16) nextcol = __ldg(gcol + lane);
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
           const int s = it % STAGES;
           if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
@@ -168,7 +187,13 @@ __global__ void __launch_bounds__(384, 1)
           }
           if constexpr (CPASYNC) {
             // warp w gathers sparse-k rows 16w..16w+15 of this stage: lane l < 16 holds row 16w+l's column
-            const int mycol = lane < 16 ? __ldg(gcol + kb * 64 + lane) : -1;
+            int mycol;
+            if (prefetch) {
+              mycol = nextcol;
+              if (kb + 1 < kblocks && lane < 16) nextcol = __ldg(gcol + (kb + 1) * 64 + lane);
+            } else {
+              mycol = lane < 16 ? __ldg(gcol + kb * 64 + lane) : -1;
+            }
             std::uint8_t* bst = sB + s * C::B_BYTES;
             constexpr int CH = BN / 8;  // 16-byte chunks per B row
 #pragma unroll 2
@@ -189,7 +214,7 @@ __global__ void __launch_bounds__(384, 1)
       if constexpr (CPASYNC) cp_async_wait<0>();
     }
   } else {
-    setmaxnreg_inc<232>();
+    setmaxnreg_inc<224>();
     const int c = wg - 1;
     constexpr int ACC = C::BNC / 2;
     float acc[ACC];
@@ -239,32 +264,33 @@ __global__ void __launch_bounds__(384, 1)
       fence_regs(acc);
       release((it - 1) % STAGES);
 
-      // ---- epilogue: 64 Y rows at a time through this consumer's staging buffer ----
-      float* st = epi + c * 64 * C::OUT_LD;
+      // ---- epilogue: ER Y rows at a time through this consumer's staging buffer ----
+      constexpr int ER = 64;
+      float* st = epi + c * ER * C::OUT_LD;
       const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
       float* base = st + (2 * t) * C::OUT_LD + 16 * w + g;
       const int y_m0 = tm * BN + (ROWSPLIT ? 0 : c * C::BNC);
       const int y_n0 = tn * rows_valid + (ROWSPLIT ? c * 64 : 0);
       const int n_end = tn * rows_valid + rows_valid;
 #pragma unroll
-      for (int q = 0; q < C::BNC / 64; ++q) {
+      for (int q = 0; q < C::BNC / ER; ++q) {
         asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // previous chunk's stores are done
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          base[j * 8 * C::OUT_LD] = acc[4 * (8 * q + j) + 0];
-          base[j * 8 * C::OUT_LD + C::OUT_LD] = acc[4 * (8 * q + j) + 1];
-          base[j * 8 * C::OUT_LD + 8] = acc[4 * (8 * q + j) + 2];
-          base[j * 8 * C::OUT_LD + C::OUT_LD + 8] = acc[4 * (8 * q + j) + 3];
+        for (int j = 0; j < ER / 8; ++j) {
+          base[j * 8 * C::OUT_LD] = acc[4 * ((ER / 8) * q + j) + 0];
+          base[j * 8 * C::OUT_LD + C::OUT_LD] = acc[4 * ((ER / 8) * q + j) + 1];
+          base[j * 8 * C::OUT_LD + 8] = acc[4 * ((ER / 8) * q + j) + 2];
+          base[j * 8 * C::OUT_LD + C::OUT_LD + 8] = acc[4 * ((ER / 8) * q + j) + 3];
         }
         asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
-        store_tile<Out, 64, C::OUT_LD>(st, y, y_m0 + 64 * q, y_n0, m, n, vec_store, tid, n_end);
+        store_tile<Out, ER, C::OUT_LD>(st, y, y_m0 + ER * q, y_n0, m, n, vec_store, tid, n_end);
       }
     }
   }
   if constexpr (CL == 2) cluster_sync();  // no CTA leaves while its peer may still write or arrive here
 #else
   (void)meta; (void)gather; (void)xt; (void)ldt; (void)y; (void)m; (void)n; (void)kblocks; (void)n64_total;
-  (void)tiles_n; (void)tiles_m; (void)vec_store; (void)b_lbo; (void)b_sbo; (void)rows_valid;
+  (void)tiles_n; (void)tiles_m; (void)vec_store; (void)b_lbo; (void)b_sbo; (void)rows_valid; (void)raster; (void)flags;
   __trap();
 #endif
 }
@@ -325,7 +351,7 @@ int sm_count() {
 
 template <class In, class Out, int BN, bool ROWSPLIT, int GM, int STAGES, int CL = 1>
 void launch(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gather, int rows_valid, const Problem& p,
-            cudaStream_t stream) {
+            cudaStream_t stream, PSched sched) {
   using C = PCfg<BN, ROWSPLIT, STAGES>;
   auto kernel = wgmma_sp_persistent_kernel<In, Out, BN, ROWSPLIT, GM, STAGES, CL>;
   static std::once_flag once;
@@ -383,27 +409,29 @@ void launch(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gath
   lc.numAttrs = CL > 1 ? 1 : 0;
   SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&lc, kernel, map_a, map_x, a.meta, gather, static_cast<const In*>(p.x), int(p.ldx),
                                          static_cast<Out*>(p.y), int(p.m), int(p.n), kblocks, int(a.rows_pad / 64),
-                                         tiles_n, tiles_m, vec, 8192, 1024, rows_valid));
+                                         tiles_n, tiles_m, vec, 8192, 1024, rows_valid, sched.raster,
+                                         sched.prefetch ? 1 : 0));
   SPARSENM_CUDA_CHECK_LAUNCH("wgmma_sp_persistent_kernel");
 }
 
 template <class In, class Out, int GM>
 void dispatch_tile(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gather, int rows_valid, PTile tile,
-                   const Problem& p, cudaStream_t s) {
+                   const Problem& p, cudaStream_t s, PSched q) {
   switch (tile) {
-    case PTile::r128n256: return launch<In, Out, 256, true, GM, 4>(a, map_a, gather, rows_valid, p, s);
-    case PTile::r128n128: return launch<In, Out, 128, true, GM, 6>(a, map_a, gather, rows_valid, p, s);
-    case PTile::c64n256: return launch<In, Out, 256, false, GM, 5>(a, map_a, gather, rows_valid, p, s);
-    case PTile::c64n128: return launch<In, Out, 128, false, GM, 7>(a, map_a, gather, rows_valid, p, s);
+    case PTile::r128n256: return launch<In, Out, 256, true, GM, 4>(a, map_a, gather, rows_valid, p, s, q);
+    case PTile::r128n128: return launch<In, Out, 128, true, GM, 6>(a, map_a, gather, rows_valid, p, s, q);
+    case PTile::c64n256: return launch<In, Out, 256, false, GM, 5>(a, map_a, gather, rows_valid, p, s, q);
+    case PTile::c64n128: return launch<In, Out, 128, false, GM, 7>(a, map_a, gather, rows_valid, p, s, q);
     case PTile::r128n256x2:
-      if constexpr (GM == 0) return launch<In, Out, 256, true, 0, 4, 2>(a, map_a, gather, rows_valid, p, s);
+      if constexpr (GM == 0) return launch<In, Out, 256, true, 0, 4, 2>(a, map_a, gather, rows_valid, p, s, q);
       throw InvalidArgument("tile", "the 2x1 cluster tile is for hardware 2:4 (X by TMA) only");
   }
 }
 
 template <int GM>
 void dispatch(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* gather, int rows_valid, PTile tile,
-              const Problem& p, cudaStream_t s, int mode) {
+              const Problem& p, cudaStream_t s, int mode, PSched q) {
+  if (q.raster == 0) throw InvalidArgument("raster", "must not be 0 (> 0: row groups, < 0: column groups)");
   constexpr bool GATHER = GM != 0;
   if (p.ldx % 8 != 0 || reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0)
     throw InvalidArgument(GATHER ? "xt" : "x", "needs 16-byte aligned rows (leading dimension % 8 == 0, aligned pointer)");
@@ -411,15 +439,15 @@ void dispatch(const DeviceA& a, const CUtensorMap& map_a, const std::int32_t* ga
   if (p.m < 1) return;
   if (GATHER && mode >= 2) {  // experimental gather modes: f16 in and out only
     if (p.in != DType::f16 || p.out != DType::f16) throw InvalidArgument("gather_mode", "modes 2 and 3 take f16 in and out only");
-    if (mode == 2) return dispatch_tile<__half, __half, 2>(a, map_a, gather, rows_valid, tile, p, s);
-    return dispatch_tile<__half, __half, 3>(a, map_a, gather, rows_valid, tile, p, s);
+    if (mode == 2) return dispatch_tile<__half, __half, 2>(a, map_a, gather, rows_valid, tile, p, s, q);
+    return dispatch_tile<__half, __half, 3>(a, map_a, gather, rows_valid, tile, p, s, q);
   }
   auto out = [&](auto in_tag) {
     using In = decltype(in_tag);
     switch (p.out) {
-      case DType::f32: return dispatch_tile<In, float, GM>(a, map_a, gather, rows_valid, tile, p, s);
-      case DType::f16: return dispatch_tile<In, __half, GM>(a, map_a, gather, rows_valid, tile, p, s);
-      case DType::bf16: return dispatch_tile<In, __nv_bfloat16, GM>(a, map_a, gather, rows_valid, tile, p, s);
+      case DType::f32: return dispatch_tile<In, float, GM>(a, map_a, gather, rows_valid, tile, p, s, q);
+      case DType::f16: return dispatch_tile<In, __half, GM>(a, map_a, gather, rows_valid, tile, p, s, q);
+      case DType::bf16: return dispatch_tile<In, __nv_bfloat16, GM>(a, map_a, gather, rows_valid, tile, p, s, q);
       default: throw InvalidArgument("y dtype", "must be f32, f16 or bf16 for the sparse tensor-core kernels");
     }
   };
@@ -446,17 +474,18 @@ const char* to_string(PTile t) noexcept {
 int ptile_rows(PTile t) noexcept { return (t == PTile::c64n256 || t == PTile::c64n128) ? 64 : 128; }
 
 void run_sptc24_wgmma_persistent(const DeviceA& a, const CUtensorMap& values_map, PTile tile, const Problem& p,
-                                 cudaStream_t stream) {
-  dispatch<0>(a, values_map, nullptr, ptile_rows(tile), tile, p, stream, 0);
+                                 cudaStream_t stream, PSched sched) {
+  dispatch<0>(a, values_map, nullptr, ptile_rows(tile), tile, p, stream, 0, sched);
 }
 
 void run_vnm_wgmma(const DeviceA& a, const CUtensorMap& values_map, const std::int32_t* gather, int rows_per_tile,
-                   PTile tile, const Problem& p, cudaStream_t stream, int gather_mode) {
+                   PTile tile, const Problem& p, cudaStream_t stream, int gather_mode, PSched sched) {
   if (!gather) throw InvalidArgument("gather", "must not be null");
   if (rows_per_tile != ptile_rows(tile) && !(rows_per_tile == 32 && ptile_rows(tile) == 64))
     throw InvalidArgument("rows_per_tile", "must be the tile's rows, or 32 for 64-row tiles (V = 32)");
   if (gather_mode < 0 || gather_mode > 3) throw InvalidArgument("gather_mode", "must be 0..3");
-  dispatch<1>(a, values_map, gather, rows_per_tile, tile, p, stream, gather_mode);
+  if (tile == PTile::r128n256x2) throw InvalidArgument("tile", "V:2:M takes the r128 / c64 tiles (clusters: hardware 2:4 only)");
+  dispatch<1>(a, values_map, gather, rows_per_tile, tile, p, stream, gather_mode, sched);
 }
 
 void transpose_x(const void* x, std::int64_t m, std::int64_t k, void* xt, std::int64_t ldt, cudaStream_t stream) {

@@ -58,15 +58,17 @@ bool mask_aligned(std::int64_t rows, std::int64_t cols, std::initializer_list<co
 
 }  // namespace
 
-void transposable_mask24(DType dtype, const void* w, std::int64_t rows, std::int64_t cols, std::uint16_t* mask,
-                         Compressed24View w24, Compressed24View wt24, void* stream) {
+void transposable_mask24_batched(DType dtype, const void* w, std::int64_t batch, std::int64_t rows, std::int64_t cols,
+                                 std::uint16_t* mask, Compressed24View w24, Compressed24View wt24, void* stream) {
   mask_common(dtype, w, rows, cols);
+  require(batch >= 1 && batch <= 65535, "batch", "must be in 1..65535 (got " + std::to_string(batch) + ")");
   require(mask || w24.values || w24.indices || wt24.values || wt24.indices, "mask/w24/wt24",
           "at least one output must be non-null");
   detail::Mask24Args a;
   a.w = w;
   a.rows = rows;
   a.cols = cols;
+  a.batch = batch;
   a.mask_out = mask;
   a.w_values = w24.values;
   a.w_indices = w24.indices;
@@ -76,15 +78,23 @@ void transposable_mask24(DType dtype, const void* w, std::int64_t rows, std::int
   dispatch(dtype, [&](auto tag) { launch_mask24<decltype(tag)>(a, true, as_stream(stream)); });
 }
 
-void apply_mask24(DType dtype, const void* w, std::int64_t rows, std::int64_t cols, const std::uint16_t* mask,
-                  Compressed24View w24, Compressed24View wt24, std::uint32_t* violations, void* stream) {
+void transposable_mask24(DType dtype, const void* w, std::int64_t rows, std::int64_t cols, std::uint16_t* mask,
+                         Compressed24View w24, Compressed24View wt24, void* stream) {
+  transposable_mask24_batched(dtype, w, 1, rows, cols, mask, w24, wt24, stream);
+}
+
+void apply_mask24_batched(DType dtype, const void* w, std::int64_t batch, std::int64_t rows, std::int64_t cols,
+                          const std::uint16_t* mask, Compressed24View w24, Compressed24View wt24,
+                          std::uint32_t* violations, void* stream) {
   mask_common(dtype, w, rows, cols);
+  require(batch >= 1 && batch <= 65535, "batch", "must be in 1..65535 (got " + std::to_string(batch) + ")");
   require(mask != nullptr, "mask", "must be a device pointer (got null)");
   require(w24.values || w24.indices || wt24.values || wt24.indices, "w24/wt24", "at least one output must be non-null");
   detail::Mask24Args a;
   a.w = w;
   a.rows = rows;
   a.cols = cols;
+  a.batch = batch;
   a.mask_in = mask;
   a.w_values = w24.values;
   a.w_indices = w24.indices;
@@ -93,6 +103,11 @@ void apply_mask24(DType dtype, const void* w, std::int64_t rows, std::int64_t co
   a.violations = violations;
   a.aligned = mask_aligned(rows, cols, {w, w24.values, wt24.values, wt24.indices});
   dispatch(dtype, [&](auto tag) { launch_mask24<decltype(tag)>(a, false, as_stream(stream)); });
+}
+
+void apply_mask24(DType dtype, const void* w, std::int64_t rows, std::int64_t cols, const std::uint16_t* mask,
+                  Compressed24View w24, Compressed24View wt24, std::uint32_t* violations, void* stream) {
+  apply_mask24_batched(dtype, w, 1, rows, cols, mask, w24, wt24, violations, stream);
 }
 
 void mvue24(DType dtype, const void* g, std::int64_t tokens, std::int64_t features, GradLayout layout,
@@ -107,6 +122,7 @@ void mvue24(DType dtype, const void* g, std::int64_t tokens, std::int64_t featur
   a.features = features;
   a.token_major = layout == GradLayout::token_major;
   a.seed = seed;
+  a.keys = philox_keys(seed);
   a.values = out.values;
   a.indices = out.indices;
   if (a.token_major) {
@@ -114,7 +130,8 @@ void mvue24(DType dtype, const void* g, std::int64_t tokens, std::int64_t featur
     a.aligned = tokens % 32 == 0 && features % 2 == 0 && aligned16(g) && aligned16(out.values) &&
                 aligned16(out.indices);
   } else {
-    a.aligned = tokens % 8 == 0 && aligned16(g) && aligned16(out.values);
+    a.aligned = tokens % 16 == 0 && aligned16(g) && aligned16(out.values) &&
+                reinterpret_cast<std::uintptr_t>(out.indices) % 2 == 0;
   }
   dispatch(dtype, [&](auto tag) { launch_mvue24<decltype(tag)>(a, as_stream(stream)); });
 }

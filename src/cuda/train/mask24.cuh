@@ -16,10 +16,12 @@
 // - Mask: two uint16 per thread (one 4-byte store on interior tiles).
 // Bytes moved per element (f16): 2 read + 1 + 1/8 (S(W)) + 1 + 1/8 (S(W)^T) + 1/8 (mask) =
 // 4.375 B, every output written once. Floor = bytes / copy bandwidth. Compute: ~16 fp32 ops
-// per element for the search (pattern24.cuh) — in fp64, to match the CPU reference bit for bit.
+// per element for the search (pattern24.cuh), fp32 as the CPU reference. Batches (gridDim.z):
+// matrices stored back to back, one launch.
 // Tails: partial tiles (or unaligned shapes) take the guarded element-wise path; elements past
 // the matrix read as 0 (logical zero padding, train.hpp).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "cuda/common.cuh"
@@ -33,32 +35,48 @@ struct Mask24Traits {
   static constexpr int kThreads = 256, kTileRows = 128, kTileCols = 64;
 };
 
+/// Moves every pointer of `a` to matrix z of a batch stored back to back.
+template <class Raw>
+__device__ __forceinline__ void offset_to_matrix(Mask24Args& a, std::int64_t z) {
+  const std::int64_t rows = a.rows, cols = a.cols, brows = (rows + 3) / 4, bcols = (cols + 3) / 4;
+  a.w = static_cast<const Raw*>(a.w) + z * rows * cols;
+  if (a.mask_in) a.mask_in += z * brows * bcols;
+  if (a.mask_out) a.mask_out += z * brows * bcols;
+  if (a.w_values) a.w_values = static_cast<Raw*>(a.w_values) + z * rows * 2 * bcols;
+  if (a.w_indices) a.w_indices += z * rows * ((bcols + 1) / 2);
+  if (a.wt_values) a.wt_values = static_cast<Raw*>(a.wt_values) + z * cols * 2 * brows;
+  if (a.wt_indices) a.wt_indices += z * cols * ((brows + 1) / 2);
+}
+
+/// The words a thread holds: 16-bit types packed two per word (element c of row r in word c / 2,
+/// half c % 2), f32 one per word; 4 rows x 8 elements.
+template <class Raw>
+constexpr int kMaskWords = sizeof(Raw) == 2 ? 4 : 8;
+
+/// One 128 x 64 tile of matrix `args` (pointers already at its matrix): the thread's words are
+/// in xw; searches (kSearch) or reads the mask, writes mask / S(W) / S(W)^T. All 256 threads call
+/// it (it contains __syncthreads when S(W)^T is wanted).
 template <class T, bool kSearch>
-__global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 1 : 4) mask24_kernel(Mask24Args args) {
+__device__ __forceinline__ void mask24_tile(const Mask24Args& args, std::int64_t row_tile, std::int64_t col_tile, bool fast,
+                                            const std::uint32_t (&xw)[4][kMaskWords<typename Elem<T>::Raw>],
+                                            TileT<typename Elem<T>::Raw>& tile) {
   using E = Elem<T>;
   using Raw = typename E::Raw;
   using Traits = Mask24Traits;
-  __shared__ TileT<Raw> tile;
-
+  constexpr bool k16 = sizeof(Raw) == 2;
   const int tid = threadIdx.x, tcl = tid & 7, brl = tid >> 3;
   const std::int64_t rows = args.rows, cols = args.cols;
   const std::int64_t brows = (rows + 3) / 4, bcols = (cols + 3) / 4;
-  const std::int64_t row_tile = blockIdx.y, col_tile = blockIdx.x;
   const std::int64_t r0 = row_tile * Traits::kTileRows + 4 * brl, c0 = col_tile * Traits::kTileCols + 8 * tcl;
-  const bool fast = args.aligned && (row_tile + 1) * Traits::kTileRows <= rows &&
-                    (col_tile + 1) * Traits::kTileCols <= cols;
-  const Raw* __restrict__ w = static_cast<const Raw*>(args.w);
-
-  Raw x[4][8];
-  if (fast) {
-#pragma unroll
-    for (int r = 0; r < 4; ++r) load_vec<Raw, 8>(w + (r0 + r) * cols + c0, x[r]);
-  } else {
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-#pragma unroll
-      for (int j = 0; j < 8; ++j) x[r][j] = (r0 + r < rows && c0 + j < cols) ? w[(r0 + r) * cols + c0 + j] : Raw(0);
-  }
+  auto elem = [&](int r, int c) -> Raw {
+    if constexpr (k16) return Raw(xw[r][c / 2] >> (16 * (c % 2)));
+    else return Raw(xw[r][c]);
+  };
+  // 16-bit types: the stored pair (lo | hi << 16) of a quad held in words (q0, q1), by one byte
+  // permute; selector bytes (2lo, 2lo+1, 2hi, 2hi+1) from the quad nibble lo | hi << 2.
+  auto pair16 = [](std::uint32_t q0, std::uint32_t q1, unsigned nib) {
+    return __byte_perm(q0, q1, 0x1010u + (nib & 3u) * 0x22u + (nib & 0xcu) * 0x880u);
+  };
 
   const std::int64_t br = r0 / 4, bc = c0 / 4;
   unsigned bm[2];
@@ -69,10 +87,8 @@ __global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 1 : 4) mask2
 #pragma unroll
       for (int r = 0; r < 4; ++r)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) a[r][c] = rank_magnitude24(E::to_float(b == 0 ? x[r][c] : x[r][4 + c]));
-      const unsigned m = best_pattern24<double>(a);
-      if (b == 0) bm[0] = m;
-      else bm[1] = m;
+        for (int c = 0; c < 4; ++c) a[r][c] = rank_magnitude24(E::to_float(elem(r, 4 * b + c)));
+      bm[b] = best_pattern24(a);
     }
   } else {
 #pragma unroll
@@ -97,19 +113,29 @@ __global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 1 : 4) mask2
     Raw* __restrict__ wv = static_cast<Raw*>(args.w_values);
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
+      std::uint32_t pw[2];  // 16-bit: packed pairs
       Raw v[4];
       unsigned nib[2];
 #pragma unroll
       for (int b = 0; b < 2; ++b) {
         const QuadPos q = quad_positions(bm[b] >> (4 * r));
-        v[2 * b] = sel4(x[r][4 * b], x[r][4 * b + 1], x[r][4 * b + 2], x[r][4 * b + 3], q.lo);
-        v[2 * b + 1] = sel4(x[r][4 * b], x[r][4 * b + 1], x[r][4 * b + 2], x[r][4 * b + 3], q.hi);
         nib[b] = unsigned(q.lo) | (unsigned(q.hi) << 2);
+        if constexpr (k16) {
+          pw[b] = pair16(xw[r][2 * b], xw[r][2 * b + 1], nib[b]);
+          v[2 * b] = Raw(pw[b]);
+          v[2 * b + 1] = Raw(pw[b] >> 16);
+        } else {
+          v[2 * b] = sel4(elem(r, 4 * b), elem(r, 4 * b + 1), elem(r, 4 * b + 2), elem(r, 4 * b + 3), q.lo);
+          v[2 * b + 1] = sel4(elem(r, 4 * b), elem(r, 4 * b + 1), elem(r, 4 * b + 2), elem(r, 4 * b + 3), q.hi);
+        }
         if (!kSearch && q.bad && r0 + r < rows && bc + b < bcols) ++bad;
       }
       const std::int64_t row = r0 + r;
       if (fast) {
-        if (wv) store_vec<Raw, 4>(wv + row * vcols + 2 * bc, v);
+        if (wv) {
+          if constexpr (k16) __stcs(reinterpret_cast<uint2*>(wv + row * vcols + 2 * bc), make_uint2(pw[0], pw[1]));
+          else store_vec<Raw, 4>(wv + row * vcols + 2 * bc, v);
+        }
         if (args.w_indices) args.w_indices[row * irb + bc / 2] = std::uint8_t(nib[0] | (nib[1] << 4));
       } else if (row < rows) {
 #pragma unroll
@@ -128,14 +154,18 @@ __global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 1 : 4) mask2
   if (want_t) {
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
-      const int b = c / 4, cc = c % 4;
-      const unsigned m = bm[b];
-      const unsigned col = ((m >> cc) & 1u) | (((m >> (4 + cc)) & 1u) << 1) | (((m >> (8 + cc)) & 1u) << 2) |
-                           (((m >> (12 + cc)) & 1u) << 3);
-      const QuadPos q = quad_positions(col);
-      const Raw lo = sel4(x[0][c], x[1][c], x[2][c], x[3][c], q.lo);
-      const Raw hi = sel4(x[0][c], x[1][c], x[2][c], x[3][c], q.hi);
-      tile.put(8 * tcl + c, brl, lo, hi, unsigned(q.lo) | (unsigned(q.hi) << 2));
+      const QuadPos q = quad_positions(mask_column(bm[c / 4], c % 4));
+      const unsigned nib = unsigned(q.lo) | (unsigned(q.hi) << 2);
+      if constexpr (k16) {
+        const unsigned half_sel = (c & 1) ? 0x7632u : 0x5410u;  // column c of rows (0, 1), (2, 3)
+        const std::uint32_t c01 = __byte_perm(xw[0][c / 2], xw[1][c / 2], half_sel);
+        const std::uint32_t c23 = __byte_perm(xw[2][c / 2], xw[3][c / 2], half_sel);
+        tile.put_word(8 * tcl + c, brl, pair16(c01, c23, nib), nib);
+      } else {
+        const Raw lo = sel4(elem(0, c), elem(1, c), elem(2, c), elem(3, c), q.lo);
+        const Raw hi = sel4(elem(0, c), elem(1, c), elem(2, c), elem(3, c), q.hi);
+        tile.put(8 * tcl + c, brl, lo, hi, nib);
+      }
       if (!kSearch && q.bad && c0 + c < cols && br < brows) ++bad;
     }
   }
@@ -147,11 +177,160 @@ __global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 1 : 4) mask2
   }
 }
 
+
+template <class T, bool kSearch>
+__global__ void __launch_bounds__(Mask24Traits::kThreads, kSearch ? 2 : (sizeof(T) == 2 ? 4 : 3)) mask24_kernel(Mask24Args args_in) {
+  using E = Elem<T>;
+  using Raw = typename E::Raw;
+  using Traits = Mask24Traits;
+  __shared__ TileT<Raw> tile;
+  Mask24Args args = args_in;
+  if (blockIdx.z > 0) offset_to_matrix<Raw>(args, blockIdx.z);
+
+  const int tid = threadIdx.x, tcl = tid & 7, brl = tid >> 3;
+  const std::int64_t rows = args.rows, cols = args.cols;
+  const std::int64_t row_tile = blockIdx.y, col_tile = blockIdx.x;
+  const std::int64_t r0 = row_tile * Traits::kTileRows + 4 * brl, c0 = col_tile * Traits::kTileCols + 8 * tcl;
+  const bool fast = args.aligned && (row_tile + 1) * Traits::kTileRows <= rows &&
+                    (col_tile + 1) * Traits::kTileCols <= cols;
+  const Raw* __restrict__ w = static_cast<const Raw*>(args.w);
+  // The thread's 4 rows x 8 elements as 32-bit words: 16-bit types packed two per word
+  // (element c of row r in word c / 2, half c % 2), f32 one per word.
+  constexpr bool k16 = sizeof(Raw) == 2;
+  constexpr int kWords = kMaskWords<Raw>;
+  std::uint32_t xw[4][kWords];
+  if (fast) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int v = 0; v < kWords / 4; ++v) {
+        const uint4 q = __ldcs(reinterpret_cast<const uint4*>(w + (r0 + r) * cols + c0) + v);
+        xw[r][4 * v] = q.x, xw[r][4 * v + 1] = q.y, xw[r][4 * v + 2] = q.z, xw[r][4 * v + 3] = q.w;
+      }
+  } else {
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int k = 0; k < kWords; ++k) {
+        if constexpr (k16) {
+          const std::int64_t c = c0 + 2 * k;
+          const std::uint32_t e0 = (r0 + r < rows && c < cols) ? w[(r0 + r) * cols + c] : 0u;
+          const std::uint32_t e1 = (r0 + r < rows && c + 1 < cols) ? w[(r0 + r) * cols + c + 1] : 0u;
+          xw[r][k] = e0 | (e1 << 16);
+        } else {
+          xw[r][k] = (r0 + r < rows && c0 + k < cols) ? w[(r0 + r) * cols + c0 + k] : 0u;
+        }
+      }
+  }
+  mask24_tile<T, kSearch>(args, row_tile, col_tile, fast, xw, tile);
+}
+
+/// Pipelined variant (opt-in, Mask24Args::pipelined; measured SLOWER than one CTA per tile on
+/// H200: batched f16 search 0.98 vs 0.95 ms, apply 1.03 vs 0.73 ms, f32 search 1.78 vs 1.32 ms;
+/// docs/PERF-train.md) for problems whose tiles are all interior and aligned: a persistent grid
+/// (kPipelinedCtas per SM) walks the tiles; each thread copies the next tile's words to shared memory
+/// with cp.async (16 B, L1 bypassed) while it works on the current one, so loads overlap the
+/// search / compression instead of waiting at the start of every CTA. A thread reads back only
+/// the words it copied itself (layout [word][thread]: conflict-free), so the input pipeline
+/// needs no barrier.
+/// CTAs per SM of the pipelined kernel: the search needs ~120 registers (2); apply fits 4 for
+/// 16-bit types (shared memory: 4 x 42.5 KB), 2 for f32 (2 x 82.5 KB).
+template <class T, bool kSearch>
+constexpr int kPipelinedCtas = (!kSearch && sizeof(T) == 2) ? 4 : 2;
+
+template <class T, bool kSearch>
+__global__ void __launch_bounds__(Mask24Traits::kThreads, (kPipelinedCtas<T, kSearch>)) mask24_pipelined_kernel(Mask24Args args_in) {
+  using E = Elem<T>;
+  using Raw = typename E::Raw;
+  using Traits = Mask24Traits;
+  constexpr int kVec = kMaskWords<Raw> / 4;  // uint4 per row of the thread
+  __shared__ TileT<Raw> tile;
+  extern __shared__ uint4 in_buf[];  // [2][4 * kVec][256]
+  const int tid = threadIdx.x, tcl = tid & 7, brl = tid >> 3;
+  const std::int64_t rt = args_in.rows / Traits::kTileRows, ct = args_in.cols / Traits::kTileCols;
+  const std::int64_t per = rt * ct, total = per * args_in.batch;
+  const std::int64_t pitch = args_in.cols * std::int64_t(sizeof(Raw)) / 16;  // uint4 per matrix row
+  auto issue = [&](std::int64_t t, int buf) {
+    const std::int64_t z = t / per, rem = t % per, row_tile = rem / ct, col_tile = rem % ct;
+    const uint4* src = static_cast<const uint4*>(args_in.w) + z * args_in.rows * pitch +
+                       (row_tile * Traits::kTileRows + 4 * brl) * pitch + (col_tile * Traits::kTileCols + 8 * tcl) * std::int64_t(sizeof(Raw)) / 16;
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) {
+        const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(in_buf + (buf * 4 * kVec + r * kVec + v) * 256 + tid));
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src + r * pitch + v));
+      }
+  };
+  std::int64_t t = blockIdx.x;
+  if (t < total) issue(t, 0);
+  asm volatile("cp.async.commit_group;\n" ::);
+  for (int k = 0; t < total; ++k, t += gridDim.x) {
+    const std::int64_t next = t + gridDim.x;
+    if (next < total) issue(next, (k + 1) & 1);
+    asm volatile("cp.async.commit_group;\n" ::);
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+    std::uint32_t xw[4][kMaskWords<Raw>];
+    const int buf = k & 1;
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) {
+        const uint4 q = in_buf[(buf * 4 * kVec + r * kVec + v) * 256 + tid];
+        xw[r][4 * v] = q.x, xw[r][4 * v + 1] = q.y, xw[r][4 * v + 2] = q.z, xw[r][4 * v + 3] = q.w;
+      }
+    const std::int64_t z = t / per, rem = t % per;
+    Mask24Args args = args_in;
+    if (z > 0) offset_to_matrix<Raw>(args, z);
+    __syncthreads();  // the previous tile's S(W)^T write-out is done with `tile`
+    mask24_tile<T, kSearch>(args, rem / ct, rem % ct, true, xw, tile);
+  }
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+template <class T, bool kSearch>
+std::size_t mask24_pipelined_smem() {
+  return 2 * 4 * std::size_t(kMaskWords<typename Elem<T>::Raw> / 4) * 256 * sizeof(uint4);
+}
+
+/// Does the problem qualify for the pipelined kernel (all tiles interior and aligned)?
+inline bool mask24_pipelinable(const Mask24Args& a) {
+  return a.aligned && a.rows % Mask24Traits::kTileRows == 0 && a.cols % Mask24Traits::kTileCols == 0;
+}
+
+inline int sm_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) v = 132;
+    return v > 0 ? v : 132;
+  }();
+  return n;
+}
+
+template <class T, bool kSearch>
+void launch_mask24_pipelined(const Mask24Args& a, cudaStream_t s) {
+  const std::size_t smem = mask24_pipelined_smem<T, kSearch>();
+  static const bool attr = [&] {
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(mask24_pipelined_kernel<T, kSearch>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    return true;
+  }();
+  (void)attr;
+  const std::int64_t tiles = (a.rows / Mask24Traits::kTileRows) * (a.cols / Mask24Traits::kTileCols) * a.batch;
+  const unsigned grid = unsigned(std::min<std::int64_t>(tiles, kPipelinedCtas<T, kSearch> * std::int64_t(sm_count())));
+  mask24_pipelined_kernel<T, kSearch><<<grid, Mask24Traits::kThreads, smem, s>>>(a);
+}
+
 template <class T>
 void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
   using Traits = Mask24Traits;
+  if (a.pipelined && mask24_pipelinable(a)) {
+    if (search) launch_mask24_pipelined<T, true>(a, s);
+    else launch_mask24_pipelined<T, false>(a, s);
+    SPARSENM_CUDA_CHECK_LAUNCH("mask24_pipelined_kernel");
+    return;
+  }
   const dim3 grid(unsigned((a.cols + Traits::kTileCols - 1) / Traits::kTileCols),
-                  unsigned((a.rows + Traits::kTileRows - 1) / Traits::kTileRows));
+                  unsigned((a.rows + Traits::kTileRows - 1) / Traits::kTileRows), unsigned(a.batch));
   if (search) mask24_kernel<T, true><<<grid, Traits::kThreads, 0, s>>>(a);
   else mask24_kernel<T, false><<<grid, Traits::kThreads, 0, s>>>(a);
   SPARSENM_CUDA_CHECK_LAUNCH("mask24_kernel");

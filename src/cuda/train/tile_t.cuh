@@ -28,6 +28,12 @@ struct TileT {
     }
     nib[row][win] = std::uint8_t(nibble);
   }
+  /// 16-bit types: the value pair already packed as lo | hi << 16.
+  __device__ __forceinline__ void put_word(int row, int win, std::uint32_t pair, unsigned nibble) {
+    static_assert(sizeof(Raw) == 2);
+    vals[row * kPitch + win] = pair;
+    nib[row][win] = std::uint8_t(nibble);
+  }
   __device__ __forceinline__ Raw value(int row, int v) const {
     if constexpr (sizeof(Raw) == 2) return Raw(vals[row * kPitch + v / 2] >> ((v & 1) * 16));
     else return vals[row * kPitch + v];

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "cuda/train/philox.hpp"
+
 namespace sparsenm::train::detail {
 
 /// Element traits: raw storage word, conversions, and how many elements one 16-byte access holds.
@@ -83,7 +85,11 @@ struct Mask24Args {
   void* wt_values = nullptr;
   std::uint8_t* wt_indices = nullptr;
   std::uint32_t* violations = nullptr;
-  bool aligned = false;  ///< shapes and pointers allow the vector path on interior tiles
+  std::int64_t batch = 1;  ///< matrices stored back to back (blockIdx.z), each rows x cols
+  bool aligned = false;    ///< shapes and pointers allow the vector path on interior tiles
+  /// Use the persistent cp.async kernel where every tile qualifies. Off by default: measured
+  /// slower than one CTA per tile (docs/PERF-train.md, results at 45ca19c); kept for the bench.
+  bool pipelined = false;
 };
 
 struct Mvue24Args {
@@ -91,6 +97,7 @@ struct Mvue24Args {
   std::int64_t tokens = 0, features = 0;
   bool token_major = true;
   std::uint64_t seed = 0;
+  PhiloxKeys keys{};  ///< philox_keys(seed)
   void* values = nullptr;
   std::uint8_t* indices = nullptr;
   bool aligned = false;
