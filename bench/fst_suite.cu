@@ -10,6 +10,10 @@
 // mask search (begin_step at a refresh step) is timed separately and amortised over l = 40
 // steps: fst ms = step + (refresh - apply) / 40. Method: CUDA events around each call after
 // warm-up, median (BENCH.md). --quick: d = 1280, 8192 tokens only.
+// Rows "fst_gemm_race" (GELU shapes only): each distinct 2:4 GEMM shape of the FFN step timed through
+// forced plans on our wgmma kernel and on cuSPARSELt (cuda:cusparselt_24, when built), the
+// measured per-GEMM choice; the FST layer itself always uses ours (cuSPARSELt's opaque format would
+// need a compression per step, see docs/FST.md), so the note says what that choice would win.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -23,7 +27,9 @@
 #include "bench.hpp"
 #include "cuda/common.cuh"
 #include "event_timing.cuh"
+#include "sparsenm/format.hpp"
 #include "sparsenm/fst.hpp"
+#include "sparsenm/plan.hpp"
 #include "sparsenm/train.hpp"
 
 namespace sparsenm::bench {
@@ -151,6 +157,74 @@ struct Ffn {
   }
 };
 
+/// One GEMM shape of the FFN step (y[m][n] = x[m][k] . W^T, W 2:4 along k): forced plans on our
+/// kernel and on cuSPARSELt, timed alike; emits one row naming the faster.
+void gemm_race(Context& ctx, const std::string& what, std::int64_t n, std::int64_t k, std::int64_t m, int warmup, int reps) {
+  std::uint64_t st = 0x5eed0000ull + std::uint64_t(n * 31 + k * 7 + m);
+  auto next = [&] {
+    std::uint64_t z = (st += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  DenseMatrix wd(DType::f16, n, k);
+  auto* wb = static_cast<std::uint16_t*>(wd.data());
+  static const int pairs[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
+  for (std::int64_t r = 0; r < n; ++r)
+    for (std::int64_t g = 0; g < k / 4; ++g) {
+      const int* pr = pairs[next() % 6];
+      for (int q = 0; q < 2; ++q) wb[r * k + g * 4 + pr[q]] = float_to_fp16_bits((float(next() % 2001) - 1000.f) / 32000.f);
+    }
+  const CondensedMatrix w = condense(wd.view(), Pattern::hw24());
+  DeviceBuffer x(std::size_t(m * k) * 2), y(std::size_t(m * n) * 2);
+  fill(x.get(), std::size_t(m * k), 11, 1.f);
+  struct Res {
+    std::string name;
+    double ms = -1;
+    std::string why;
+  };
+  std::vector<Res> res = {{"cuda:sptc_24_wgmma"}, {"cuda:cusparselt_24"}};
+  for (Res& r : res) {
+    try {
+      MatmulDesc d;
+      d.m = m;
+      d.x_dtype = DType::f16;
+      d.y_dtype = DType::f16;
+      d.kernel = r.name;
+      const Plan plan = Plan::create(w, d);
+      r.ms = time_calls([&] { plan.run(x.get(), y.get(), nullptr); }, warmup, reps).median;
+    } catch (const Error& e) {
+      r.why = e.what();
+    }
+  }
+  const bool lt_ok = res[1].ms > 0, ours_ok = res[0].ms > 0;
+  if (!ours_ok && !lt_ok) return;
+  const Res& best = (!lt_ok || (ours_ok && res[0].ms <= res[1].ms)) ? res[0] : res[1];
+  char note[768];
+  std::snprintf(note, sizeof note,
+                "%s: per-GEMM race; ours %.4f ms, cuSPARSELt %s; faster: %s%s", what.c_str(), res[0].ms,
+                lt_ok ? (std::to_string(res[1].ms) + " ms").c_str() : ("unavailable (" + res[1].why.substr(0, 200) + ")").c_str(),
+                best.name.c_str(),
+                best.name == res[0].name ? " (the layer's choice)"
+                                         : " (the layer still uses ours: cuSPARSELt would also pay a per-step compress)");
+  Row r;
+  r.suite = "fst";
+  r.op = "fst_gemm_race";
+  r.format = "hw24";
+  r.pattern = "2:4";
+  r.dtype = "f16";
+  r.m = m;
+  r.n = n;
+  r.k = k;
+  r.impl = best.name == res[0].name ? "sparsenm:sptc_24_wgmma" : "cusparselt";
+  r.ms_median = best.ms;
+  r.ms_min = best.ms;
+  r.reps = reps;
+  r.flops = 2.0 * double(m) * double(n) * double(k);  // dense-equivalent, as the FFN rows
+  r.note = note;
+  ctx.emit(r);
+}
+
 }  // namespace
 
 Suite fst_suite() {
@@ -167,6 +241,11 @@ Suite fst_suite() {
       cases = {{1280, 8192}, {1280, 16384}, {1600, 8192}, {1600, 16384}};
     const std::int64_t l = 40;
     for (auto [d, T] : cases) {
+      // the four distinct 2:4 GEMM shapes of the GELU FFN step: (n, k, m)
+      gemm_race(ctx, "fwd L1 / dX L2", 4 * d, d, T, warmup, reps);
+      gemm_race(ctx, "dX L1 / fwd L2", d, 4 * d, T, warmup, reps);
+      gemm_race(ctx, "dW L1", 4 * d, T, d, warmup, reps);
+      gemm_race(ctx, "dW L2", d, T, 4 * d, warmup, reps);
       for (bool geglu : {false, true}) {
         const std::string op = geglu ? "ffn_geglu_fwdbwd" : "ffn_gelu_fwdbwd";
         const double flops = (geglu ? 72.0 : 48.0) * double(T) * double(d) * double(d);  // dense-equivalent

@@ -132,16 +132,21 @@ struct Shape {
   std::int64_t out, in, tokens;
 };
 
-/// One sparse step (begin_step, forward, backward) checked against fp64 references.
+/// One sparse step (begin_step, forward, backward) checked against fp64 references. x_offset: X is
+/// placed that many bytes into its device buffer (2: a pointer that is not 16-byte aligned, which
+/// takes the padded-X forward and the transposing weight-gradient path).
 void check_sparse_step(FstLinear& layer, const HostMat& W, const HostMat& b, const HostMat& X, const HostMat& dZ,
-                       std::int64_t tokens, bool expect_refresh) {
+                       std::int64_t tokens, bool expect_refresh, std::size_t x_offset = 0) {
   const FstConfig& c = layer.config();
   const DType t = c.dtype;
   const std::int64_t out = c.out_features, in = c.in_features;
   const double u = unit_roundoff(t);
   to_device(layer.weight(), W);
   if (c.bias) to_device(layer.bias(), b);
-  auto dx_buf = upload(X.bytes.data(), X.bytes.size());
+  auto x_store = poisoned(X.bytes.size() + x_offset);
+  SPARSENM_CUDA_CHECK(cudaMemcpy(static_cast<std::uint8_t*>(x_store.get()) + x_offset, X.bytes.data(), X.bytes.size(),
+                                 cudaMemcpyHostToDevice));
+  const void* x_dev = static_cast<const std::uint8_t*>(x_store.get()) + x_offset;
   auto ddz = upload(dZ.bytes.data(), dZ.bytes.size());
   auto z = poisoned(std::size_t(tokens * out) * 2), dx = poisoned(std::size_t(tokens * in) * 2);
   poison(layer.weight_grad(), std::size_t(out * in) * 2);
@@ -150,9 +155,9 @@ void check_sparse_step(FstLinear& layer, const HostMat& W, const HostMat& b, con
   const train::FstStepInfo info = layer.begin_step();
   EXPECT_EQ(info.phase, FstPhase::sparse);
   EXPECT_EQ(info.mask_refreshed, expect_refresh);
-  layer.forward(dx_buf.get(), tokens, z.get());
+  layer.forward(x_dev, tokens, z.get());
   const std::uint64_t seed = layer.mvue_seed();
-  layer.backward(dx_buf.get(), ddz.get(), tokens, dx.get());
+  layer.backward(x_dev, ddz.get(), tokens, dx.get());
   EXPECT_NE(layer.mvue_seed(), seed) << "each backward draws a new MVUE seed";
   SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
 
@@ -287,6 +292,29 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple(Shape{256, 192, 320}, DType::bf16),  // several tiles
                       std::make_tuple(Shape{200, 130, 257}, DType::f16),
                       std::make_tuple(Shape{384, 256, 512}, DType::f16)));
+
+// in % 8 == 0 takes the fused weight-gradient GEMM on sm_90 (X read in place, dW written
+// directly); an X pointer that is not 16-byte aligned must fall back to the transposing path
+// (and the padded-X forward), first with buffers allocated on demand. Same step, both pointers.
+TEST(FstLinear, UnalignedInputTakesTheTransposingPath) {
+  FST_REQUIRE_SM80();
+  FstConfig c;
+  c.in_features = 80;
+  c.out_features = 96;
+  c.max_tokens = 200;
+  c.dtype = DType::f16;
+  c.bias = true;
+  c.decay = 0.02f;
+  c.seed = 99;
+  FstLinear layer(c);
+  const HostMat W = random_mat(c.dtype, 96, 80, 501), b = random_mat(c.dtype, 1, 96, 502),
+                X = random_mat(c.dtype, 133, 80, 503), dZ = random_mat(c.dtype, 133, 96, 504, -2.f, 2.f);
+  check_sparse_step(layer, W, b, X, dZ, 133, true, 2);
+  layer.end_step();
+  check_sparse_step(layer, W, b, X, dZ, 133, false, 0);
+  layer.end_step();
+  check_sparse_step(layer, W, b, X, dZ, 133, false, 2);
+}
 
 TEST(FstLinear, StateMachine) {
   FST_REQUIRE_SM80();

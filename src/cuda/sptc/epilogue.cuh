@@ -50,4 +50,36 @@ __device__ __forceinline__ void store_tile(const float* st, Out* y, int m0, int 
   }
 }
 
+/// Writes a staged fp32 tile st[ROWS][LD] whose rows hold COLS consecutive output columns to
+/// out[rows_total][ld] at (r0, c0), converting to Out; 16-byte stores where vec_store allows
+/// (ld and the base pointer 16-byte aligned), guarded in rows (< rows_total) and columns
+/// (< cols_total). Used for transposed outputs (y^T [n][m]: a row is one W row, COLS Y rows).
+template <class Out, int ROWS, int COLS, int LD>
+__device__ __forceinline__ void store_tile_rows(const float* st, Out* out, int r0, int c0, int rows_total, int cols_total,
+                                                std::size_t ld, int vec_store, int tid) {
+  constexpr int EPC = int(16 / sizeof(Out));
+  constexpr int CHUNKS = COLS / EPC;
+  static_assert(COLS % EPC == 0 && LD % 4 == 0, "16-byte chunks of the staged rows");
+  for (int idx = tid; idx < ROWS * CHUNKS; idx += 128) {
+    const int row = idx / CHUNKS, ch = idx % CHUNKS;
+    const int gr = r0 + row, gc = c0 + ch * EPC;
+    if (gr >= rows_total || gc >= cols_total) continue;
+    const float* src = st + row * LD + ch * EPC;
+    Out* dst = out + std::size_t(gr) * ld + gc;
+    if (vec_store && gc + EPC <= cols_total) {
+      if constexpr (sizeof(Out) == 4) {
+        *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(src);
+      } else {
+        const float4 lo = *reinterpret_cast<const float4*>(src);
+        const float4 hi = *reinterpret_cast<const float4*>(src + 4);
+        alignas(16) Out v[8] = {to_out<Out>(lo.x), to_out<Out>(lo.y), to_out<Out>(lo.z), to_out<Out>(lo.w),
+                                to_out<Out>(hi.x), to_out<Out>(hi.y), to_out<Out>(hi.z), to_out<Out>(hi.w)};
+        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(v);
+      }
+    } else {
+      for (int e = 0; e < EPC && gc + e < cols_total; ++e) dst[e] = to_out<Out>(src[e]);
+    }
+  }
+}
+
 }  // namespace sparsenm::cuda::sptc

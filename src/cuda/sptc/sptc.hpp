@@ -23,11 +23,17 @@ struct DeviceA {
 /// The problem of one run: y[m][n] = x[m][k] * W^T. x rows hold `ldx` elements (ldx >= k,
 /// ldx % 8 == 0, x 16-byte aligned; columns k..ldx-1 are never read as data: the kernels zero
 /// them through the tensor map bounds when ldx == k, else the caller zeroed them).
+/// Options honoured by run_sptc24_wgmma only (run_sptc24_mma rejects them; the persistent and
+/// venom launchers do not look at them: leave them false there):
+///   x_trans: x is given transposed, as x^T [k][ldx] (ldx >= m, ldx % 8 == 0, m contiguous; rows
+///            k..k_pad-1 read as zero through the tensor map bounds).
+///   y_trans: y is written transposed, as y^T [n][m] (row pitch m elements).
 struct Problem {
   DType in = DType::f16, out = DType::f16;
   const void* x = nullptr;
   void* y = nullptr;
   std::int64_t m = 0, n = 0, k = 0, ldx = 0;
+  bool x_trans = false, y_trans = false;
 };
 
 /// Tile configurations of the wgmma kernel: BM x BN (BM = 64 per consumer warpgroup).

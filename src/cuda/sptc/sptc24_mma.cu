@@ -173,6 +173,7 @@ __global__ void pad_x_kernel(const T* __restrict__ x, std::int64_t m, std::int64
 }  // namespace
 
 void run_sptc24_mma(const DeviceA& a, const Problem& p, cudaStream_t stream) {
+  if (p.x_trans || p.y_trans) throw InvalidArgument("problem", "x_trans / y_trans are options of the sm_90a wgmma kernel only");
   if (p.ldx % 8 != 0 || reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0)
     throw InvalidArgument("x", "the mma.sp kernel needs 16-byte aligned rows (ldx % 8 == 0, 16-byte aligned pointer)");
   if (a.rows_pad % kBM != 0) throw InvalidArgument("packed W", "rows_pad must be a multiple of 64");

@@ -10,6 +10,16 @@
 // read stage s has retired (wgmma.wait_group 1 keeps one stage of MMAs in flight).
 // Epilogue: accumulators -> shared memory (transposed to Y's row-major order, padded rows) ->
 // 16-byte stores, guarded in m and n.
+// Options (template flags, used by the FST layer's weight-gradient GEMM to drop two transposes):
+//   XT: X is given as X^T [k][ldx] (m contiguous): B is MN-major. The producer loads BN/64 boxes
+//       of 64 m x 64 k (128B swizzle, 8 KB each), i.e. the tile [BN/64][64 k][64 m] that wgmma
+//       reads with trans-b = 1, LBO = 8 KB between the 64-wide m blocks, SBO = 1 KB between
+//       8-k groups, the second k32 half 32 rows = 4 KB further (the layout the venom kernel in
+//       wgmma_persistent.cu fills by cp.async and validated on the H200). k rows past k read
+//       as zero through the tensor map bounds.
+//   YT: Y^T [n][m] is written instead of Y: each consumer stages its 64 W rows x BN Y rows
+//       row-major (the accumulator's own orientation, float2 stores, row pitch BN + 8 floats:
+//       conflict-free per half-warp) and stores 64 rows of BN contiguous elements.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_bf16.h>
@@ -38,12 +48,15 @@ struct WgCfg {
   static constexpr int PIPE_BYTES = STAGES * (A_BYTES + B_BYTES + M_BYTES);
   static constexpr int OUT_LD = 64 + 4;  // staged fp32 row (64 W rows), padded against bank conflicts
   static constexpr int EPI_BYTES = NCONS * BN * OUT_LD * 4;
-  static constexpr int MAIN_BYTES = PIPE_BYTES > EPI_BYTES ? PIPE_BYTES : EPI_BYTES;
+  static constexpr int OUT_LDT = BN + 8;  // YT staging: 64 W rows x BN Y rows, padded
+  static constexpr int EPI_T_BYTES = NCONS * 64 * OUT_LDT * 4;
+  static constexpr int EPI_MAX = EPI_BYTES > EPI_T_BYTES ? EPI_BYTES : EPI_T_BYTES;
+  static constexpr int MAIN_BYTES = PIPE_BYTES > EPI_MAX ? PIPE_BYTES : EPI_MAX;
   static constexpr int SMEM_BYTES = 1024 + MAIN_BYTES + 2 * STAGES * 8;
   static_assert(A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0, "tiles keep swizzle alignment");
 };
 
-template <class In, class Out, int BN, int NCONS, int STAGES>
+template <class In, class Out, int BN, int NCONS, int STAGES, bool XT = false, bool YT = false>
 __global__ void __launch_bounds__(128 * (NCONS + 1), 1)
     sptc24_wgmma_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_x,
                         const std::uint32_t* __restrict__ meta, Out* __restrict__ y, int m, int n, int kblocks,
@@ -88,7 +101,13 @@ __global__ void __launch_bounds__(128 * (NCONS + 1), 1)
         if (kb >= STAGES) mbar_wait(&empty[s], ((kb / STAGES) - 1) & 1);
         mbar_expect_tx(&full[s], C::TX_BYTES);
         tma_load_2d(sA + s * C::A_BYTES, &tm_a, &full[s], kb * 32, tn * C::BM);
-        tma_load_2d(sB + s * C::B_BYTES, &tm_x, &full[s], kb * 64, tm * BN);
+        if constexpr (XT) {
+#pragma unroll
+          for (int b = 0; b < BN / 64; ++b)
+            tma_load_2d(sB + s * C::B_BYTES + b * 8192, &tm_x, &full[s], tm * BN + b * 64, kb * 64);
+        } else {
+          tma_load_2d(sB + s * C::B_BYTES, &tm_x, &full[s], kb * 64, tm * BN);
+        }
         bulk_load(sM + s * NCONS * 128, meta + (std::size_t(kb) * n64_total + std::size_t(tn) * NCONS) * 128,
                   C::M_BYTES, &full[s]);
       }
@@ -110,10 +129,16 @@ __global__ void __launch_bounds__(128 * (NCONS + 1), 1)
           const std::uint8_t* a_tile = sA + s * C::A_BYTES + c * 64 * 64;
           const std::uint8_t* b_tile = sB + s * C::B_BYTES;
           const std::uint64_t da = smem_desc(a_tile, 16, 512, 2);   // 64B swizzle, 8 rows x 64 B
-          const std::uint64_t db = smem_desc(b_tile, 16, 1024, 1);  // 128B swizzle, 8 rows x 128 B
           wgmma_fence();
-          WgmmaSp<BN, In, 0, 0>::run(acc, da, db, mw);
-          WgmmaSp<BN, In, 1, 0>::run(acc, da + (32 >> 4), db + (64 >> 4), mw);
+          if constexpr (XT) {
+            const std::uint64_t db = smem_desc(b_tile, 8192, 1024, 1);  // MN-major, 128B swizzle
+            WgmmaSp<BN, In, 0, 1>::run(acc, da, db, mw);
+            WgmmaSp<BN, In, 1, 1>::run(acc, da + (32 >> 4), db + (4096 >> 4), mw);
+          } else {
+            const std::uint64_t db = smem_desc(b_tile, 16, 1024, 1);  // 128B swizzle, 8 rows x 128 B
+            WgmmaSp<BN, In, 0, 0>::run(acc, da, db, mw);
+            WgmmaSp<BN, In, 1, 0>::run(acc, da + (32 >> 4), db + (64 >> 4), mw);
+          }
           wgmma_commit();
           wgmma_wait<1>();
         },
@@ -126,19 +151,32 @@ __global__ void __launch_bounds__(128 * (NCONS + 1), 1)
     asm volatile("bar.sync 1, %0;" ::"n"(128 * NCONS) : "memory");  // all consumers done with the ring
     // Accumulators are staged as fp32 (converting while they are staged would make ptxas
     // serialize the wgmma pipeline, C7514) and converted on the way out.
-    float* st = reinterpret_cast<float*>(smem) + std::size_t(c) * BN * C::OUT_LD;
     const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-    // one base address, every other offset a compile-time immediate (keeps the epilogue spill-free)
-    float* base = st + (2 * t) * C::OUT_LD + 16 * w + g;
+    if constexpr (YT) {
+      // acc[4j + {0,1}] = (W row 16w + g, Y rows 8j + 2t + {0,1}); [4j + {2,3}]: W row + 8
+      float* st = reinterpret_cast<float*>(smem) + std::size_t(c) * 64 * C::OUT_LDT;
+      float* base = st + (16 * w + g) * C::OUT_LDT + 2 * t;
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      base[j * 8 * C::OUT_LD] = acc[4 * j + 0];
-      base[j * 8 * C::OUT_LD + C::OUT_LD] = acc[4 * j + 1];
-      base[j * 8 * C::OUT_LD + 8] = acc[4 * j + 2];
-      base[j * 8 * C::OUT_LD + C::OUT_LD + 8] = acc[4 * j + 3];
+      for (int j = 0; j < BN / 8; ++j) {
+        *reinterpret_cast<float2*>(base + j * 8) = make_float2(acc[4 * j + 0], acc[4 * j + 1]);
+        *reinterpret_cast<float2*>(base + 8 * C::OUT_LDT + j * 8) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+      }
+      asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
+      store_tile_rows<Out, 64, BN, C::OUT_LDT>(st, y, tn * C::BM + c * 64, tm * BN, n, m, std::size_t(m), vec_store, tid);
+    } else {
+      float* st = reinterpret_cast<float*>(smem) + std::size_t(c) * BN * C::OUT_LD;
+      // one base address, every other offset a compile-time immediate (keeps the epilogue spill-free)
+      float* base = st + (2 * t) * C::OUT_LD + 16 * w + g;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        base[j * 8 * C::OUT_LD] = acc[4 * j + 0];
+        base[j * 8 * C::OUT_LD + C::OUT_LD] = acc[4 * j + 1];
+        base[j * 8 * C::OUT_LD + 8] = acc[4 * j + 2];
+        base[j * 8 * C::OUT_LD + C::OUT_LD + 8] = acc[4 * j + 3];
+      }
+      asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
+      store_tile<Out, BN, C::OUT_LD>(st, y, tm * BN, tn * C::BM + c * 64, m, n, vec_store, tid);
     }
-    asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
-    store_tile<Out, BN, C::OUT_LD>(st, y, tm * BN, tn * C::BM + c * 64, m, n, vec_store, tid);
   }
 #else
   (void)meta; (void)y; (void)m; (void)n; (void)kblocks; (void)n64_total; (void)tiles_n; (void)tiles_m; (void)vec_store;
@@ -194,24 +232,49 @@ TileShape shape_of(WgTile t) {
   return {128, 256};
 }
 
-template <class In, class Out, int BN, int NCONS, int STAGES>
+template <class In, class Out, int BN, int NCONS, int STAGES, bool XT = false, bool YT = false>
 void launch(const DeviceA& a, const CUtensorMap& map_a, const Problem& p, cudaStream_t stream) {
   using C = WgCfg<Out, BN, NCONS, STAGES>;
-  auto kernel = sptc24_wgmma_kernel<In, Out, BN, NCONS, STAGES>;
+  auto kernel = sptc24_wgmma_kernel<In, Out, BN, NCONS, STAGES, XT, YT>;
   static std::once_flag once;
   std::call_once(once, [&] {
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM_BYTES));
   });
-  const CUtensorMap map_x = encode_tensor_2d(p.x, std::uint64_t(p.ldx), std::uint64_t(p.m), std::uint64_t(p.ldx) * 2, 64,
-                                      BN, CU_TENSOR_MAP_SWIZZLE_128B, "x");
+  // XT: x^T [k][ldx] with m columns in use: boxes of 64 m x 64 k, zero past m and past k
+  const CUtensorMap map_x =
+      XT ? encode_tensor_2d(p.x, std::uint64_t(p.m), std::uint64_t(p.k), std::uint64_t(p.ldx) * 2, 64, 64,
+                            CU_TENSOR_MAP_SWIZZLE_128B, "x^T")
+         : encode_tensor_2d(p.x, std::uint64_t(p.ldx), std::uint64_t(p.m), std::uint64_t(p.ldx) * 2, 64, BN,
+                            CU_TENSOR_MAP_SWIZZLE_128B, "x");
   const int tiles_n = int(a.rows_pad / C::BM);
   const int tiles_m = int((p.m + BN - 1) / BN);
   const int kblocks = int(a.k_pad / 64);
-  const int vec = (p.n * int(sizeof(Out))) % 16 == 0 && (reinterpret_cast<std::uintptr_t>(p.y) % 16) == 0;
+  const std::int64_t y_ld = YT ? p.m : p.n;
+  const int vec = (y_ld * std::int64_t(sizeof(Out))) % 16 == 0 && (reinterpret_cast<std::uintptr_t>(p.y) % 16) == 0;
   kernel<<<tiles_n * tiles_m, C::THREADS, C::SMEM_BYTES, stream>>>(
       map_a, map_x, a.meta, static_cast<Out*>(p.y), int(p.m), int(p.n), kblocks, int(a.rows_pad / 64), tiles_n,
       tiles_m, vec);
   SPARSENM_CUDA_CHECK_LAUNCH("sptc24_wgmma_kernel");
+}
+
+/// Transposed-operand / transposed-output variants: Out = In only, the tiles the FST layer uses.
+template <class In, bool XT, bool YT>
+void dispatch_trans_tile(const DeviceA& a, const CUtensorMap& map_a, WgTile tile, const Problem& p, cudaStream_t s) {
+  switch (tile) {
+    case WgTile::m128n256: return launch<In, In, 256, 2, 5, XT, YT>(a, map_a, p, s);
+    case WgTile::m128n128: return launch<In, In, 128, 2, 8, XT, YT>(a, map_a, p, s);
+    case WgTile::m64n128: return launch<In, In, 128, 1, 8, XT, YT>(a, map_a, p, s);
+    case WgTile::m64n256: break;
+  }
+  throw InvalidArgument("tile", "x_trans / y_trans support the tiles 128x256, 128x128 and 64x128");
+}
+
+template <class In>
+void dispatch_trans(const DeviceA& a, const CUtensorMap& map_a, WgTile tile, const Problem& p, cudaStream_t s) {
+  if (p.out != p.in) throw InvalidArgument("y dtype", "must equal the x dtype with x_trans / y_trans");
+  if (p.x_trans && p.y_trans) return dispatch_trans_tile<In, true, true>(a, map_a, tile, p, s);
+  if (p.x_trans) return dispatch_trans_tile<In, true, false>(a, map_a, tile, p, s);
+  return dispatch_trans_tile<In, false, true>(a, map_a, tile, p, s);
 }
 
 template <class In, class Out>
@@ -264,7 +327,13 @@ void run_sptc24_wgmma(const DeviceA& a, const CUtensorMap& values_map, WgTile ti
   if (p.ldx % 8 != 0 || reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0)
     throw InvalidArgument("x", "the wgmma kernel needs 16-byte aligned rows (ldx % 8 == 0, 16-byte aligned pointer)");
   if (a.rows_pad % shape_of(tile).bm != 0) throw InvalidArgument("packed W", "rows_pad must be a multiple of the tile rows");
+  if (p.x_trans && p.ldx < p.m) throw InvalidArgument("ldx", "must be >= m when x is given transposed (x^T [k][ldx])");
   if (p.m < 1) return;
+  if (p.x_trans || p.y_trans) {
+    if (p.in == DType::f16) return dispatch_trans<__half>(a, values_map, tile, p, stream);
+    if (p.in == DType::bf16) return dispatch_trans<__nv_bfloat16>(a, values_map, tile, p, stream);
+    throw InvalidArgument("x dtype", "the sparse tensor cores take f16 or bf16");
+  }
   if (p.in == DType::f16)
     dispatch_out<__half>(a, values_map, tile, p, stream);
   else if (p.in == DType::bf16)

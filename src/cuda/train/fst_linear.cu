@@ -70,7 +70,7 @@ struct FstLinear::Impl {
   DeviceBuffer w_vals, w_meta, w_idx, w_hw;     // packed S(W), hw24 indices, hw24 values when !direct
   DeviceBuffer wt_vals, wt_meta, wt_idx, wt_hw;
   DeviceBuffer g_vals, g_meta, g_idx, g_hw;     // MVUE operand (sized for max_tokens; g_hw lazily)
-  DeviceBuffer xt, dwt, x_pad, dz_pad, partial;
+  DeviceBuffer xt, dwt, x_pad, dz_pad, partial;  // xt, dwt: only for the transposing dW path
   DeviceBuffer flip;  // unsigned long long
 
   std::int64_t step = 0, prepared = -1, calls = 0;
@@ -125,8 +125,7 @@ struct FstLinear::Impl {
     packed(gw, w_vals, w_meta, w_idx, &w_hw);
     packed(gwt, wt_vals, wt_meta, wt_idx, &wt_hw);
     packed(gg, g_vals, g_meta, g_idx, nullptr);
-    xt = DeviceBuffer(std::size_t(in * detail::fst_round_up(T, 8)) * esz);
-    dwt = DeviceBuffer(std::size_t(in * out) * esz);
+    if (!fused_dw_possible()) ensure_transpose_buffers();  // X^T and dW^T for the transposing dW path
     flip = zeroed(sizeof(unsigned long long));
     SPARSENM_CUDA_CHECK(cudaEventCreateWithFlags(&flip_event, cudaEventDisableTiming));
   }
@@ -157,7 +156,7 @@ struct FstLinear::Impl {
     return cs::WgTile::m64n128;
   }
   void sparse_gemm(const PackGeom& g, const DeviceBuffer& vals, const DeviceBuffer& meta, const void* x, std::int64_t m,
-                   std::int64_t ldx, void* y, cudaStream_t s) const {
+                   std::int64_t ldx, void* y, cudaStream_t s, bool trans = false) const {
     cs::DeviceA a;
     a.values = vals.get();
     a.meta = meta.as<std::uint32_t>();
@@ -173,6 +172,8 @@ struct FstLinear::Impl {
     p.n = g.rows;
     p.k = g.k;
     p.ldx = ldx;
+    p.x_trans = trans;  // x is x^T [k][ldx] and y is written as y^T [n][m] (sm_90 only)
+    p.y_trans = trans;
     if (cc == 90) {
       const cs::WgTile tile = choose_tile(g.rows, m);
       const CUtensorMap map = cs::make_values_map(a, cfg.dtype, tile);
@@ -182,6 +183,14 @@ struct FstLinear::Impl {
     } else {
       throw Unsupported("FstLinear: the sparse phase needs an sm_80+ device (compute capability " + std::to_string(cc) + ")");
     }
+  }
+  /// Weight gradient straight from X and into dW (no transposes): the sm_90 kernel reads X
+  /// [tokens][in] as the transposed operand X'^T and writes Y^T = dW; needs 16-byte rows of X.
+  bool fused_dw_possible() const { return cc == 90 && in % 8 == 0; }
+  bool fused_dw(const void* x) const { return fused_dw_possible() && aligned16(x); }
+  void ensure_transpose_buffers() {
+    if (!xt.get()) xt = DeviceBuffer(std::size_t(in * detail::fst_round_up(T, 8)) * esz);
+    if (!dwt.get()) dwt = DeviceBuffer(std::size_t(in * out) * esz);
   }
   /// x [m][k] as the GEMM's X operand: itself when k % 8 == 0 and 16-byte aligned, else a copy
   /// with rows padded to 8 (zeros) in `pad` (allocated on first use).
@@ -242,9 +251,13 @@ struct FstLinear::Impl {
         apply_mask24(cfg.dtype, w.get(), out, in, mask[cur].as<std::uint16_t>(), v, vt, nullptr, s);
       }
       if (!gw.direct()) detail::fst_repack_values(w_hw.get(), gw, w_vals.get(), s);
-      detail::fst_repack_meta(w_idx.as<std::uint8_t>(), gw, w_meta.as<std::uint32_t>(), s);
       if (!gwt.direct()) detail::fst_repack_values(wt_hw.get(), gwt, wt_vals.get(), s);
-      detail::fst_repack_meta(wt_idx.as<std::uint8_t>(), gwt, wt_meta.as<std::uint32_t>(), s);
+      // The hw24 positions (hence the metadata) are a function of the mask alone (apply_mask24
+      // stores the kept positions of the mask), so the metadata only changes at a refresh.
+      if (info.mask_refreshed) {
+        detail::fst_repack_meta(w_idx.as<std::uint8_t>(), gw, w_meta.as<std::uint32_t>(), s);
+        detail::fst_repack_meta(wt_idx.as<std::uint8_t>(), gwt, wt_meta.as<std::uint32_t>(), s);
+      }
     }
     prepared = step;
     return info;
@@ -289,11 +302,17 @@ struct FstLinear::Impl {
       mvue24(cfg.dtype, dz, tokens, out, GradLayout::token_major, seed_for(calls), {hv, g_idx.as<std::uint8_t>()}, s);
       if (!gg.direct()) detail::fst_repack_values(g_hw.get(), gg, g_vals.get(), s);
       detail::fst_repack_meta(g_idx.as<std::uint8_t>(), gg, g_meta.as<std::uint32_t>(), s);
-      // X^T [in][ldt] (zero columns tokens..ldt-1), dW^T [in][out] = X^T . MVUE(dZ^T)^T, dW = (dW^T)^T
-      const std::int64_t ldt = detail::fst_round_up(tokens, 8);
-      detail::fst_transpose16(x, tokens, in, xt.get(), ldt, s);
-      sparse_gemm(gg, g_vals, g_meta, xt.get(), in, ldt, dwt.get(), s);
-      detail::fst_transpose16(dwt.get(), in, out, dw.get(), in, s);
+      if (fused_dw(x)) {
+        // dW [out][in] = (X^T . MVUE(dZ^T)^T)^T: X [tokens][in] is X'^T of the m = in GEMM
+        sparse_gemm(gg, g_vals, g_meta, x, in, in, dw.get(), s, true);
+      } else {
+        // X^T [in][ldt] (zero columns tokens..ldt-1), dW^T [in][out] = X^T . MVUE(dZ^T)^T, dW = (dW^T)^T
+        const std::int64_t ldt = detail::fst_round_up(tokens, 8);
+        ensure_transpose_buffers();  // allocated at construction unless only an unaligned X gets here
+        detail::fst_transpose16(x, tokens, in, xt.get(), ldt, s);
+        sparse_gemm(gg, g_vals, g_meta, xt.get(), in, ldt, dwt.get(), s);
+        detail::fst_transpose16(dwt.get(), in, out, dw.get(), in, s);
+      }
       if (cfg.decay != 0.f)
         masked_decay(cfg.dtype, dw.get(), w.get(), mask[cur].as<std::uint16_t>(), out, in, cfg.decay, s);
       ++calls;
