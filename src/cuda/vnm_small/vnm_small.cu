@@ -26,6 +26,13 @@ int device_sms() {
   return sms;
 }
 
+int device_major() {
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
+  return major;
+}
+
 using LaunchFn = void (*)(const Params&, const sv::Geometry&, std::int64_t, cudaStream_t);
 using PrepareFn = int (*)(int, int, std::size_t);
 
@@ -59,7 +66,10 @@ class Instance final : public detail::KernelInstance {
       counters_ = DeviceBuffer(std::size_t(layout_.groups) * sizeof(int));
       SPARSENM_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.size()));
     }
+    if (sv::transposed_variant(geom_.variant))  // Xt: k columns x n_tiles 16-byte units
+      xt_ = DeviceBuffer(std::size_t(layout_.k) * std::size_t(geom_.n_tiles) * 16);
     p_.w = dw_->records.as<uint4>();
+    p_.xt = xt_.as<uint4>();
     p_.sel = dw_->sel.as<std::uint8_t>();
     p_.ws = ws_.as<float>();
     p_.counters = counters_.as<int>();
@@ -86,13 +96,13 @@ class Instance final : public detail::KernelInstance {
     p.y = y;
     fn_(p, geom_, layout_.groups, static_cast<cudaStream_t>(stream));
   }
-  std::size_t workspace_bytes() const override { return ws_.size(); }
+  std::size_t workspace_bytes() const override { return ws_.size() + xt_.size(); }
 
  private:
   sv::Layout layout_;
   sv::Geometry geom_;
   std::shared_ptr<const DeviceWeight> dw_;
-  DeviceBuffer ws_, counters_;
+  DeviceBuffer ws_, counters_, xt_;
   Params p_;
   LaunchFn fn_ = nullptr;
 };
@@ -134,7 +144,8 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   if (opt.variant < -1 || opt.variant >= sv::kVariants)
     throw InvalidArgument("options.variant", "must be -1 (plan's choice) or 0.." + std::to_string(sv::kVariants - 1));
   const sv::Layout l = sv::Layout::of(w.layout);
-  const int variant = opt.variant >= 0 ? opt.variant : default_variant(w, desc.m);
+  int variant = opt.variant >= 0 ? opt.variant : default_variant(w, desc.m);
+  if (variant == 6 && device_major() < 9) variant = 5;  // programmatic dependent launch: sm_90+
   const int sms = device_sms();
   sv::Geometry g = sv::choose_geometry(l, int(desc.m), sms, variant);
   // Occupancy of the kernel this geometry launches (also lifts its shared-memory limit).
