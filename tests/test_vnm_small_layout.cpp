@@ -126,7 +126,7 @@ TEST(VnmSmallLayout, LayoutAndGeometryValues) {
       EXPECT_EQ(g.variant, variant);
       EXPECT_EQ(g.n_tiles, (m + 7) / 8);
       EXPECT_EQ(g.smem_words_per_row % 32, 16) << "bank-conflict-free stride";
-      EXPECT_EQ(g.buffers, sv::pipelined_variant(variant) ? 2 : 1);
+      EXPECT_EQ(g.buffers, sv::two_buffer_variant(variant) ? 2 : 1);
       EXPECT_LE(g.smem_bytes() / std::size_t(g.buffers), 48u * 1024u);
       EXPECT_LE(g.smem_bytes(), 227u * 1024u / 2) << "two blocks per SM";
       EXPECT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
@@ -161,7 +161,7 @@ TEST(VnmSmallLayout, GatherUnitsCoverChunkOnceAndStayInBounds) {
         ASSERT_EQ(S % 32, 16);
         ASSERT_LE(g.smem_bytes(), 227u * 1024u);
         ASSERT_LE(g.smem_bytes(), sv::max_smem_bytes(g.n_tiles)) << "the launcher's per-function limit";
-        if (!sv::pipelined_variant(variant)) ASSERT_LE(g.smem_bytes(), 48u * 1024u) << "one-buffer variants set no limit";
+        if (!sv::two_buffer_variant(variant)) ASSERT_LE(g.smem_bytes(), 48u * 1024u) << "one-buffer variants set no limit";
         ASSERT_EQ(g.smem_bytes(), std::size_t(g.buffers) * std::size_t(rows) * S * 4);
         for (std::int64_t c0 = 0; c0 < l.pairs; c0 += g.chunk_pairs) {
           const int words = int(std::min<std::int64_t>(g.chunk_pairs, l.pairs - c0)) * 32;
@@ -221,6 +221,82 @@ TEST(VnmSmallLayout, GatherUnitsCoverChunkOnceAndStayInBounds) {
   std::vector<int> seen(16, 0);
   for (int j = 0; j < 16; ++j) ++seen[std::size_t(sv::xs_slot(j))];
   for (int c : seen) EXPECT_EQ(c, 1);
+}
+
+// Variants 5/6 (kernel3.cuh), replayed on the host for every thread of a block and every chunk:
+// thread tid stages gathered columns kk = tid, tid + threads, ... < npairs * 64 of its chunk,
+// each as n_tiles 16-byte units at xt_unit(kk, nt); every unit of the chunk is written exactly
+// once and lies inside one staged buffer; the 32-bit column math of the kernel equals
+// gathered_column(); the ldmatrix.x4.trans reads (lane l: row base + l, unit nt) hit exactly the
+// units written for that (kk, nt), and each 8-lane phase covers 8 distinct 16-byte bank groups
+// (no bank conflicts). Also the transpose's unit index c * n_tiles + nt stays inside the k *
+// n_tiles units of the workspace.
+TEST(VnmSmallLayout, TransposedGatherCoversChunkOnceConflictFree) {
+  std::uint64_t seed = 90;
+  for (Pattern pat : {Pattern::venom(32, 7), Pattern::venom(64, 8), Pattern::venom(128, 16), Pattern::venom(256, 100),
+                      Pattern::hw24()}) {
+    const std::int64_t n = pat.kind == Granularity::venom ? 2 * pat.v + 5 : 150;
+    const std::int64_t k = pat.m * 70 + 3;
+    CondensedMatrix w = make_weight(pat, DType::f16, n, k, ++seed);
+    const sv::Packed pk = sv::pack(w);
+    const sv::Layout& l = pk.layout;
+    for (int m : {1, 8, 9, 16, 17, 24, 25, 32})
+      for (int variant : {5, 6}) {
+        SCOPED_TRACE(pat.str() + " m=" + std::to_string(m) + " variant=" + std::to_string(variant));
+        ASSERT_TRUE(sv::transposed_variant(variant));
+        ASSERT_TRUE(sv::run1_geometry(variant));
+        const sv::Geometry g = sv::choose_geometry(l, m, 132, variant, 2);
+        const int threads = 32 * g.warps, NT = g.n_tiles;
+        ASSERT_EQ(g.buffers, 2);
+        const std::size_t buf_units = g.buffer_words() * 4 / 16;  // the kernel's buffer stride
+        ASSERT_GE(buf_units, std::size_t(g.chunk_pairs) * 64 * std::size_t(NT));
+        ASSERT_LE(g.smem_bytes(), sv::max_smem_bytes(NT));
+        for (std::int64_t grp = 0; grp < l.groups; ++grp)
+          for (std::int64_t c0 = 0; c0 < l.pairs; c0 += g.chunk_pairs) {
+            const int npairs = int(std::min<std::int64_t>(g.chunk_pairs, l.pairs - c0));
+            const int nkk = npairs * 64;
+            std::vector<int> unit_kk(buf_units, -1), unit_nt(buf_units, -1);
+            for (int tid = 0; tid < threads; ++tid)
+              for (int kk = tid; kk < nkk; kk += threads) {
+                // the kernel's 32-bit column math
+                const unsigned wq = unsigned(c0) * 16u + unsigned(kk >> 2), q = unsigned(kk & 3);
+                unsigned c = ~0u;
+                if (wq < unsigned(l.windows))
+                  c = l.venom ? wq * unsigned(l.window) + unsigned(pk.sel[std::size_t(grp * l.windows_pad() * 4) + wq * 4u + q])
+                              : wq * 4u + q;
+                const bool ok = c < unsigned(l.k);
+                ASSERT_EQ(ok ? std::int64_t(c) : -1, sv::gathered_column(pk, grp, std::int64_t(wq), int(q))) << kk;
+                if (ok) ASSERT_LT(std::size_t(c) * NT + std::size_t(NT - 1), std::size_t(l.k) * std::size_t(NT));
+                for (int nt = 0; nt < NT; ++nt) {
+                  const int u = sv::xt_unit(kk, nt, NT);
+                  ASSERT_GE(u, 0);
+                  ASSERT_LT(std::size_t(u), buf_units);
+                  ASSERT_EQ(unit_kk[std::size_t(u)], -1) << "unit written twice";
+                  unit_kk[std::size_t(u)] = kk;
+                  unit_nt[std::size_t(u)] = nt;
+                }
+              }
+            for (int cp = 0; cp < npairs; ++cp)
+              for (int h = 0; h < 2; ++h)
+                for (int nt = 0; nt < NT; ++nt) {
+                  const int base = cp * 64 + h * 32;
+                  for (int phase = 0; phase < 4; ++phase) {
+                    std::vector<int> banks(8, 0);
+                    for (int r = 0; r < 8; ++r) {
+                      const int lane = 8 * phase + r;
+                      // the kernel's address: step base * NT units + lane constant xt_unit(lane, nt)
+                      const int u = base * NT + sv::xt_unit(lane, nt, NT);
+                      ASSERT_EQ(u, sv::xt_unit(base + lane, nt, NT));
+                      ASSERT_EQ(unit_kk[std::size_t(u)], base + lane) << "ldmatrix reads a unit not staged for its row";
+                      ASSERT_EQ(unit_nt[std::size_t(u)], nt);
+                      ++banks[std::size_t(u % 8)];
+                    }
+                    for (int b : banks) ASSERT_EQ(b, 1) << "bank conflict, NT=" << NT;
+                  }
+                }
+          }
+      }
+  }
 }
 
 TEST(VnmSmallLayout, EveryGeometryFitsTheLaunchersSharedMemoryLimit) {

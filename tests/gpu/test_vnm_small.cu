@@ -3,7 +3,8 @@
 // m = 1..32, tails in m, n, k, all y dtypes, forced k splits; outputs poisoned with 0xFF bytes
 // (NaN in every dtype) so an unwritten element fails. Every kernel variant (layout.hpp
 // kVariants) runs every case; each case runs twice on the same instance (the split arrival
-// counters of variants 1/2 must reset themselves).
+// counters of variants 1/2 must reset themselves; variants 5/6 rewrite their transposed-X
+// workspace on every run).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>

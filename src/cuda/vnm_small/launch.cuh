@@ -7,6 +7,7 @@
 #include "cuda/common.cuh"
 #include "cuda/vnm_small/kernel.cuh"
 #include "cuda/vnm_small/kernel2.cuh"
+#include "cuda/vnm_small/kernel3.cuh"
 #include "cuda/vnm_small/vnm_small.hpp"
 
 namespace sparsenm::cuda::vnm_small {
@@ -16,6 +17,8 @@ const void* kernel_of(int variant) {
   switch (variant) {
     case 0: return reinterpret_cast<const void*>(&vnm_small_kernel<Tr, false>);
     case 4: return reinterpret_cast<const void*>(&vnm_small_kernel<Tr, true>);
+    case 5:
+    case 6: return reinterpret_cast<const void*>(&vnm_small_kernel_xt<Tr>);
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
     default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
   }
@@ -31,7 +34,7 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
   constexpr std::size_t kBound = sparsenm::vnm_small::max_smem_bytes(NT);
   static_assert(kBound <= 227u * 1024u, "staged X exceeds the sm_90 shared-memory opt-in");
   if (smem_bytes > kBound) throw std::logic_error("vnm_small: geometry exceeds max_smem_bytes");
-  if (sparsenm::vnm_small::pipelined_variant(variant))  // one-buffer variants stay <= 48 KB
+  if (sparsenm::vnm_small::two_buffer_variant(variant))  // one-buffer variants stay <= 48 KB
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
   int blocks = 0;
   SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, threads, smem_bytes));
@@ -54,6 +57,31 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
       SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel<row gather>");
       if (g.splits > 1) launch_reduce(p, stream);
       break;
+    case 5:
+    case 6: {
+      // X -> Xt (workspace), then the main kernel; 6: as a programmatic dependent of the transpose
+      const dim3 tgrid(unsigned(std::min<std::int64_t>(1024, (p.k + 255) / 256)), unsigned(NT));
+      vnm_small_transpose_x<NT><<<tgrid, 256, 0, stream>>>(static_cast<const std::uint16_t*>(p.x), p.xt, p.m, p.k);
+      SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_transpose_x");
+      if (g.variant == 5) {
+        vnm_small_kernel_xt<Tr><<<grid, block, g.smem_bytes(), stream>>>(p);
+      } else {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = grid;
+        cfg.blockDim = block;
+        cfg.dynamicSmemBytes = g.smem_bytes();
+        cfg.stream = stream;
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_xt<Tr>, p));
+      }
+      SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_xt");
+      if (g.splits > 1) launch_reduce(p, stream);
+      break;
+    }
     case 1:
       vnm_small_kernel2<Tr, false><<<grid, block, g.smem_bytes(), stream>>>(p);
       SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel2<batched>");

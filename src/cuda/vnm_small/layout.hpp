@@ -157,14 +157,28 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 blocks; measures the tail-vs-prologue trade-off)
 ///   4 row gather - variant 0 (same geometry, reduce kernel) with a gather that decodes a word's
 ///                 columns once and loads all m rows (~10 instead of ~96 instructions per row
-///                 and word); zero rows written once. Written after run 2, NOT yet measured.
+///                 and word); zero rows written once. Measured in the integrated run at
+///                 534fe5f: the fastest of 0-4 everywhere.
+///   5 transposed X - X transposed once per call into the workspace Xt[k][8 * n_tiles] (a tiny
+///                 pre-kernel); a gathered column of all rows is then 16 * n_tiles contiguous
+///                 bytes, staged with n_tiles 16-byte cp.async (zero-filled past k) into
+///                 [kk][n] rows (xt_unit: swizzled 16-byte units), B fragments by
+///                 ldmatrix.x4.trans; two staged buffers, the next chunk's copies issued
+///                 after the first record batch of the current one. Run-1 geometry, reduce kernel.
+///   6 transposed X + PDL - variant 5 with the main kernel launched as a programmatic dependent
+///                 of the transpose (its blocks start and prefetch their first records to L2
+///                 while the transpose runs; griddepcontrol.wait before the first gather).
 /// Variants 1/2 split k into at most one wave of resident blocks (floor(slots / groups)) and
 /// size chunks so a block has ~3 of them.
-inline constexpr int kVariants = 5;
+inline constexpr int kVariants = 7;
 /// Variants with two staged-X buffers and the gather interleaved with the record batches.
 constexpr bool pipelined_variant(int v) { return v == 2 || v == 3; }
+/// Variants that stage X from the transposed workspace (xt_unit layout, cp.async, ldmatrix).
+constexpr bool transposed_variant(int v) { return v == 5 || v == 6; }
+/// Variants with two staged-X buffers (> 48 KB: the launcher lifts the shared-memory limit).
+constexpr bool two_buffer_variant(int v) { return pipelined_variant(v) || transposed_variant(v); }
 /// Variants launched with run 1's geometry rules and the separate reduce kernel.
-constexpr bool run1_geometry(int v) { return v == 0 || v == 4; }
+constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_variant(v); }
 
 struct Geometry {
   int variant = 2;          ///< see kVariants
@@ -198,7 +212,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
   g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X per buffer for every m
   if (g.warps <= 2) g.chunk_pairs = std::max(1, g.chunk_pairs / 2);
-  g.buffers = pipelined_variant(variant) ? 2 : 1;
+  g.buffers = two_buffer_variant(variant) ? 2 : 1;
   // Caps: the fp32 partials of a split (m * 8 bytes per row, written and read back through L2)
   // stay below a quarter of the row's weight bytes (4.5 per window), every split keeps >= 2
   // pairs, at most 16 splits.
@@ -261,6 +275,17 @@ SPARSENM_VS_HD constexpr void word_columns(std::int64_t w, unsigned sel16, int w
   if (c_lo >= k) c_lo = -1;
   if (c_hi >= k) c_hi = -1;
 }
+
+/// Variants 5/6: the staged transposed X of a chunk is [kk][8 * nt_count] 16-bit values, i.e.
+/// nt_count 16-byte units per gathered column kk (unit nt = X rows 8 nt .. 8 nt + 7). Unit (kk, nt)
+/// lives at 16-byte index kk * nt_count + (nt ^ xt_swizzle(kk)): the 8 rows kk0..kk0+7 (kk0 % 8
+/// == 0) an ldmatrix phase reads for one nt fall in 8 distinct 16-byte bank groups for every
+/// nt_count (1: stride 1; 2: stride 2, xor (kk >> 2) & 1; 3: stride 3, odd; 4: stride 4, xor
+/// (kk >> 1) & 3). Depends only on kk % 8, so it is a per-lane constant of the ldmatrix address.
+SPARSENM_VS_HD constexpr int xt_swizzle(int kk, int nt_count) {
+  return nt_count == 2 ? (kk >> 2) & 1 : nt_count == 4 ? (kk >> 1) & 3 : 0;
+}
+SPARSENM_VS_HD constexpr int xt_unit(int kk, int nt, int nt_count) { return kk * nt_count + (nt ^ xt_swizzle(kk, nt_count)); }
 
 /// Identity selection bytes (hw24) of word j: positions 2 (j % 2) and 2 (j % 2) + 1.
 SPARSENM_VS_HD constexpr unsigned identity_sel16(int j) { return (j & 1) ? 0x0302u : 0x0100u; }

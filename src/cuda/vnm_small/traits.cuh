@@ -35,6 +35,7 @@ struct Params {
   void* y = nullptr;                 ///< [m][n], y_dtype
   float* ws = nullptr;               ///< [splits][m][n] when splits > 1
   int* counters = nullptr;           ///< variants 1/2, splits > 1: [groups] arrivals (self-resetting)
+  uint4* xt = nullptr;               ///< variants 5/6: transposed X [k][n_tiles] 16-byte units (workspace)
   int m = 1, window = 4, y_dtype = 1;
   std::int64_t n = 0, k = 0, windows = 0, windows_pad = 0, pairs = 0, row_tiles = 0;
   int tiles_per_group = 1, tiles_per_warp = 1, chunk_pairs = 1, splits = 1, smem_words_per_row = 16;

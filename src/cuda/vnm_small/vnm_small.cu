@@ -26,6 +26,13 @@ int device_sms() {
   return sms;
 }
 
+int device_major() {
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
+  return major;
+}
+
 using LaunchFn = void (*)(const Params&, const sv::Geometry&, std::int64_t, cudaStream_t);
 using PrepareFn = int (*)(int, int, std::size_t);
 
@@ -59,7 +66,10 @@ class Instance final : public detail::KernelInstance {
       counters_ = DeviceBuffer(std::size_t(layout_.groups) * sizeof(int));
       SPARSENM_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.size()));
     }
+    if (sv::transposed_variant(geom_.variant))  // Xt: k columns x n_tiles 16-byte units
+      xt_ = DeviceBuffer(std::size_t(layout_.k) * std::size_t(geom_.n_tiles) * 16);
     p_.w = dw_->records.as<uint4>();
+    p_.xt = xt_.as<uint4>();
     p_.sel = dw_->sel.as<std::uint8_t>();
     p_.ws = ws_.as<float>();
     p_.counters = counters_.as<int>();
@@ -86,13 +96,13 @@ class Instance final : public detail::KernelInstance {
     p.y = y;
     fn_(p, geom_, layout_.groups, static_cast<cudaStream_t>(stream));
   }
-  std::size_t workspace_bytes() const override { return ws_.size(); }
+  std::size_t workspace_bytes() const override { return ws_.size() + xt_.size(); }
 
  private:
   sv::Layout layout_;
   sv::Geometry geom_;
   std::shared_ptr<const DeviceWeight> dw_;
-  DeviceBuffer ws_, counters_;
+  DeviceBuffer ws_, counters_, xt_;
   Params p_;
   LaunchFn fn_ = nullptr;
 };
@@ -120,13 +130,15 @@ std::string unsupported(const CondensedMatrix& w, const MatmulDesc& desc) {
 }
 
 int default_variant(const CondensedMatrix& w, std::int64_t m) {
-  // Lead's integrated run at 534fe5f (H200, bench/results/NVIDIA_H200-vnm_small-2026-11-21-534fe5f.jsonl):
-  // variant 4 (variant 0's pipeline, gather decoding each word's columns once) was the fastest or
-  // within 4 % of the fastest in all 30 cases (128:2:8, 128:2:16, 2:4; 28672 x 8192 and 12288^2;
-  // m = 1, 4, 8, 16, 32): 1.04-1.08x over variant 0 at m = 1, 1.3-2.4x at m = 16..32. Every
-  // VnmSmallGpu test ran variant 4 in the same run and passed.
-  (void)w;
-  (void)m;
+  // H200 runs (PERF-vnm-small.md). 534fe5f: variant 4 the fastest of 0-4 in all 30 cases.
+  // bc8c4c5 (bench/results/NVIDIA_H200-vnm_small-2026-11-21-bc8c4c5.jsonl; all VnmSmallGpu tests
+  // of every variant passed in the same run): the transposed-X variants 5/6 lose at m <= 8 (the
+  // transpose launch and half the resident blocks: 2-10 us) and on most V:2:M cases, but win
+  // for 2:4 at m = 16 and 32 (variant 6: 1.10-1.12x at m = 16, 1.06-1.16x at m = 32 on 12288^2
+  // and 28672 x 8192) and for V:2:32 at m = 32 (variant 5: 1.12-1.20x). Elsewhere variant 4.
+  const Pattern& p = w.pattern();
+  if (p.kind == Granularity::hw24 && m > 8) return 6;  // 6 falls back to 5 below sm_90 (geometry_for)
+  if (p.kind == Granularity::venom && p.m >= 32 && m > 24) return 5;
   return 4;
 }
 
@@ -134,7 +146,8 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   if (opt.variant < -1 || opt.variant >= sv::kVariants)
     throw InvalidArgument("options.variant", "must be -1 (plan's choice) or 0.." + std::to_string(sv::kVariants - 1));
   const sv::Layout l = sv::Layout::of(w.layout);
-  const int variant = opt.variant >= 0 ? opt.variant : default_variant(w, desc.m);
+  int variant = opt.variant >= 0 ? opt.variant : default_variant(w, desc.m);
+  if (variant == 6 && device_major() < 9) variant = 5;  // programmatic dependent launch: sm_90+
   const int sms = device_sms();
   sv::Geometry g = sv::choose_geometry(l, int(desc.m), sms, variant);
   // Occupancy of the kernel this geometry launches (also lifts its shared-memory limit).
