@@ -27,6 +27,12 @@ struct MatmulDesc {
   Accumulate accumulate = Accumulate::f32;
   Backend backend = Backend::automatic;  ///< automatic: CUDA when a device exists, else CPU
   std::string kernel;               ///< force a kernel by name ("" = choose); InvalidArgument if unknown
+  /// true: the caller promises X holds no Inf/NaN, so the plan may also race kernels that multiply
+  /// explicit zeros at pruned positions (cuBLAS on the dense expansion; 2:4 sparse tensor cores on
+  /// weights whose groups of 4 hold fewer than 2 stored slots, zero-filled; cuSPARSELt). For
+  /// finite X they give the same product. false: only kernels that honour FORMAT.md section 8 for
+  /// any X (pruned positions contribute nothing even where X is Inf/NaN) are candidates.
+  bool x_finite = true;
 };
 
 class Plan {

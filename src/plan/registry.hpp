@@ -28,6 +28,22 @@ class KernelInstance {
   virtual std::size_t workspace_bytes() const { return 0; }
 };
 
+/// FORMAT.md section 8 for kernels that multiply explicit zeros at pruned positions (a dense
+/// expansion, or the zero fill of a 2:4 repack): they match the condensed product only when X is
+/// finite. Returns "" when the problem allows them, else the reason (for unsupported()).
+inline std::string needs_finite_x(const MatmulDesc& d, const char* what) {
+  if (d.x_finite) return {};
+  return std::string("desc.x_finite is false and this kernel ") + what +
+         " (0 * Inf = NaN at pruned positions; FORMAT.md section 8)";
+}
+
+/// True when every aligned group of 4 columns stores exactly 2 slots (hw 2:4, element 2:4), so a
+/// 2:4 sparse-tensor-core kernel multiplies no zero fill and honours section 8 for any X.
+inline bool every_group_stores_two(const CondensedMatrix& w) {
+  const Pattern& p = w.layout.pattern;
+  return p.kind == Granularity::hw24 || (p.kind == Granularity::element && p.n == 2 && p.m == 4);
+}
+
 struct KernelCandidate {
   std::string name;   ///< e.g. "cpu:reference", "cuda:ew_spmv", "cuda:cublas_dense"
   Backend backend = Backend::cpu;

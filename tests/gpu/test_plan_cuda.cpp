@@ -5,6 +5,9 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -109,6 +112,56 @@ TEST(PlanCuda, AutomaticChoiceIsCorrectAndExplained) {
     const DenseMatrix x = random_matrix(DType::f16, m, 512, 20);
     const DenseMatrix y = run_on_device(plan, x, DType::f16, 256);
     EXPECT_LE(relative_error(y.view(), reference_matmul_f64(x.view(), w)), 2e-3);
+  }
+}
+
+// desc.x_finite = false: only kernels that honour FORMAT.md section 8 for any X may be chosen
+// (cuBLAS on the dense expansion and the zero-filled 2:4 repack of a 2:8 weight may not), and the
+// product has NaN exactly where a stored slot meets the NaN column of X, nowhere else.
+TEST(PlanCuda, NonFiniteXKeepsTheCondensedSemantics) {
+  REQUIRE_DEVICE();
+  const std::int64_t n = 256, k = 512, nan_col = 37;
+  for (std::int64_t m : {1, 8, 64}) {
+    SCOPED_TRACE("m = " + std::to_string(m));
+    const CondensedMatrix w = weight("2:8", DType::f16, n, k, 60 + std::uint64_t(m));
+    MatmulDesc d;
+    d.m = m;
+    d.x_dtype = DType::f16;
+    d.y_dtype = DType::f32;
+    d.x_finite = false;
+    const Plan plan = Plan::create(w, d);
+    const std::string& why = plan.reason();
+    EXPECT_EQ(plan.kernel().find("cublas"), std::string::npos) << why;
+    EXPECT_EQ(plan.kernel().find("sptc_24"), std::string::npos) << why;
+    EXPECT_EQ(plan.kernel().find("cusparselt"), std::string::npos) << why;
+    EXPECT_NE(why.find("cuda:cublas_dense (desc.x_finite is false"), std::string::npos) << why;
+    std::printf("  m=%lld: %s -- %s\n", (long long)m, plan.kernel().c_str(), why.c_str());
+
+    DenseMatrix x = random_matrix(DType::f16, m, k, 70);
+    auto* xb = static_cast<std::uint16_t*>(x.data());
+    for (std::int64_t i = 0; i < m; ++i) xb[i * k + nan_col] = 0x7E00u;  // f16 quiet NaN
+    const DenseMatrix y = run_on_device(plan, x, DType::f32, n);
+    const std::vector<double> ref = reference_matmul_f64(x.view(), w);  // section 8: stored slots only
+    std::int64_t nan_rows = 0, bad = 0;
+    double num = 0.0, den = 0.0;
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t r = 0; r < n; ++r) {
+        const double want = ref[std::size_t(i * n + r)];
+        const double got = y.at(i, r);
+        if (std::isnan(want)) {
+          nan_rows += i == 0;
+          bad += !std::isnan(got);
+        } else if (!std::isfinite(got)) {
+          ++bad;
+        } else {
+          num += (got - want) * (got - want);
+          den += want * want;
+        }
+      }
+    EXPECT_EQ(bad, 0) << "NaN where no stored slot meets the NaN column, or a stored slot lost it";
+    EXPECT_GT(nan_rows, 0) << "the test needs rows that store column " << nan_col;
+    EXPECT_LT(nan_rows, n) << "the test needs rows that prune column " << nan_col;
+    EXPECT_LE(std::sqrt(num / den), 2e-3);
   }
 }
 

@@ -126,6 +126,9 @@ std::string lt_unsupported(const CondensedMatrix& w, const MatmulDesc& d) {
     return "needs m % 8 == 0 and weight rows, cols multiples of 16 (cuSPARSELt alignment rules; no padding here)";
   if (w.layout.rows >= (std::int64_t(1) << 31) || w.layout.cols >= (std::int64_t(1) << 31) || d.m >= (std::int64_t(1) << 31))
     return "dimensions must be < 2^31";
+  if (!every_group_stores_two(w))
+    if (std::string why = needs_finite_x(d, "zero-fills groups of 4 holding fewer than 2 stored slots"); !why.empty())
+      return why;
   if (std::string why = sptc::hw24_unsupported(w); !why.empty()) return why;
   int dev = 0, major = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||

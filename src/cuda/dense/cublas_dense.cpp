@@ -44,6 +44,7 @@ cudaDataType_t cuda_type(DType t) {
 // A/B bf16 -> C bf16 or f32.
 std::string unsupported(const CondensedMatrix& w, const MatmulDesc& d) {
   if (d.accumulate != Accumulate::f32) return "accumulates in f32 only";
+  if (std::string why = needs_finite_x(d, "multiplies the dense expansion"); !why.empty()) return why;
   if (w.rows() > INT_MAX || w.cols() > INT_MAX || d.m > INT_MAX) return "dimensions must fit in int";
   if (d.y_dtype != d.x_dtype && d.y_dtype != DType::f32)
     return "cuBLAS has no " + std::string(to_string(d.x_dtype)) + " x " + std::string(to_string(d.x_dtype)) + " -> " +

@@ -38,6 +38,9 @@ std::string desc_unsupported(const CondensedMatrix& w, const MatmulDesc& d) {
 
 std::string common_unsupported(const CondensedMatrix& w, const MatmulDesc& d) {
   if (std::string why = desc_unsupported(w, d); !why.empty()) return why;
+  if (!every_group_stores_two(w))
+    if (std::string why = needs_finite_x(d, "zero-fills groups of 4 holding fewer than 2 stored slots"); !why.empty())
+      return why;
   return sptc::hw24_unsupported(w);
 }
 
