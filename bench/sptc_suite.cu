@@ -21,6 +21,7 @@
 #include "cuda/sptc/pack.hpp"
 #include "cuda/sptc/sptc.hpp"
 #include "sparsenm/format.hpp"
+#include "sparsenm/plan.hpp"
 
 #if defined(SPARSENM_WITH_CUSPARSELT)
 #include <cusparseLt.h>
@@ -304,7 +305,12 @@ void run_case(Context& ctx, std::int64_t n, std::int64_t k, std::int64_t m, std:
 
 /// V:2:M (venom) SpMM: W with V-row slabs, 4 random columns per slab-window, 2 random of those 4
 /// per row; ours = transpose X + gathered wgmma.sp (plan's tile), plus the GEMM alone per tile and
-/// the transpose alone; cuBLAS fp16 on the dense expansion in the same process.
+/// the transpose alone; cuBLAS fp16 on the dense expansion in the same process. When every
+/// aligned group of 4 holds <= 2 nonzeros (always for M % 4 == 0), also the same weight repacked
+/// to hardware 2:4 on the 2:4 kernels (what the plan candidates cuda:sptc_24_wgmma / _p / _3 run,
+/// plan's tile), and the plan's automatic choice (Plan::create races every supported candidate).
+/// SPTC_VNM_LEAN: only cuBLAS, the plan candidates' rows and the automatic choice (no GEMM-only
+/// or gather experiments).
 void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, const std::vector<std::int64_t>& ms,
                   std::uint64_t seed) {
   const Options& o = ctx.options;
@@ -341,6 +347,7 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
   std::vector<Packed> packs;
   for (int g : {128, 64}) {
     if (v < 128 && g == 128) continue;  // V = 64: 64-row tiles only (128 would double the work)
+    if (v >= 128 && g == 64 && std::getenv("SPTC_VNM_LEAN")) continue;  // lean: the plan's 128-row tiles only
     sptc::PackedVnm p = sptc::pack_venom(w, g, 128);
     Packed pk{g, p.rows_per_group, cuda::DeviceBuffer(p.a.values.size() * 2), cuda::DeviceBuffer(p.a.meta.size() * 4),
               cuda::DeviceBuffer(p.gather.size() * 4), {}};
@@ -352,6 +359,27 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
   }
   cuda::DeviceBuffer dW(wd.size_bytes());
   dW.upload(wd.data(), wd.size_bytes());
+  // the same weight as hardware 2:4 (sptc_pack.cpp): 128-row alignment for the 128-row tiles, 192
+  // for the three-warpgroup kernel
+  const std::string why24 = sptc::hw24_unsupported(w);
+  const bool lean = std::getenv("SPTC_VNM_LEAN") != nullptr;
+  struct Packed24Dev {
+    cuda::DeviceBuffer values, meta;
+    cs::DeviceA a;
+  };
+  std::vector<Packed24Dev> p24;  // [0]: 128-row alignment, [1]: 192
+  if (why24.empty() && k % 8 == 0 && cs::device_cc() == 90)
+    for (int align : {128, 192}) {
+      const sptc::Packed24 p = sptc::pack_hw24(w, align);
+      Packed24Dev d{cuda::DeviceBuffer(p.values.size() * 2), cuda::DeviceBuffer(p.meta.size() * 4), {}};
+      d.values.upload(p.values.data(), d.values.size());
+      d.meta.upload(p.meta.data(), d.meta.size());
+      d.a = cs::DeviceA{d.values.get(), d.meta.as<std::uint32_t>(), n, p.rows_pad, p.k_pad};
+      p24.push_back(std::move(d));
+    }
+  else
+    std::fprintf(stderr, "sptc suite: %s %lldx%lld: no 2:4 repack rows (%s)\n", pat.str().c_str(), (long long)n,
+                 (long long)k, why24.empty() ? "k % 8 != 0 or not sm_90" : why24.c_str());
   cublasHandle_t hb;
   CUBLAS_OK(cublasCreate(&hb));
   for (std::int64_t m : ms) {
@@ -382,8 +410,42 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
     auto tiles = [&](std::int64_t bm, std::int64_t bn) { return double(((n + bm - 1) / bm) * ((m + bn - 1) / bn)); };
     const cs::PTile plan_tile = v >= 128 ? (tiles(128, 256) >= 1.4 * sms ? cs::PTile::r128n256 : cs::PTile::r128n128)
                                          : (tiles(64, 256) >= 1.4 * sms ? cs::PTile::c64n256 : cs::PTile::c64n128);
+    if (!p24.empty()) {
+      // the 2:4 plan candidates on the repacked weight, tiles as register.cu chooses them
+      // (Sptc24Instance::choose_tile; persistent: 128x256 when that tile is chosen, else 128x128)
+      const cs::WgTile t24 = tiles(128, 256) >= 1.4 * sms   ? cs::WgTile::m128n256
+                             : tiles(128, 128) >= 0.75 * sms ? cs::WgTile::m128n128
+                                                             : cs::WgTile::m64n128;
+      const cs::PTile pt24 = t24 == cs::WgTile::m128n256 ? cs::PTile::r128n256 : cs::PTile::r128n128;
+      const double b24 = double(n) * k * 2 * 0.5625 + double(m) * k * 2 + double(m) * n * 2;
+      const std::string rep = (l2.empty() ? std::string() : l2 + "; ") + "V:2:M weight repacked to hardware 2:4, tile ";
+      cs::Problem pr{DType::f16, DType::f16, dX.get(), dY.get(), m, n, k, k};
+      const CUtensorMap map = cs::make_values_map(p24[0].a, DType::f16, t24);
+      me.measure("sparsenm:sptc_24_wgmma", [&] { cs::run_sptc24_wgmma(p24[0].a, map, t24, pr, nullptr); }, b24,
+                 rep + cs::to_string(t24));
+      const CUtensorMap mapp = cs::make_values_map_rows(p24[0].a, 128);
+      me.measure("sparsenm:sptc_24_wgmma_p", [&] { cs::run_sptc24_wgmma_persistent(p24[0].a, mapp, pt24, pr, nullptr); }, b24,
+                 rep + cs::to_string(pt24));
+      const CUtensorMap map3 = cs::make_values_map_rows(p24[1].a, 192);
+      me.measure("sparsenm:sptc_24_wgmma_3", [&] { cs::run_sptc24_wgmma3(p24[1].a, map3, pr, nullptr); }, b24, rep + "192x256");
+    }
+    {
+      // the plan's automatic choice: Plan::create races every supported CUDA candidate once on this
+      // weight (plan time, not timed here), then plan.run is measured like every other row
+      MatmulDesc desc;
+      desc.m = m;
+      desc.backend = Backend::cuda;
+      const Plan plan = Plan::create(w, desc);
+      std::string race = plan.reason().substr(0, plan.reason().find("; not supported"));
+      std::replace(race.begin(), race.end(), '"', '\'');
+      std::fprintf(stderr, "sptc suite: %s %lldx%lld m=%lld plan -> %s (%s)\n", pat.str().c_str(), (long long)n,
+                   (long long)k, (long long)m, plan.kernel().c_str(), plan.reason().c_str());
+      me.measure("sparsenm:plan", [&] { plan.run(dX.get(), dY.get(), nullptr); }, sparse_bytes,
+                 (l2.empty() ? std::string() : l2 + "; ") + "automatic choice: " + plan.kernel() + " (" + race + ")");
+    }
     auto tr = [&] { cs::transpose_x(dX.get(), m, k, dXt.get(), ldt, nullptr); };
-    me.emit("sparsenm:vnm_transpose", time_ms(tr, o.warmup, o.reps), -1, 4.0 * double(m) * k, "X -> X^T workspace only");
+    if (!lean)
+      me.emit("sparsenm:vnm_transpose", time_ms(tr, o.warmup, o.reps), -1, 4.0 * double(m) * k, "X -> X^T workspace only");
     tr();
     for (const Packed& pk : packs) {
       const std::vector<cs::PTile> tiles_of_g = pk.g == 128 ? std::vector<cs::PTile>{cs::PTile::r128n256, cs::PTile::r128n128}
@@ -406,13 +468,14 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
         }
         if (ncu && !wide) continue;
         for (const S& sv : ss) {
+          if (lean) break;
           auto gemm = [&] {
             cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, tile, pr, nullptr, 0, sv.q);
           };
           me.measure(std::string("sparsenm:vnm_gemm_") + cs::to_string(tile) + sv.suffix, gemm, sparse_bytes,
                      l2.empty() ? "GEMM only (X^T given)" : l2 + "; GEMM only (X^T given)");
         }
-        if (wide && !ncu)  // the earlier gather experiments (no proxy fence / TMA rows) with the column-group order
+        if (wide && !ncu && !lean)  // the earlier gather experiments (no proxy fence / TMA rows) with the column-group order
           for (int mode : {2, 3}) {
             auto gm = [&] {
               cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, tile, pr, nullptr, mode, {-2, true});
@@ -424,6 +487,7 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
           // what the plan candidates run (transpose + GEMM): cuda:vnm_wgmma = _pf, cuda:vnm_wgmma_mr =
           // _mr2; _ctrl = the kernel before this change
           for (const S& sv : {S{"_ctrl", {8, false}}, S{"", {8, true}}, S{"_mr", {-2, true}}}) {
+            if (lean && sv.q.prefetch == false) continue;  // the control: not a plan candidate
             auto full = [&] {
               tr();
               cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, tile, pr, nullptr, 0, sv.q);

@@ -9,6 +9,7 @@
 #include "cuda/sptc/pack.hpp"
 #include "sparsenm/error.hpp"
 #include "sparsenm/format.hpp"
+#include "sparsenm/reference.hpp"
 #include "support/random_pattern.hpp"
 
 namespace sparsenm {
@@ -224,6 +225,123 @@ TEST(SptcLayout, VenomRejectsOtherPatternsAndBadGroups) {
   DenseMatrix df = random_pattern_matrix(Pattern::venom(64, 8), DType::f32, 70, 40, 15, 0.0);
   CondensedMatrix wf = condense(df.view(), Pattern::venom(64, 8));
   EXPECT_NE(sptc::venom_unsupported(wf).find("f16 or bf16"), std::string::npos);
+}
+
+
+// ---- V:2:M (venom) weights as hardware 2:4 (issue 4: run V:2:M on the 2:4 kernels) ----
+
+/// First row holding more than 2 nonzeros in some aligned group of 4 columns, or -1.
+std::int64_t first_row_over_two_per_group(const DenseMatrix& d) {
+  for (std::int64_t r = 0; r < d.rows(); ++r)
+    for (std::int64_t g = 0; g < d.cols(); g += 4) {
+      int nz = 0;
+      for (std::int64_t c = g; c < std::min(d.cols(), g + 4); ++c) nz += d.at(r, c) != 0.f;
+      if (nz > 2) return r;
+    }
+  return -1;
+}
+
+/// Zeros every nonzero past the second of each aligned group of 4 (the result is still V:2:M:
+/// condense stores the zeroed slots as explicit zeros).
+DenseMatrix keep_two_per_group(const DenseMatrix& d) {
+  DenseMatrix out = d;
+  for (std::int64_t r = 0; r < d.rows(); ++r)
+    for (std::int64_t g = 0; g < d.cols(); g += 4) {
+      int nz = 0;
+      for (std::int64_t c = g; c < std::min(d.cols(), g + 4); ++c)
+        if (d.at(r, c) != 0.f && ++nz > 2) out.set(r, c, 0.f);
+    }
+  return out;
+}
+
+/// The 2:4 packing of venom weight w expands to exactly expand(w); the CPU reference gives the
+/// same product through w and through the 2:4 form (re-condensed as hw24).
+void expect_venom_repack_exact(const CondensedMatrix& w, bool check_product) {
+  ASSERT_EQ(sptc::hw24_unsupported(w), "");
+  const DenseMatrix want = expand(w);
+  const std::int64_t rows = w.rows(), cols = w.cols();
+  Packed24 p = sptc::pack_hw24(w, 128);
+  EXPECT_EQ(p.rows, rows);
+  EXPECT_EQ(p.k, (cols + 3) / 4 * 4);
+  expect_valid_codes_and_padding(p);
+  std::vector<float> got = expand(p, w.dtype);
+  DenseMatrix as24(w.dtype, rows, cols);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < p.k; ++c) {
+      const float g = got[std::size_t(r * p.k + c)];
+      ASSERT_EQ(g, c < cols ? want.at(r, c) : 0.f) << "row " << r << " col " << c;
+      if (c < cols) as24.set(r, c, g);
+    }
+  if (!check_product) return;
+  const DenseMatrix x = random_matrix(w.dtype, 5, cols, 77);
+  const std::vector<double> via_venom = reference_matmul_f64(x.view(), w);
+  const std::vector<double> via_24 = reference_matmul_f64(x.view(), condense(as24.view(), Pattern::hw24()));
+  ASSERT_EQ(via_venom.size(), via_24.size());
+  for (std::size_t i = 0; i < via_venom.size(); ++i) ASSERT_EQ(via_venom[i], via_24[i]) << "y entry " << i;
+}
+
+TEST(SptcLayout, VenomRepacksTo24ExactlyEveryVAndMWithTails) {
+  std::uint64_t seed = 500;
+  int packed = 0, refused = 0;
+  for (int v : {32, 64, 128, 256})
+    for (int mw : {4, 5, 7, 8, 10, 16, 32, 100})
+      for (DType t : {DType::f16, DType::bf16}) {
+        const Pattern pat = Pattern::venom(v, mw);
+        const std::int64_t rows = v + 13, cols = 2 * mw + 3 + (mw == 100 ? 0 : 40);  // tails in rows and cols
+        SCOPED_TRACE(pat.str() + " " + std::string(to_string(t)) + " " + std::to_string(rows) + "x" + std::to_string(cols));
+        const DenseMatrix dense = random_pattern_matrix(pat, t, rows, cols, ++seed, 0.2);
+        const CondensedMatrix w = condense(dense.view(), pat);
+        const std::int64_t bad = first_row_over_two_per_group(dense);
+        if (mw % 4 == 0) ASSERT_EQ(bad, -1) << "a V:2:M row with M % 4 == 0 cannot hold 3 in a group of 4";
+        const std::string why = sptc::hw24_unsupported(w);
+        if (bad < 0) {
+          expect_venom_repack_exact(w, v == 32);
+          ++packed;
+        } else {
+          ++refused;
+          // exact per-row check: reported with the first offending row, never packed
+          EXPECT_NE(why.find("row " + std::to_string(bad) + " has more than 2 nonzeros"), std::string::npos) << why;
+          EXPECT_THROW(sptc::pack_hw24(w, 128), InvalidArgument);
+        }
+        // the same weight with every group of 4 cut to <= 2 nonzeros: always packable, exactly
+        const DenseMatrix cut = keep_two_per_group(dense);
+        expect_venom_repack_exact(condense(cut.view(), pat), v == 32);
+      }
+  // both branches ran: random M % 4 != 0 weights hit 3-in-a-group, M % 4 == 0 ones never do
+  EXPECT_GE(packed, 32);
+  EXPECT_GT(refused, 0);
+  std::printf("venom -> 2:4: %d random weights packable as drawn, %d refused (3 nonzeros in a group of 4)\n", packed, refused);
+}
+
+TEST(SptcLayout, VenomWithThreeInAGroupOfFourIsUnsupported) {
+  // 64:2:5: row 3 keeps columns 3, 4 (window 0 = cols 0..4) and 5, 6 (window 1 = cols 5..9):
+  // the aligned group 4..7 holds 3 nonzeros.
+  DenseMatrix d(DType::f16, 70, 12);
+  d.set(0, 0, 1.f);
+  d.set(3, 3, 1.f);
+  d.set(3, 4, 2.f);
+  d.set(3, 5, 3.f);
+  d.set(3, 6, 4.f);
+  const CondensedMatrix w = condense(d.view(), Pattern::venom(64, 5));
+  const std::string why = sptc::hw24_unsupported(w);
+  EXPECT_NE(why.find("row 3 has more than 2 nonzeros in an aligned group of 4"), std::string::npos) << why;
+  EXPECT_NE(why.find("not a hardware 2:4 matrix"), std::string::npos) << why;
+  EXPECT_THROW(sptc::pack_hw24(w, 128), InvalidArgument);
+  // a stored zero does not count: with column 6 zeroed the same slots pack
+  d.set(3, 6, 0.f);
+  expect_venom_repack_exact(condense(d.view(), Pattern::venom(64, 5)), true);
+  // f32 venom: the dtype, not the pattern, is the reason
+  DenseMatrix f(DType::f32, 8, 16);
+  f.set(1, 2, 1.f);
+  EXPECT_NE(sptc::hw24_unsupported(condense(f.view(), Pattern::venom(32, 8))).find("f16 or bf16"), std::string::npos);
+}
+
+TEST(SptcLayout, VenomWithShortStorageIsUnsupported) {
+  DenseMatrix d = random_pattern_matrix(Pattern::venom(32, 8), DType::f16, 40, 24, 31, 0.0);
+  CondensedMatrix w = condense(d.view(), Pattern::venom(32, 8));
+  w.columns.pop_back();
+  EXPECT_NE(sptc::hw24_unsupported(w).find("smaller than its layout"), std::string::npos);
+  EXPECT_THROW(sptc::pack_hw24(w, 128), InvalidArgument);
 }
 
 }  // namespace

@@ -13,14 +13,22 @@ namespace {
 bool is_zero_bits(std::uint16_t b) { return (b & 0x7fffu) == 0; }
 
 /// Stored (column, value bits) of row r, columns ascending, zeros and padding slots dropped.
+/// element/hw24: slot j lies in window j / n at the column its index field names. venom
+/// (format.hpp): slot j lies in window j / 2; its 2-bit index field picks one of the window's 4
+/// selected columns, which the column-loc row of the row's V-slab lists.
 void row_entries(const CondensedMatrix& w, std::int64_t r, std::vector<std::pair<std::int64_t, std::uint16_t>>& out) {
   const FormatLayout& L = w.layout;
-  const int per_window = L.pattern.n;
+  const Pattern& p = L.pattern;
+  const bool venom = p.kind == Granularity::venom;
+  const int per_window = venom ? 2 : p.n;
   const std::uint8_t* idx = w.indices.data() + std::size_t(r * L.index_row_bytes);
+  const std::uint8_t* crow = venom ? w.columns.data() + std::size_t((r / p.v) * L.colloc_row_bytes) : nullptr;
   const auto* vals = reinterpret_cast<const std::uint16_t*>(w.values.data()) + std::size_t(r * L.value_cols);
   out.clear();
   for (std::int64_t j = 0; j < L.value_cols; ++j) {
-    const std::int64_t col = (j / per_window) * L.pattern.m + get_packed(idx, j, L.index_bits);
+    const std::int64_t win = j / per_window;
+    const unsigned field = get_packed(idx, j, L.index_bits);
+    const std::int64_t col = win * p.m + (venom ? get_packed(crow, win * 4 + field, L.colloc_bits) : field);
     if (col >= L.cols || is_zero_bits(vals[j])) continue;
     out.emplace_back(col, vals[j]);
   }
@@ -29,12 +37,16 @@ void row_entries(const CondensedMatrix& w, std::int64_t r, std::vector<std::pair
 std::string shape_problem(const CondensedMatrix& w) {
   if (w.dtype != DType::f16 && w.dtype != DType::bf16) return "weight dtype must be f16 or bf16 (sparse tensor cores)";
   const auto kind = w.layout.pattern.kind;
-  if (kind != Granularity::hw24 && kind != Granularity::element) return "pattern must be hw24 or element N:M";
+  if (kind != Granularity::hw24 && kind != Granularity::element && kind != Granularity::venom)
+    return "pattern must be hw24, element N:M or venom V:2:M";
   const FormatLayout& L = w.layout;
   if (L.rows < 1 || L.cols < 1) return "weight must have rows, cols >= 1";
-  if (w.values.size() < std::size_t(L.rows * L.value_cols) * 2 || w.indices.size() < std::size_t(L.index_rows * L.index_row_bytes))
+  if (w.values.size() < std::size_t(L.rows * L.value_cols) * 2 || w.indices.size() < std::size_t(L.index_rows * L.index_row_bytes) ||
+      w.columns.size() < std::size_t(L.colloc_rows * L.colloc_row_bytes))
     return "weight storage is smaller than its layout";
-  if (L.index_rows != L.rows) return "element/hw24 weights need one index row per weight row";
+  if (L.index_rows != L.rows) return "element/hw24/venom weights need one index row per weight row";
+  if (kind == Granularity::venom && (L.pattern.v < 1 || L.colloc_rows != (L.rows + L.pattern.v - 1) / L.pattern.v))
+    return "venom weight needs one column-loc row per slab of V rows";
   return {};
 }
 
@@ -43,13 +55,16 @@ std::string shape_problem(const CondensedMatrix& w) {
 std::string hw24_unsupported(const CondensedMatrix& w) {
   if (std::string why = shape_problem(w); !why.empty()) return why;
   const auto& p = w.layout.pattern;
-  if (p.kind == Granularity::hw24 || (p.m % 4 == 0 && p.n <= 2)) return {};  // every aligned group of 4: <= 2
+  // Every aligned group of 4 holds <= 2 nonzeros when windows are unions of aligned groups of 4
+  // (m % 4 == 0) and each window stores <= 2 values (element n <= 2; venom: always 2).
+  if (p.kind == Granularity::hw24 || (p.m % 4 == 0 && (p.kind == Granularity::venom || p.n <= 2))) return {};
   std::vector<std::pair<std::int64_t, std::uint16_t>> e;
   std::vector<Slot> slots;
   for (std::int64_t r = 0; r < w.layout.rows; ++r) {
     row_entries(w, r, e);
     if (!columns_to_slots(e, w.layout.cols, slots))
-      return "row " + std::to_string(r) + " has more than 2 nonzeros in an aligned group of 4 columns";
+      return "row " + std::to_string(r) + " has more than 2 nonzeros in an aligned group of 4 columns, so this " + p.str() +
+             " weight is not a hardware 2:4 matrix";
   }
   return {};
 }

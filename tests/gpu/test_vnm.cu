@@ -6,8 +6,10 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <array>
+#include <cstdio>
 #include <limits>
 #include <set>
 
@@ -15,7 +17,9 @@
 #include "cuda/sptc/pack.hpp"
 #include "cuda/sptc/sptc.hpp"
 #include "plan/registry.hpp"
+#include "sparsenm/error.hpp"
 #include "sparsenm/format.hpp"
+#include "sparsenm/plan.hpp"
 #include "sparsenm/reference.hpp"
 #include "support/random_pattern.hpp"
 
@@ -419,6 +423,115 @@ TEST(VnmGpu, UnsupportedInputsAreReported) {
   EXPECT_EQ(cand.unsupported(wv, d), "");
   cuda::DeviceBuffer xt(64);
   EXPECT_THROW(cs::transpose_x(xt.get(), 4, 4, xt.get(), 6, nullptr), InvalidArgument);
+}
+
+
+// ---- V:2:M weights on the hardware 2:4 candidates (issue 4: repack when every aligned group of 4
+// holds <= 2 nonzeros; sptc_pack.cpp) and in the plan's automatic race. X here is finite: the 2:4
+// operand multiplies its zero fill slots against X columns the V:2:M weight never stores (like the
+// dense cuBLAS candidate does), so Inf/NaN there is out of scope for these candidates (see
+// docs/PERF-sptc.md, "V:2:M on the 2:4 kernels").
+
+/// The venom weight of random_pattern_matrix with every nonzero past the second of an aligned
+/// group of 4 zeroed (still V:2:M: condense stores those slots as zeros), so M % 4 != 0 packs.
+CondensedMatrix packable_venom(const Pattern& pat, DType t, std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+  DenseMatrix d = random_pattern_matrix(pat, t, rows, cols, seed, 0.1);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t g = 0; g < cols; g += 4) {
+      int nz = 0;
+      for (std::int64_t c = g; c < std::min(cols, g + 4); ++c)
+        if (d.at(r, c) != 0.f && ++nz > 2) d.set(r, c, 0.f);
+    }
+  return condense(d.view(), pat);
+}
+
+/// Plan::create (kernel forced by name, or "" = the CUDA race), poisoned Y, fp64 reference.
+Plan check_venom_plan(const std::string& kernel, const CondensedMatrix& w, DType out, std::int64_t m, std::uint64_t seed) {
+  MatmulDesc d;
+  d.m = m;
+  d.x_dtype = w.dtype;
+  d.y_dtype = out;
+  d.backend = Backend::cuda;
+  d.kernel = kernel;
+  Plan plan = Plan::create(w, d);
+  if (!kernel.empty()) EXPECT_EQ(plan.kernel(), kernel);
+  const DenseMatrix x = make_x(w, w.dtype, m, seed, false);
+  const double err = run_and_compare(w, x, out, [&](void* xp, void* yp) { plan.run(xp, yp, nullptr); });
+  EXPECT_LT(err, tolerance(out)) << "kernel " << plan.kernel() << " (" << plan.reason() << ")";
+  return plan;
+}
+
+TEST(VnmGpu, VenomOnThe24CandidatesForcedByName) {
+  REQUIRE_SM90();
+  struct C {
+    int v, mw;
+    DType in, out;
+    std::int64_t m, n, k;
+  };
+  // tails in m, n (not a multiple of V or of the 128/192-row tiles) and k (not a multiple of M or 8)
+  const C cases[] = {{128, 8, DType::f16, DType::f16, 131, 293, 299},    {64, 16, DType::bf16, DType::f32, 300, 165, 595},
+                     {32, 4, DType::f16, DType::bf16, 70, 100, 66},      {256, 32, DType::bf16, DType::bf16, 257, 600, 1000},
+                     {128, 5, DType::f16, DType::f32, 129, 300, 203},    {64, 100, DType::bf16, DType::f16, 64, 200, 303},
+                     {128, 7, DType::f16, DType::f16, 520, 390, 1001},   {32, 10, DType::bf16, DType::f32, 33, 97, 95}};
+  std::uint64_t seed = 1200;
+  for (const char* name : {"cuda:sptc_24_wgmma", "cuda:sptc_24_wgmma_p", "cuda:sptc_24_wgmma_3", "cuda:sptc_24_mma"})
+    for (const C& c : cases) {
+      const Pattern pat = Pattern::venom(c.v, c.mw);
+      SCOPED_TRACE(std::string(name) + " " + pat.str() + " " + std::string(to_string(c.in)) + "->" +
+                   std::string(to_string(c.out)) + " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
+                   " k=" + std::to_string(c.k));
+      const CondensedMatrix w = packable_venom(pat, c.in, c.n, c.k, seed++);
+      ASSERT_EQ(sptc::hw24_unsupported(w), "");
+      check_venom_plan(name, w, c.out, c.m, seed++);
+    }
+  // 3 nonzeros in an aligned group of 4 (64:2:5, row 3: columns 3, 4 | 5, 6): refused by name, never run
+  DenseMatrix d(DType::f16, 70, 12);
+  for (std::int64_t c : {3, 4, 5, 6}) d.set(3, c, float(c));
+  const CondensedMatrix bad = condense(d.view(), Pattern::venom(64, 5));
+  MatmulDesc desc;
+  desc.m = 16;
+  desc.backend = Backend::cuda;
+  desc.kernel = "cuda:sptc_24_wgmma";
+  try {
+    (void)Plan::create(bad, desc);
+    ADD_FAILURE() << "a venom weight with 3 nonzeros in a group of 4 was accepted by the 2:4 kernel";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 2 nonzeros in an aligned group of 4"), std::string::npos) << e.what();
+  }
+}
+
+TEST(VnmGpu, PlanRaceOnVenomIncludesThe24CandidatesAndIsCorrect) {
+  REQUIRE_SM90();
+  struct C {
+    int v, mw;
+    std::int64_t m, n, k;
+    bool packable;
+  };
+  const C cases[] = {{128, 8, 2048, 1100, 1030, true}, {128, 32, 600, 1000, 2000, true}, {64, 16, 300, 700, 900, true},
+                     {128, 5, 512, 640, 1003, false}};
+  std::uint64_t seed = 1300;
+  for (const C& c : cases) {
+    const Pattern pat = Pattern::venom(c.v, c.mw);
+    SCOPED_TRACE(pat.str() + " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
+    const CondensedMatrix w = c.packable ? packable_venom(pat, DType::f16, c.n, c.k, seed++)
+                                         : condense(random_pattern_matrix(pat, DType::f16, c.n, c.k, seed++, 0.0).view(), pat);
+    const Plan plan = check_venom_plan("", w, DType::f16, c.m, seed++);
+    const std::string& why = plan.reason();
+    std::printf("[plan] %s m=%lld %lldx%lld -> %s (%s)\n", pat.str().c_str(), (long long)c.m, (long long)c.n,
+                (long long)c.k, plan.kernel().c_str(), why.c_str());
+    EXPECT_NE(why.find("fastest of"), std::string::npos) << why;
+    EXPECT_NE(why.find(plan.kernel() + " "), std::string::npos) << why;  // the report names the choice
+    const std::string raced = why.substr(0, why.find("; not supported"));
+    EXPECT_NE(raced.find("cuda:vnm_wgmma "), std::string::npos) << why;
+    EXPECT_NE(raced.find("cuda:cublas_dense "), std::string::npos) << why;
+    if (c.packable) {
+      EXPECT_NE(raced.find("cuda:sptc_24_wgmma "), std::string::npos) << why;
+      EXPECT_NE(raced.find("cuda:sptc_24_wgmma_p "), std::string::npos) << why;
+    } else if (sptc::hw24_unsupported(w) != "") {
+      EXPECT_EQ(raced.find("cuda:sptc_24_wgmma "), std::string::npos) << why;
+      EXPECT_NE(why.find("cuda:sptc_24_wgmma (row "), std::string::npos) << why;  // listed as not supported, with the row
+    }
+  }
 }
 
 }  // namespace

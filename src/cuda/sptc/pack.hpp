@@ -9,11 +9,15 @@
 namespace sparsenm::sptc {
 
 /// Empty when `w` can run on the sparse tensor cores as hardware 2:4: f16/bf16 values and a
-/// hw24 or element pattern whose every aligned group of 4 columns holds at most 2 stored
-/// nonzero values (stored zeros are dropped). Else the reason.
+/// hw24, element N:M or venom V:2:M pattern whose every aligned group of 4 columns holds at most
+/// 2 stored nonzero values (stored zeros are dropped). Always true for hw24, element N:M with
+/// n <= 2 and m % 4 == 0, and venom with m % 4 == 0 (each window is whole aligned groups of 4
+/// and stores 2 values); else checked row by row. Else the reason. A venom weight repacked this
+/// way stores 2 values per group of 4 (more value bytes than its V:2:M form for m > 4) and needs
+/// no gather.
 std::string hw24_unsupported(const CondensedMatrix& w);
 
-/// Repacks `w` (see hw24_unsupported) into the tensor-core layout with rows padded to
+/// Repacks `w` (see hw24_unsupported; venom weights included) into the tensor-core layout with rows padded to
 /// `row_align`. Throws InvalidArgument when unsupported.
 Packed24 pack_hw24(const CondensedMatrix& w, int row_align);
 

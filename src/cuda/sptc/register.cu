@@ -9,8 +9,9 @@
 //                       tiles in groups of 8 row tiles sweeping all column tiles
 //   cuda:vnm_wgmma_mr   the same with groups of 2 column tiles sweeping all row tiles (the Xt slice
 //                       the gathers re-read stays in L2)
-// The 2:4 candidates take hw24 weights and element N:M weights whose aligned groups of 4 hold <= 2 nonzeros
-// (repacked to 2:4 at plan time), f16/bf16 in, f32 accumulation, f32/f16/bf16 out.
+// The 2:4 candidates take hw24 weights and element N:M or venom V:2:M weights whose aligned groups of
+// 4 hold <= 2 nonzeros (repacked to 2:4 at plan time; V:2:M with M % 4 == 0 always qualifies), f16/bf16
+// in, f32 accumulation, f32/f16/bf16 out. A V:2:M plan thus races vnm_wgmma(_mr), these and cuBLAS.
 #include <cuda_runtime.h>
 
 #include <memory>
