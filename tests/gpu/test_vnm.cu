@@ -429,8 +429,8 @@ TEST(VnmGpu, UnsupportedInputsAreReported) {
 // ---- V:2:M weights on the hardware 2:4 candidates (issue 4: repack when every aligned group of 4
 // holds <= 2 nonzeros; sptc_pack.cpp) and in the plan's automatic race. X here is finite: the 2:4
 // operand multiplies its zero fill slots against X columns the V:2:M weight never stores (like the
-// dense cuBLAS candidate does), so Inf/NaN there is out of scope for these candidates (see
-// docs/PERF-sptc.md, "V:2:M on the 2:4 kernels").
+// dense cuBLAS candidate does), so they are candidates only for finite X (MatmulDesc::x_finite,
+// FORMAT.md section 8; docs/PERF-sptc.md, "V:2:M on the 2:4 kernels").
 
 /// The venom weight of random_pattern_matrix with every nonzero past the second of an aligned
 /// group of 4 zeroed (still V:2:M: condense stores those slots as zeros), so M % 4 != 0 packs.
