@@ -4,7 +4,9 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
+#include <tuple>
 
 #include "cuda/ew/spmv.hpp"
 #include "ew_support.hpp"
@@ -94,6 +96,92 @@ TEST(EwSpmm, DtypesShapesAndPhases) {
   EXPECT_NE(cuda::ew::spmm_unsupported(wide, DType::f16, 18), "");
 }
 
+// 3:32 and 4:32 run specialised instances (compile-time N, M); 3:32's N does not divide the
+// 32-slot tile, so its tiles cycle through window phases 0, 2, 1 (period 3 tiles). k = 4100 / 4700
+// give 13 / 14 tiles per row (tails of 1 and 2 tiles after the last full period, partial last
+// windows), several staging phases, n and m tails; 3:16 and 5:32 keep the generic path covered.
+TEST(EwSpmm, SpecialisedWideWindowsAllPhasesAndTails) {
+  EW_REQUIRE_DEVICE();
+  for (auto [nn, mm, spec] : std::vector<std::tuple<int, int, bool>>{{3, 32, true}, {4, 32, true}, {3, 16, false}, {5, 32, false}}) {
+    bool got = !spec;
+    EXPECT_NE(cuda::ew::find_spmm(DType::f32, cuda::ew::spmv_bits(mm), nn, mm, &got), nullptr);
+    EXPECT_EQ(got, spec) << nn << ":" << mm;
+  }
+  std::uint64_t seed = 1500;
+  for (DType t : {DType::f32, DType::f16, DType::bf16})
+    for (auto p : {Pattern::element(3, 32), Pattern::element(4, 32), Pattern::element(3, 16), Pattern::element(5, 32)})
+      for (auto [n, k, m] : std::vector<std::tuple<int, int, int>>{{290, 4100, 37}, {513, 4700, 16}, {31, 95, 1}}) {
+        check_spmm(p, n, k, m, t, t, ++seed);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+  // A small budget still gets whole periods of 3 tiles per phase.
+  check_spmm(Pattern::element(3, 32), 100, 4700, 20, DType::f32, DType::f32, ++seed, 4096);
+  check_spmm(Pattern::element(4, 32), 100, 4700, 20, DType::f32, DType::f16, ++seed, 4096);
+}
+
+TEST(EwSpmm, PeriodicPatternPhasesAreWholePeriods) {
+  EW_REQUIRE_DEVICE();
+  const auto w = random_ew(Pattern::element(3, 32), 64, 4700, DType::f32, 1600);
+  const auto packed = cuda::ew::pack_spmv(w);
+  for (int budget : {0, 4096, 40000}) {
+    cuda::ew::SpmvArgs a;
+    const auto cfg = cuda::ew::plan_spmm(packed.layout, DType::f32, 20, a, budget);
+    EXPECT_TRUE(cfg.specialised);
+    EXPECT_EQ(a.tiles, 14);
+    EXPECT_EQ(a.tiles_per_phase % 3, 0) << "budget " << budget;
+  }
+  // A launch with phases that split a period is refused before it runs.
+  cuda::ew::SpmvArgs a;
+  const auto cfg = cuda::ew::plan_spmm(packed.layout, DType::f32, 20, a);
+  a.tiles_per_phase = 4;
+  const auto fn = cuda::ew::find_spmm(DType::f32, 5, 3, 32);
+  EXPECT_THROW(fn(a, cfg, nullptr), InvalidArgument);
+}
+
+/// Inf in X at a column that row 5 stores (in tile 1 of its row: window phase 2 for 3:32), NaN at
+/// a column row 5 prunes and in the partial last window: the outputs follow the fp64 products.
+TEST(EwSpmm, NanInfSpecialisedPatterns) {
+  EW_REQUIRE_DEVICE();
+  for (auto p : {Pattern::element(3, 32), Pattern::element(4, 32)})
+    for (DType t : {DType::f32, DType::f16}) {
+      SCOPED_TRACE(p.str() + " " + std::string(to_string(t)));
+      const std::int64_t n = 96, k = 1500;  // last window: 28 columns
+      auto w = random_ew(p, n, k, t, 1700);
+      auto x = random_matrix(t, 18, k, 1701);
+      const auto& l = w.layout;
+      const std::int64_t slot = 35;  // tile 1
+      const std::int64_t col_kept =
+          (slot / p.n) * p.m + get_packed(w.indices.data() + 5 * l.index_row_bytes, slot, l.index_bits);
+      x.set(3, col_kept, INFINITY);
+      // a column of window 2 that row 5 does not store
+      std::int64_t col_pruned = -1;
+      for (std::int64_t c = 2 * p.m; c < 3 * p.m && col_pruned < 0; ++c) {
+        bool stored = false;
+        for (int j = 0; j < p.n; ++j)
+          stored |= 2 * p.m + std::int64_t(get_packed(w.indices.data() + 5 * l.index_row_bytes, 2 * p.n + j,
+                                                      l.index_bits)) == c;
+        if (!stored) col_pruned = c;
+      }
+      ASSERT_GE(col_pruned, 0);
+      x.set(7, col_pruned, NAN);
+      x.set(17, k - 1, NAN);
+      std::vector<std::byte> y;
+      run_spmm(w, x, t, 0, y);
+      if (::testing::Test::HasFatalFailure()) return;
+      const auto ref = oracle(x, w);
+      const auto cmp = compare(y, t, ref);
+      EXPECT_EQ(cmp.class_mismatch, 0);
+      EXPECT_EQ(cmp.unwritten, 0);
+      EXPECT_LT(cmp.rel_err, tolerance(t));
+      EXPECT_TRUE(std::isinf(load_as_float(t, y.data(), std::size_t(3 * n + 5))));
+      EXPECT_TRUE(std::isfinite(ref[std::size_t(7 * n + 5)]));  // row 5 prunes the NaN
+      std::int64_t nonfinite = 0;
+      for (std::size_t i = 0; i < ref.size(); ++i) nonfinite += !std::isfinite(ref[i]);
+      EXPECT_GT(nonfinite, 0);
+      EXPECT_LT(nonfinite, 3 * n);  // pruned positions contribute nothing
+    }
+}
+
 TEST(EwSpmm, NanInfFollowTheProductSemantics) {
   EW_REQUIRE_DEVICE();
   const Pattern p = Pattern::element(2, 8);
@@ -167,5 +255,7 @@ TEST(EwSpmmSmoke, SanitizerSmoke) {
   EW_REQUIRE_DEVICE();
   check_spmm(Pattern::element(2, 8), 70, 1000, 20, DType::f32, DType::f32, 9101, 4096);
   check_spmm(Pattern::element(3, 7), 33, 301, 17, DType::f16, DType::f16, 9102);
+  check_spmm(Pattern::element(3, 32), 40, 1100, 17, DType::f32, DType::f32, 9103);  // 4 tiles: a period + 1
+  check_spmm(Pattern::element(4, 32), 40, 1100, 17, DType::bf16, DType::bf16, 9104);
 }
 }  // namespace

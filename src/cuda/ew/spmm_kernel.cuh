@@ -22,14 +22,50 @@
 //   EW), so one 4-byte shared word per FMA: 32 lanes x 4 B per clock = 32 FMA/clock/SM, a quarter
 //   of the fp32 FMA rate. fp32 EW SpMM therefore reaches at most ~0.25 / density of the SGEMM
 //   peak (1.0x at 75 %, 2.7x at 90.6 %), before staging and sync overheads.
+// Specialised patterns (compile-time N, M): the window of every slot folds into the LDS
+//   immediate. When N does not divide the 32-slot tile (3:32) a tile's first slot sits at phase
+//   (32 t) mod N of a window; the phase repeats every kPeriod = N / gcd(N, 32) tiles, so the tile
+//   loop runs in groups of kPeriod tiles (phases start at multiples of kPeriod: plan_spmm rounds
+//   the tiles per phase), tile u of a group at the compile-time phase (32 u) mod N: slot j of it
+//   lies (32 u + j) / N windows past the group's first — a constant, no window counter.
 #pragma once
+#include <numeric>
+
 #include "cuda/common.cuh"
 #include "cuda/ew/spmv.hpp"
 #include "cuda/ew/spmv_kernel.cuh"
+#include "sparsenm/error.hpp"
 
 namespace sparsenm::cuda::ew {
 
+/// SpMM instance traits: SpmvTraits' tile sizes, plus a compile-time pattern (NN, MM) that need
+/// not divide the tile (SpmvTraits asserts N | 32 for the SpMV kernel).
+template <class T, int MR_, int B_, int NN_ = 0, int MM_ = 0>
+struct SpmmTraits : SpmvTraits<T, MR_, B_> {
+  static constexpr int NN = NN_, MM = MM_;
+  static constexpr int kPeriod = NN_ > 0 ? NN_ / std::gcd(NN_, 32) : 1;  ///< tiles per phase cycle
+  static_assert(NN_ == 0 || (MM_ > NN_ && (1 << B_) >= MM_), "compile-time N < M <= 2^B");
+};
+
 namespace detail {
+
+/// acc[r] += the tile's 32 products, compile-time pattern: `base` is the staged column of the
+/// first window of the tile's period group, u (compile-time after unrolling) the tile's place in
+/// that group, so slot j reads window (32 u + j) / N of the group: one index-field extract, then
+/// MR LDS with immediate offsets and MR FFMA per slot.
+template <class Tr>
+__device__ __forceinline__ void compute_spmm_tile_spec(const Tile<Tr>& tile, float (&acc)[Tr::MR], const float* base,
+                                                       int ld, int u) {
+  using T = typename Tr::Elem;
+  constexpr int MR = Tr::MR, B = Tr::B;
+#pragma unroll
+  for (int j = 0; j < Tr::kSlots; ++j) {
+    const float* p = base + field<B>(tile.i, j) + ((u * Tr::kSlots + j) / Tr::NN) * Tr::MM;
+    const float w = value_at<T>(tile.v, j);
+#pragma unroll
+    for (int r = 0; r < MR; ++r) acc[r] = fmaf(w, p[r * ld], acc[r]);
+  }
+}
 
 template <class Tr>
 __device__ __forceinline__ void compute_spmm_tile(const Tile<Tr>& tile, float (&acc)[Tr::MR],
@@ -38,14 +74,8 @@ __device__ __forceinline__ void compute_spmm_tile(const Tile<Tr>& tile, float (&
   constexpr int MR = Tr::MR, B = Tr::B;
   const int sb = t * Tr::kSlots;
   if constexpr (Tr::NN > 0) {
-    const float* base = xs + (sb / Tr::NN - w0) * Tr::MM;
-#pragma unroll
-    for (int j = 0; j < Tr::kSlots; ++j) {
-      const float* p = base + field<B>(tile.i, j) + (j / Tr::NN) * Tr::MM;
-      const float w = value_at<T>(tile.v, j);
-#pragma unroll
-      for (int r = 0; r < MR; ++r) acc[r] = fmaf(w, p[r * ld], acc[r]);
-    }
+    static_assert(Tr::kPeriod == 1, "N must divide the tile here (other N: the period loop)");
+    compute_spmm_tile_spec<Tr>(tile, acc, xs + (sb / Tr::NN - w0) * Tr::MM, ld, 0);
   } else {
     const int wq = sb / pn;
     int c = sb - wq * pn;
@@ -91,15 +121,36 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmm_kernel(const __grid_cons
     detail::Tile<Tr> ta, tb;
     if (active) detail::load_tile<Tr>(ta, a, group, lane, ph);
     if (ph != 0) __syncthreads();
-    for (int e = threadIdx.x; e < ncols * MR; e += Tr::kThreads) {
-      const int r = e / ncols, c = e - r * ncols;
+    // Staging: thread = column, all MR rows at once (MR independent loads in flight, no division).
+    for (int c = threadIdx.x; c < ncols; c += Tr::kThreads) {
       const int col = c0 + c;
-      float v = 0.0f;
-      if (m0 + r < a.m && col < a.k) v = detail::to_f<T>(x[std::size_t(m0 + r) * a.k + col]);
-      xs[r * ld + c] = v;
+      float v[MR];
+#pragma unroll
+      for (int r = 0; r < MR; ++r)
+        v[r] = (m0 + r < a.m && col < a.k) ? detail::to_f<T>(x[std::size_t(m0 + r) * a.k + col]) : 0.0f;
+#pragma unroll
+      for (int r = 0; r < MR; ++r) xs[r * ld + c] = v[r];
     }
     __syncthreads();
-    if (active) {
+    if constexpr (Tr::kPeriod > 1) {
+      // ph is a multiple of kPeriod, so window w0 starts exactly at tile ph's first slot, and each
+      // group of kPeriod tiles spans WP whole windows.
+      constexpr int P = Tr::kPeriod, WP = P * Tr::kSlots / Tr::NN;
+      if (active) {
+        const float* base = xs;
+        for (int t = ph; t < pe; t += P, base += WP * Tr::MM) {
+#pragma unroll
+          for (int u = 0; u < P; ++u) {
+            if (t + u < pe) {
+              detail::Tile<Tr> nx;
+              if (t + u + 1 < pe) detail::load_tile<Tr>(nx, a, group, lane, t + u + 1);
+              detail::compute_spmm_tile_spec<Tr>(ta, acc, base, ld, u);
+              ta = nx;
+            }
+          }
+        }
+      }
+    } else if (active) {
       for (int t = ph; t < pe; t += 2) {
         if (t + 1 < pe) detail::load_tile<Tr>(tb, a, group, lane, t + 1);
         detail::compute_spmm_tile<Tr>(ta, acc, xs, ld, t, w0, pn, pm);
@@ -118,6 +169,10 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmm_kernel(const __grid_cons
 
 template <class Tr>
 void launch_spmm(const SpmvArgs& a, const SpmvConfig& cfg, cudaStream_t stream) {
+  if (Tr::kPeriod > 1 && a.tiles_per_phase < a.tiles && a.tiles_per_phase % Tr::kPeriod != 0)
+    throw InvalidArgument("tiles_per_phase", "ew_spmm: must be a multiple of the pattern's tile period " +
+                                                 std::to_string(Tr::kPeriod) + " (got " +
+                                                 std::to_string(a.tiles_per_phase) + "; plan_spmm rounds it)");
   auto kernel = ew_spmm_kernel<Tr>;
   if (cfg.smem_bytes > 48 * 1024)
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg.smem_bytes));
@@ -129,5 +184,5 @@ void launch_spmm(const SpmvArgs& a, const SpmvConfig& cfg, cudaStream_t stream) 
 }  // namespace sparsenm::cuda::ew
 
 #define SPARSENM_EW_SPMM_INSTANCE(T, B, NN, MM) \
-  template void ::sparsenm::cuda::ew::launch_spmm<::sparsenm::cuda::ew::SpmvTraits<T, ::sparsenm::cuda::ew::kSpmmRows, B, NN, MM>>( \
+  template void ::sparsenm::cuda::ew::launch_spmm<::sparsenm::cuda::ew::SpmmTraits<T, ::sparsenm::cuda::ew::kSpmmRows, B, NN, MM>>( \
       const ::sparsenm::cuda::ew::SpmvArgs&, const ::sparsenm::cuda::ew::SpmvConfig&, cudaStream_t);
