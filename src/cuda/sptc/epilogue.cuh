@@ -19,37 +19,6 @@ template <>
 __device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 
-/// Writes a staged fp32 tile st[rows][LD] (row = row of Y, 64 consecutive Y columns) to
-/// y[m][n] at (m0, n0), converting to Out; 16-byte stores where allowed, guarded in m and in n
-/// (columns < min(n, n_end)).
-template <class Out, int ROWS, int LD>
-__device__ __forceinline__ void store_tile(const float* st, Out* y, int m0, int n0, int m, int n, int vec_store,
-                                           int tid, int n_end = 0x7fffffff) {
-  const int n_lim = n < n_end ? n : n_end;
-  constexpr int EPC = int(16 / sizeof(Out));  // elements per 16-byte chunk
-  constexpr int CHUNKS = 64 / EPC;
-  for (int idx = tid; idx < ROWS * CHUNKS; idx += 128) {
-    const int row = idx / CHUNKS, ch = idx % CHUNKS;
-    const int gm = m0 + row, gn = n0 + ch * EPC;
-    if (gm >= m || gn >= n_lim) continue;
-    const float* src = st + row * LD + ch * EPC;
-    Out* dst = y + std::size_t(gm) * n + gn;
-    if (vec_store && gn + EPC <= n_lim) {
-      if constexpr (sizeof(Out) == 4) {
-        *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(src);
-      } else {
-        const float4 lo = *reinterpret_cast<const float4*>(src);
-        const float4 hi = *reinterpret_cast<const float4*>(src + 4);
-        alignas(16) Out v[8] = {to_out<Out>(lo.x), to_out<Out>(lo.y), to_out<Out>(lo.z), to_out<Out>(lo.w),
-                                to_out<Out>(hi.x), to_out<Out>(hi.y), to_out<Out>(hi.z), to_out<Out>(hi.w)};
-        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(v);
-      }
-    } else {
-      for (int e = 0; e < EPC && gn + e < n_lim; ++e) dst[e] = to_out<Out>(src[e]);
-    }
-  }
-}
-
 /// Writes a staged fp32 tile st[ROWS][LD] whose rows hold COLS consecutive output columns to
 /// out[rows_total][ld] at (r0, c0), converting to Out; 16-byte stores where vec_store allows
 /// (ld and the base pointer 16-byte aligned), guarded in rows (< rows_total) and columns
@@ -80,6 +49,15 @@ __device__ __forceinline__ void store_tile_rows(const float* st, Out* out, int r
       for (int e = 0; e < EPC && gc + e < cols_total; ++e) dst[e] = to_out<Out>(src[e]);
     }
   }
+}
+
+/// Writes a staged fp32 tile st[rows][LD] (row = row of Y, 64 consecutive Y columns) to
+/// y[m][n] at (m0, n0), converting to Out; 16-byte stores where allowed, guarded in m and in n
+/// (columns < min(n, n_end)). The row-major case of store_tile_rows.
+template <class Out, int ROWS, int LD>
+__device__ __forceinline__ void store_tile(const float* st, Out* y, int m0, int n0, int m, int n, int vec_store,
+                                           int tid, int n_end = 0x7fffffff) {
+  store_tile_rows<Out, ROWS, 64, LD>(st, y, m0, n0, m, n < n_end ? n : n_end, std::size_t(n), vec_store, tid);
 }
 
 }  // namespace sparsenm::cuda::sptc
