@@ -58,22 +58,29 @@ bool mask_aligned(std::int64_t rows, std::int64_t cols, std::initializer_list<co
 
 }  // namespace
 
+/// The fields the mask search and apply share: input, shape, batch and the compressed outputs.
+static detail::Mask24Args mask24_args(const void* w, std::int64_t batch, std::int64_t rows, std::int64_t cols,
+                               Compressed24View w24, Compressed24View wt24) {
+  detail::Mask24Args a;
+  a.w = w;
+  a.rows = rows;
+  a.cols = cols;
+  a.batch = batch;
+  a.w_values = w24.values;
+  a.w_indices = w24.indices;
+  a.wt_values = wt24.values;
+  a.wt_indices = wt24.indices;
+  return a;
+}
+
 void transposable_mask24_batched(DType dtype, const void* w, std::int64_t batch, std::int64_t rows, std::int64_t cols,
                                  std::uint16_t* mask, Compressed24View w24, Compressed24View wt24, void* stream) {
   mask_common(dtype, w, rows, cols);
   require(batch >= 1 && batch <= 65535, "batch", "must be in 1..65535 (got " + std::to_string(batch) + ")");
   require(mask || w24.values || w24.indices || wt24.values || wt24.indices, "mask/w24/wt24",
           "at least one output must be non-null");
-  detail::Mask24Args a;
-  a.w = w;
-  a.rows = rows;
-  a.cols = cols;
-  a.batch = batch;
+  detail::Mask24Args a = mask24_args(w, batch, rows, cols, w24, wt24);
   a.mask_out = mask;
-  a.w_values = w24.values;
-  a.w_indices = w24.indices;
-  a.wt_values = wt24.values;
-  a.wt_indices = wt24.indices;
   a.aligned = mask_aligned(rows, cols, {w, mask, w24.values, wt24.values, wt24.indices});
   dispatch(dtype, [&](auto tag) { launch_mask24<decltype(tag)>(a, true, as_stream(stream)); });
 }
@@ -90,16 +97,8 @@ void apply_mask24_batched(DType dtype, const void* w, std::int64_t batch, std::i
   require(batch >= 1 && batch <= 65535, "batch", "must be in 1..65535 (got " + std::to_string(batch) + ")");
   require(mask != nullptr, "mask", "must be a device pointer (got null)");
   require(w24.values || w24.indices || wt24.values || wt24.indices, "w24/wt24", "at least one output must be non-null");
-  detail::Mask24Args a;
-  a.w = w;
-  a.rows = rows;
-  a.cols = cols;
-  a.batch = batch;
+  detail::Mask24Args a = mask24_args(w, batch, rows, cols, w24, wt24);
   a.mask_in = mask;
-  a.w_values = w24.values;
-  a.w_indices = w24.indices;
-  a.wt_values = wt24.values;
-  a.wt_indices = wt24.indices;
   a.violations = violations;
   a.aligned = mask_aligned(rows, cols, {w, w24.values, wt24.values, wt24.indices});
   dispatch(dtype, [&](auto tag) { launch_mask24<decltype(tag)>(a, false, as_stream(stream)); });
