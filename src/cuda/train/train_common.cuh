@@ -87,9 +87,9 @@ struct Mask24Args {
   std::uint32_t* violations = nullptr;
   std::int64_t batch = 1;  ///< matrices stored back to back (blockIdx.z), each rows x cols
   bool aligned = false;    ///< shapes and pointers allow the vector path on interior tiles
-  /// Use the persistent cp.async kernel where every tile qualifies. Off by default: measured
-  /// slower than one CTA per tile (docs/PERF-train.md, results at 45ca19c); kept for the bench.
-  bool pipelined = false;
+  /// 0: the default kernel (mask24.cuh, one 8 x 8 region per thread); 1: the session-2 kernel
+  /// (mask24_s2.cuh), opt-in for the bench's same-run comparison. Outputs are identical.
+  int variant = 0;
 };
 
 struct Mvue24Args {
