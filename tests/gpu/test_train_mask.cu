@@ -320,15 +320,18 @@ TEST(Mask24Batched, EachMatrixEqualsTheSingleCall) {
   EXPECT_THROW(train::apply_mask24_batched(DType::f16, &dummy, 65536, 4, 4, m, {&dummy, nullptr}, {}), InvalidArgument);
 }
 
-TEST(Mask24Session2, OptInKernelEqualsTheDefault) {
-  // The session-2 kernel (Mask24Args::variant = 1, mask24_s2.cuh; the bench's same-run
-  // comparison) must write exactly what the default session-3 kernel writes: aligned shapes
-  // (vector paths of both) and tails (guarded paths), search and apply, batched.
+TEST(Mask24Variants, BothKernelsWriteTheSameOutputs) {
+  // The session-2 kernel (Mask24Args::variant = 1, mask24_s2.cuh) and the session-3 kernel
+  // (variant = 2, mask24.cuh) must write exactly the same outputs (the API picks one per dtype
+  // and mode, mask24_default_variant; the other is the bench's same-run comparison): aligned
+  // shapes (vector paths of both) and tails (guarded paths), search and apply (a valid mask from
+  // the search, and arbitrary mostly-invalid masks with their violation counts), batched.
   SPARSENM_REQUIRE_GPU();
   for (const auto& [t, R, C] : {Case{DType::f16, 2048, 1024}, Case{DType::bf16, 160, 96}, Case{DType::f32, 256, 64},
                                 Case{DType::f16, 37, 45}, Case{DType::f32, 130, 70}}) {
     const bool aligned = R % 32 == 0 && C % 32 == 0;
-    for (bool search : {true, false}) {
+    for (int mode = 0; mode < 3; ++mode) {  // search, apply (valid mask), apply (random masks)
+      const bool search = mode == 0;
       const std::int64_t B = 3;
       const HostMat all = random_mat(t, B * R, C, 5 + std::uint64_t(R));
       const std::size_t mw = std::size_t(B * train::mask24_words(R, C));
@@ -338,15 +341,23 @@ TEST(Mask24Session2, OptInKernelEqualsTheDefault) {
                         tib = std::size_t(B * C * train::hw24_index_row_bytes(R));
       auto dw = upload(all.bytes.data(), all.bytes.size());
       auto dmask = poisoned(mw * 2);
-      if (!search) {  // a valid mask from the default search
+      if (mode == 1) {  // a valid mask from the default search
         train::transposable_mask24_batched(t, dw.get(), B, R, C, dmask.as<std::uint16_t>(), {}, {});
         SPARSENM_CUDA_CHECK(cudaGetLastError());
+      } else if (mode == 2) {  // every third block a valid pattern, the rest random bits
+        std::vector<std::uint16_t> m(mw);
+        std::mt19937 rng(91 + std::uint32_t(R));
+        for (std::size_t i = 0; i < mw; ++i) m[i] = i % 3 == 0 ? mask_of(patterns90()[rng() % 90]) : std::uint16_t(rng() & 0xffffu);
+        dmask.upload(m.data(), mw * 2);
       }
       std::vector<std::uint16_t> masks[2];
       std::vector<std::byte> vals[2], tvals[2];
       std::vector<std::uint8_t> idx[2], tidx[2];
+      std::uint32_t viol[2] = {0, 0};
       for (int variant = 0; variant < 2; ++variant) {
         auto dv = poisoned(vb), di = poisoned(ib), dtv = poisoned(tvb), dti = poisoned(tib);
+        cuda::DeviceBuffer dviol(4);
+        SPARSENM_CUDA_CHECK(cudaMemset(dviol.get(), 0, 4));
         train::detail::Mask24Args a;
         a.w = dw.get();
         a.rows = R;
@@ -358,8 +369,9 @@ TEST(Mask24Session2, OptInKernelEqualsTheDefault) {
         a.w_indices = di.as<std::uint8_t>();
         a.wt_values = dtv.get();
         a.wt_indices = dti.as<std::uint8_t>();
+        a.violations = search ? nullptr : dviol.as<std::uint32_t>();
         a.aligned = aligned;
-        a.variant = variant;
+        a.variant = variant + 1;
         if (t == DType::f16) train::detail::launch_mask24<__half>(a, search, nullptr);
         else if (t == DType::bf16) train::detail::launch_mask24<__nv_bfloat16>(a, search, nullptr);
         else train::detail::launch_mask24<float>(a, search, nullptr);
@@ -369,7 +381,11 @@ TEST(Mask24Session2, OptInKernelEqualsTheDefault) {
         idx[variant] = download<std::uint8_t>(di, ib);
         tvals[variant] = download<std::byte>(dtv, tvb);
         tidx[variant] = download<std::uint8_t>(dti, tib);
+        viol[variant] = download<std::uint32_t>(dviol, 1)[0];
       }
+      EXPECT_EQ(viol[0], viol[1]) << R << "x" << C << " mode " << mode;
+      if (mode == 2) EXPECT_GT(viol[0], 0u);
+      if (mode == 1) EXPECT_EQ(viol[0], 0u);
       EXPECT_EQ(masks[0], masks[1]) << R << "x" << C << " search " << search;
       EXPECT_EQ(vals[0], vals[1]) << R << "x" << C << " search " << search;
       EXPECT_EQ(idx[0], idx[1]) << R << "x" << C << " search " << search;

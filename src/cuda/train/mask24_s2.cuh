@@ -1,6 +1,7 @@
 // sparsenm — the session-2 mask search / apply kernel (one 4 x 8 region per thread, S(W)^T
-// through shared memory), kept opt-in (Mask24Args::variant = 1) for a same-run comparison with
-// the default kernel of mask24.cuh (docs/PERF-train.md, session 3). Outputs are identical.
+// through shared memory), Mask24Args::variant = 1. Default for apply (all dtypes) and the f32
+// search, where it measured faster than the session-3 kernel of mask24.cuh (variant 2, default
+// for 16-bit searches); docs/PERF-train.md "Session 3". Both write identical outputs.
 //
 // Layout: W [rows][cols] row-major, dtype T (f16 / bf16 / f32). Outputs (train.hpp): the uint16
 // mask per 4x4 block; hw24 S(W) [rows][cols/2] + 4 bits per window; hw24 S(W)^T [cols][rows/2].
