@@ -128,9 +128,13 @@ TEST(EwSpmvTcLayout, PackRoundTripsEveryField) {
       EXPECT_EQ(l.lane_of(9, 0), 4 * 1 + 0);
       EXPECT_EQ(l.lane_of(3, std::int64_t(p.n) * 2), 4 * 3 + 2);
       EXPECT_EQ(l.lane_slot_of(11, std::int64_t(p.n) * 4), 2 * p.n + p.n);  // chunk 1, row g + 8
-      const double canonical = double(w.values.size() + w.indices.size());
-      const double ours = double(packed.values.size() + packed.indices.size() * 4);
-      EXPECT_LT(ours, canonical * 1.6 + 64.0 * 16 * 4);  // only the row / slot tails
+      // Footprint: exactly the canonical bytes of the row / slot tails' padded shape ...
+      EXPECT_EQ(packed.values.size(), std::size_t(l.row_blocks * 16 * l.tiles * 64 * 2));
+      EXPECT_EQ(packed.indices.size() * 4, std::size_t(l.row_blocks * 16 * l.tiles * 64 * l.bits / 8));
+      // ... so without tails (rows % 16 == 0, slots % 64 == 0) it equals the canonical footprint.
+      const auto w2 = random_ew(p, 32, 2 * 64 * p.m / p.n, t, 8);
+      const auto packed2 = cuda::ew::pack_spmv_tc(w2);
+      EXPECT_EQ(packed2.values.size() + packed2.indices.size() * 4, w2.values.size() + w2.indices.size());
     }
 }
 
