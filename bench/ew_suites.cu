@@ -522,8 +522,8 @@ Suite spmv_suite() {
   Suite s;
   s.name = "spmv";
   s.description =
-      "EW N:M SpMV / small batch (m = 1, 2, 4, 8): cuda:ew_spmv (CUDA cores), cuda:ew_spmv_tc (tensor cores, "
-      "f16/bf16) and the plan's automatic choice vs cuBLAS dense and cuSPARSE CSR";
+      "EW N:M SpMV / small batch (m = 1, 2, 4, 8): cuda:ew_spmv (CUDA cores), cuda:ew_spmv_tc / _bal / _prmt "
+      "(tensor cores, f16/bf16) and the plan's automatic choice vs cuBLAS dense and cuSPARSE CSR";
   s.needs_gpu = true;
   s.run = [](Context& ctx) {
     // --quick: the issue-3 bar cases (fp16, m = 1, 2, 4, 8 at 2:8, 1:8, 2:16, 1:16 on the four
@@ -535,7 +535,8 @@ Suite spmv_suite() {
                    {8, 4, 2, 1}},
                   {{{28672, 8192}, {12288, 12288}}, {"2:8", "1:8", "2:16"}, {DType::bf16}, {8}},
                   {{{28672, 8192}}, {"2:4", "4:8"}, {DType::f16}, {8}}},
-                 {1, 2, 4, 8}, {"cuda:ew_spmv", "cuda:ew_spmv_tc", ""});
+                 {1, 2, 4, 8},
+                 {"cuda:ew_spmv", "cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt", ""});
   };
   return s;
 }

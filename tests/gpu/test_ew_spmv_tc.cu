@@ -3,15 +3,19 @@
 // staging paths (16-byte and element), split-k clusters, multi-phase staging, poisoned outputs,
 // NaN / Inf in X (stored slots propagate; pruned positions follow the dense product, which is why
 // the plan candidate requires desc.x_finite); the plan race; and the packed layout on the CPU.
+// Every case runs every variant that serves its pattern (SpmvTcVariant: shift, balanced, prmt).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "cuda/ew/spmv_tc.hpp"
+#include "cuda/ew/spmv_tc_kernel.cuh"
 #include "ew_support.hpp"
 #include "sparsenm/error.hpp"
 #include "sparsenm/plan.hpp"
+
+namespace sew = ::sparsenm::cuda::ew;
 
 namespace {
 
@@ -31,12 +35,24 @@ struct TcCase {
   DType t, yt;
   int smem_budget = 0, max_split = 0;
   bool misalign_x = false;  ///< x at a 2-byte offset: forces the element staging path
+  sew::SpmvTcVariant variant = sew::SpmvTcVariant::shift;
+  int cta_warps = 0;        ///< > 0: overrides the plan's warps per CTA
 };
+
+using V = sew::SpmvTcVariant;
+
+/// The variants that serve pattern p (prmt: N in {1, 2}, M in {8, 16}).
+std::vector<V> variants_for(const Pattern& p) {
+  std::vector<V> v = {V::shift, V::balanced};
+  if ((p.n == 1 || p.n == 2) && (p.m == 8 || p.m == 16)) v.push_back(V::prmt);
+  return v;
+}
 
 std::string name(const TcCase& c) {
   return c.pattern.str() + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " m=" + std::to_string(c.m) +
          " " + std::string(to_string(c.t)) + "->" + std::string(to_string(c.yt)) + " split<=" +
-         std::to_string(c.max_split) + " budget=" + std::to_string(c.smem_budget) + (c.misalign_x ? " misaligned x" : "");
+         std::to_string(c.max_split) + " budget=" + std::to_string(c.smem_budget) + (c.misalign_x ? " misaligned x" : "") +
+         " " + sew::spmv_tc_variant_name(c.variant) + (c.cta_warps ? " warps=" + std::to_string(c.cta_warps) : "");
 }
 
 int sms() {
@@ -50,11 +66,15 @@ int sms() {
 /// untouched; twice (a stale partial must not leak). Returns y (m rows) on the host.
 void run_tc(const CondensedMatrix& w, const DenseMatrix& x, const TcCase& c, std::vector<std::byte>& y,
             int* ksplit_out = nullptr) {
-  const auto packed = cuda::ew::pack_spmv_tc(w);
-  cuda::ew::SpmvTcArgs a;
-  const auto cfg = cuda::ew::plan_spmv_tc(packed.layout, c.t, c.m, sms(), a, c.smem_budget, c.max_split);
+  const auto packed = sew::pack_spmv_tc(w);
+  sew::SpmvTcArgs a;
+  const auto cfg = sew::plan_spmv_tc(packed.layout, c.t, c.m, sms(), a, c.smem_budget, c.max_split, c.variant);
+  EXPECT_GE(a.cta_warps, 4);
+  EXPECT_LE(a.cta_warps, 8);
+  if (c.variant == V::shift) EXPECT_EQ(a.cta_warps, 8);
+  if (c.cta_warps > 0) a.cta_warps = c.cta_warps;
   if (ksplit_out) *ksplit_out = a.ksplit;
-  const auto fn = cuda::ew::find_spmv_tc(c.t, c.pattern.n, c.pattern.m);
+  const auto fn = sew::find_spmv_tc(c.t, c.pattern.n, c.pattern.m, c.variant);
   ASSERT_NE(fn, nullptr);
   DeviceMem dv(packed.values.size()), di(packed.indices.size() * 4), dx(x.size_bytes() + 16);
   const std::size_t ybytes = std::size_t(c.m * c.n) * dtype_size(c.yt), extra = std::size_t(c.n) * dtype_size(c.yt);
@@ -70,7 +90,7 @@ void run_tc(const CondensedMatrix& w, const DenseMatrix& x, const TcCase& c, std
     a.x = xp;
     a.y = dy.p;
     a.y_dtype = c.yt == DType::f32 ? 0 : c.yt == DType::f16 ? 1 : 2;
-    a.x_vec = cuda::ew::spmv_tc_x_vec(xp, c.k);
+    a.x_vec = sew::spmv_tc_x_vec(xp, c.k);
     if (c.misalign_x) EXPECT_EQ(a.x_vec, 0);
     fn(a, cfg, nullptr);
     EW_CUDA(cudaGetLastError());
@@ -82,11 +102,11 @@ void run_tc(const CondensedMatrix& w, const DenseMatrix& x, const TcCase& c, std
   y.assign(all.begin(), all.begin() + std::ptrdiff_t(ybytes));
 }
 
-void check_case(const TcCase& c, std::uint64_t seed) {
+void check_one(const TcCase& c, std::uint64_t seed) {
   SCOPED_TRACE(name(c));
   const auto w = random_ew(c.pattern, c.n, c.k, c.t, seed);
   const auto x = random_matrix(c.t, c.m, c.k, seed + 1);
-  ASSERT_EQ(cuda::ew::spmv_tc_unsupported(w.layout, c.t, c.m), "");
+  ASSERT_EQ(sew::spmv_tc_unsupported(w.layout, c.t, c.m, c.variant), "");
   std::vector<std::byte> y;
   run_tc(w, x, c, y);
   if (::testing::Test::HasFatalFailure()) return;
@@ -94,6 +114,15 @@ void check_case(const TcCase& c, std::uint64_t seed) {
   EXPECT_EQ(cmp.unwritten, 0);
   EXPECT_EQ(cmp.class_mismatch, 0);
   EXPECT_LT(cmp.rel_err, tolerance(c.yt));
+}
+
+/// The case under every variant that serves its pattern (the same weight and X).
+void check_case(const TcCase& c, std::uint64_t seed) {
+  for (V v : variants_for(c.pattern)) {
+    TcCase cv = c;
+    cv.variant = v;
+    check_one(cv, seed);
+  }
 }
 
 const std::vector<Pattern>& compiled() {
@@ -107,7 +136,7 @@ TEST(EwSpmvTcLayout, PackRoundTripsEveryField) {
     for (DType t : {DType::f16, DType::bf16}) {
       SCOPED_TRACE(p.str());
       const auto w = random_ew(p, 45, 301, t, 7);
-      const auto packed = cuda::ew::pack_spmv_tc(w);
+      const auto packed = sew::pack_spmv_tc(w);
       const auto& l = packed.layout;
       EXPECT_EQ(l.tiles, (w.layout.value_cols + 63) / 64);
       EXPECT_EQ(l.row_blocks, 3);
@@ -120,7 +149,7 @@ TEST(EwSpmvTcLayout, PackRoundTripsEveryField) {
           ASSERT_LT(off, seen.size());
           ASSERT_EQ(seen[off], 0) << "r=" << r << " s=" << s;
           seen[off] = 1;
-          ASSERT_EQ(cuda::ew::unpack_spmv_tc_index(packed, r, s),
+          ASSERT_EQ(sew::unpack_spmv_tc_index(packed, r, s),
                     get_packed(w.indices.data() + r * w.layout.index_row_bytes, s, w.layout.index_bits));
           ASSERT_EQ(std::memcmp(packed.values.data() + off * 2, w.values.data() + std::size_t(r * w.layout.value_cols + s) * 2, 2), 0);
         }
@@ -133,30 +162,30 @@ TEST(EwSpmvTcLayout, PackRoundTripsEveryField) {
       EXPECT_EQ(packed.indices.size() * 4, std::size_t(l.row_blocks * 16 * l.tiles * 64 * l.bits / 8));
       // ... so without tails (rows % 16 == 0, slots % 64 == 0) it equals the canonical footprint.
       const auto w2 = random_ew(p, 32, 2 * 64 * p.m / p.n, t, 8);
-      const auto packed2 = cuda::ew::pack_spmv_tc(w2);
+      const auto packed2 = sew::pack_spmv_tc(w2);
       EXPECT_EQ(packed2.values.size() + packed2.indices.size() * 4, w2.values.size() + w2.indices.size());
     }
 }
 
 TEST(EwSpmvTcLayout, RejectsWhatItDoesNotServe) {
   const auto l28 = ew_layout(Pattern::element(2, 8), 8, 64);
-  EXPECT_THROW(cuda::ew::SpmvTcLayout::of(l28, DType::f32), InvalidArgument);
-  EXPECT_NE(cuda::ew::spmv_tc_unsupported(l28, DType::f32, 1), "");
-  EXPECT_NE(cuda::ew::spmv_tc_unsupported(l28, DType::f16, 9), "");
-  EXPECT_NE(cuda::ew::spmv_tc_unsupported(l28, DType::f16, 0), "");
-  EXPECT_EQ(cuda::ew::spmv_tc_unsupported(l28, DType::f16, 8), "");
+  EXPECT_THROW(sew::SpmvTcLayout::of(l28, DType::f32), InvalidArgument);
+  EXPECT_NE(sew::spmv_tc_unsupported(l28, DType::f32, 1), "");
+  EXPECT_NE(sew::spmv_tc_unsupported(l28, DType::f16, 9), "");
+  EXPECT_NE(sew::spmv_tc_unsupported(l28, DType::f16, 0), "");
+  EXPECT_EQ(sew::spmv_tc_unsupported(l28, DType::f16, 8), "");
   for (auto p : {Pattern::element(3, 32), Pattern::element(8, 32), Pattern::element(3, 8), Pattern::element(5, 7),
                  Pattern::element(1, 2)}) {
     SCOPED_TRACE(p.str());
     const auto l = ew_layout(p, 8, 64);
-    EXPECT_THROW(cuda::ew::SpmvTcLayout::of(l, DType::f16), InvalidArgument);
-    EXPECT_NE(cuda::ew::spmv_tc_unsupported(l, DType::f16, 4).find("ew_spmv serves it"), std::string::npos);
+    EXPECT_THROW(sew::SpmvTcLayout::of(l, DType::f16), InvalidArgument);
+    EXPECT_NE(sew::spmv_tc_unsupported(l, DType::f16, 4).find("ew_spmv serves it"), std::string::npos);
   }
-  EXPECT_NE(cuda::ew::spmv_tc_unsupported(ew_layout(Pattern::element(4, 16), 8, 64), DType::f16, 4).find("not compiled"),
+  EXPECT_NE(sew::spmv_tc_unsupported(ew_layout(Pattern::element(4, 16), 8, 64), DType::f16, 4).find("not compiled"),
             std::string::npos);
   FormatLayout v = l28;
   v.pattern = Pattern::vector(2, 8, 4);
-  EXPECT_THROW(cuda::ew::SpmvTcLayout::of(v, DType::f16), InvalidArgument);
+  EXPECT_THROW(sew::SpmvTcLayout::of(v, DType::f16), InvalidArgument);
 }
 
 TEST(EwSpmvTc, EveryPatternMAndDtype) {
@@ -202,15 +231,93 @@ TEST(EwSpmvTc, SplitIsUsedForFewRows) {
   EW_REQUIRE_DEVICE();
   const auto w = random_ew(Pattern::element(2, 8), 64, 8192, DType::f16, 4001);
   const auto x = random_matrix(DType::f16, 8, 8192, 4002);
-  std::vector<std::byte> y;
-  int ks = 0;
-  TcCase c{Pattern::element(2, 8), 64, 8192, 8, DType::f16, DType::f16};
-  run_tc(w, x, c, y, &ks);
-  if (::testing::Test::HasFatalFailure()) return;
-  EXPECT_GT(ks, 1);  // 1 CTA of rows: the plan splits k over a cluster
-  const auto cmp = compare(y, DType::f16, oracle(x, w));
-  EXPECT_EQ(cmp.unwritten, 0);
-  EXPECT_LT(cmp.rel_err, tolerance(DType::f16));
+  for (V v : variants_for(Pattern::element(2, 8))) {
+    SCOPED_TRACE(sew::spmv_tc_variant_name(v));
+    std::vector<std::byte> y;
+    int ks = 0;
+    TcCase c{Pattern::element(2, 8), 64, 8192, 8, DType::f16, DType::f16};
+    c.variant = v;
+    run_tc(w, x, c, y, &ks);
+    if (::testing::Test::HasFatalFailure()) return;
+    EXPECT_GT(ks, 1);  // 1 CTA of rows: the plan splits k over a cluster
+    const auto cmp = compare(y, DType::f16, oracle(x, w));
+    EXPECT_EQ(cmp.unwritten, 0);
+    EXPECT_LT(cmp.rel_err, tolerance(DType::f16));
+  }
+}
+
+/// Every CTA width the balanced plans may pick (4..8 warps), with and without a split (the
+/// split-k reduction indexes partials by the CTA's row count), rows not a multiple of the CTA.
+TEST(EwSpmvTc, EveryCtaWidth) {
+  EW_REQUIRE_DEVICE();
+  std::uint64_t seed = 4100;
+  for (int warps = 4; warps <= 8; ++warps)
+    for (int split : {1, 3})
+      for (V v : {V::balanced, V::prmt})
+        for (auto p : {Pattern::element(2, 8), Pattern::element(2, 16)}) {
+          TcCase c{p, 16 * 13 + 5, 3000, warps == 8 ? 8 : warps, DType::f16, DType::f16, 0, split};
+          c.variant = v;
+          c.cta_warps = warps;
+          check_one(c, ++seed);
+        }
+}
+
+/// The balanced plan on a bar shape: 28672 rows on 132 SMs (224 CTAs of 8 warps leave 92 SMs
+/// with two and 40 with one): a grid whose busiest SM runs fewer warp-tiles, in one wave.
+TEST(EwSpmvTcPlanShape, BalancedGridOnTheBarShape) {
+  EW_REQUIRE_DEVICE();
+  const auto l = sew::SpmvTcLayout::of(ew_layout(Pattern::element(2, 8), 28672, 8192), DType::f16);
+  const int s = sms();
+  auto most = [&](const sew::SpmvTcArgs& a) {
+    const long long ctas = (a.row_blocks + a.cta_warps - 1) / a.cta_warps * a.ksplit;
+    return (ctas + s - 1) / s * a.cta_warps * a.tiles_per_split;
+  };
+  sew::SpmvTcArgs a0, a1, a2;
+  sew::plan_spmv_tc(l, DType::f16, 8, s, a0, 0, 0, V::shift);
+  const auto c1 = sew::plan_spmv_tc(l, DType::f16, 8, s, a1, 0, 0, V::balanced);
+  const auto c2 = sew::plan_spmv_tc(l, DType::f16, 8, s, a2, 0, 0, V::prmt);
+  std::printf("  28672 x 8192 2:8 on %d SMs: shift %d warps x split %d (%lld warp-tiles on the busiest SM), balanced %d x "
+              "%d (%lld, %d B smem), prmt %d x %d (%lld, %d B smem)\n",
+              s, a0.cta_warps, a0.ksplit, most(a0), a1.cta_warps, a1.ksplit, most(a1), c1.smem_bytes, a2.cta_warps,
+              a2.ksplit, most(a2), c2.smem_bytes);
+  EXPECT_LE(most(a1), most(a0));
+  EXPECT_LE(most(a2), most(a0));
+  const auto occ = sew::find_spmv_tc_occupancy(DType::f16, 2, 8, V::prmt);
+  ASSERT_NE(occ, nullptr);
+  const long long ctas = (a2.row_blocks + a2.cta_warps - 1) / a2.cta_warps * a2.ksplit;
+  EXPECT_LE(ctas, occ(c2.smem_bytes, 32 * a2.cta_warps, a2.ksplit, s));  // one wave
+}
+
+/// The PRMT selectors on the host: for every index field value of every prmt pattern, emulating
+/// PRMT on the window word places each value at its position's half of its A register and zeros
+/// everywhere else (the layout the shift decode produces).
+TEST(EwSpmvTcLayout, PrmtSelectorsPlaceEveryPosition) {
+  auto prmt = [](std::uint32_t w, std::uint32_t sel) {
+    const unsigned long long src = w;  // bytes 4..7 are zero
+    std::uint32_t d = 0;
+    for (int i = 0; i < 4; ++i) d |= std::uint32_t((src >> (8 * ((sel >> (4 * i)) & 7))) & 0xff) << (8 * i);
+    return d;
+  };
+  const std::uint32_t v0 = 0xA1B2, v1 = 0xC3D4, word = v0 | (v1 << 16);
+  for (int pm : {8, 16}) {
+    for (int p0 = 0; p0 < pm; ++p0)
+      for (int p1 = p0 + 1; p1 < pm; ++p1)
+        for (int r = 0; r < pm / 2; ++r) {
+          const std::uint32_t got = prmt(word, sew::tc_detail::prmt_selector(r, p0, p1));
+          const std::uint32_t want = (2 * r == p0 ? v0 : 2 * r == p1 ? v1 : 0u) |
+                                     ((2 * r + 1 == p0 ? v0 : 2 * r + 1 == p1 ? v1 : 0u) << 16);
+          ASSERT_EQ(got, want) << "M=" << pm << " p0=" << p0 << " p1=" << p1 << " r=" << r;
+        }
+    for (int p = 0; p < pm; ++p)  // N = 1: row g in the low half, row g + 8 in the high half
+      for (int r = 0; r < pm / 2; ++r) {
+        EXPECT_EQ(prmt(word, sew::tc_detail::prmt_selector(r, p, -1)), (2 * r == p ? v0 : 0u) | ((2 * r + 1 == p ? v0 : 0u) << 16));
+        EXPECT_EQ(prmt(word, sew::tc_detail::prmt_selector(r, -1, p)), (2 * r == p ? v1 : 0u) | ((2 * r + 1 == p ? v1 : 0u) << 16));
+      }
+  }
+  EXPECT_EQ(sew::spmv_tc_table_bytes(sew::kDecPrmt, 2, 8), 64 * 128);
+  EXPECT_EQ(sew::spmv_tc_table_bytes(sew::kDecPrmt, 1, 8), 2 * 8 * 128);
+  EXPECT_EQ(sew::spmv_tc_table_bytes(sew::kDecPrmt, 2, 16), 256 * 128);
+  EXPECT_EQ(sew::spmv_tc_table_bytes(sew::kDecShift, 2, 8), 0);
 }
 
 TEST(EwSpmvTc, LargeShape) {
@@ -235,8 +342,9 @@ std::vector<double> dense_oracle(const DenseMatrix& x, const CondensedMatrix& w)
 
 TEST(EwSpmvTc, NanInfPropagateFromStoredSlots) {
   EW_REQUIRE_DEVICE();
-  for (DType t : {DType::f16, DType::bf16}) {
-    const Pattern p = Pattern::element(2, 8);
+  for (DType t : {DType::f16, DType::bf16})
+  for (const Pattern p : {Pattern::element(2, 8), Pattern::element(1, 8), Pattern::element(2, 16)}) {
+    SCOPED_TRACE(p.str());
     const std::int64_t n = 64, k = 203;
     const auto w = random_ew(p, n, k, t, 6001);
     auto x = random_matrix(t, 3, k, 6002);
@@ -245,7 +353,10 @@ TEST(EwSpmvTc, NanInfPropagateFromStoredSlots) {
     x.set(0, col_kept, INFINITY);  // row 5 stores this column
     x.set(1, k - 1, NAN);          // in the partial last window
     x.set(2, 100, -INFINITY);
+    for (V v : variants_for(p)) {
+    SCOPED_TRACE(sew::spmv_tc_variant_name(v));
     TcCase c{p, n, k, 3, t, t};
+    c.variant = v;
     std::vector<std::byte> y;
     run_tc(w, x, c, y);
     if (::testing::Test::HasFatalFailure()) return;
@@ -262,6 +373,7 @@ TEST(EwSpmvTc, NanInfPropagateFromStoredSlots) {
     for (std::size_t i = 0; i < cond.size(); ++i) cond_bad += !std::isfinite(cond[i]), dense_bad += !std::isfinite(ref[i]);
     EXPECT_GT(cond_bad, 0);
     EXPECT_GT(dense_bad, cond_bad);
+    }
   }
 }
 
@@ -277,6 +389,8 @@ TEST(EwSpmvTcPlan, RaceReasonsAndForcedRun) {
   d.y_dtype = DType::f16;
   const Plan autoplan = Plan::create(w, d);
   EXPECT_NE(autoplan.reason().find("cuda:ew_spmv_tc "), std::string::npos) << autoplan.reason();
+  EXPECT_NE(autoplan.reason().find("cuda:ew_spmv_tc_bal "), std::string::npos) << autoplan.reason();
+  EXPECT_NE(autoplan.reason().find("cuda:ew_spmv_tc_prmt "), std::string::npos) << autoplan.reason();
   EXPECT_NE(autoplan.reason().find("cuda:ew_spmv "), std::string::npos) << autoplan.reason();
   std::printf("  2:8 m=8 automatic: %s -- %s\n", autoplan.kernel().c_str(), autoplan.reason().c_str());
 
@@ -285,9 +399,13 @@ TEST(EwSpmvTcPlan, RaceReasonsAndForcedRun) {
   const Plan finite_off = Plan::create(w, nf);
   EXPECT_NE(finite_off.kernel(), "cuda:ew_spmv_tc");
   EXPECT_NE(finite_off.reason().find("cuda:ew_spmv_tc (desc.x_finite is false"), std::string::npos) << finite_off.reason();
-  MatmulDesc forced_nf = nf;
-  forced_nf.kernel = "cuda:ew_spmv_tc";
-  EXPECT_THROW(Plan::create(w, forced_nf), Unsupported);
+  EXPECT_NE(finite_off.reason().find("cuda:ew_spmv_tc_prmt (desc.x_finite is false"), std::string::npos) << finite_off.reason();
+  for (const char* kname : {"cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt"}) {
+    EXPECT_NE(finite_off.kernel(), kname);
+    MatmulDesc forced_nf = nf;
+    forced_nf.kernel = kname;
+    EXPECT_THROW(Plan::create(w, forced_nf), Unsupported) << kname;
+  }
 
   const auto w332 = random_ew(Pattern::element(3, 32), n, k, DType::f16, 7002);
   const Plan other = Plan::create(w332, d);
@@ -297,12 +415,18 @@ TEST(EwSpmvTcPlan, RaceReasonsAndForcedRun) {
   const Plan other2 = Plan::create(w416, d);
   EXPECT_NE(other2.kernel(), "cuda:ew_spmv_tc");
   EXPECT_NE(other2.reason().find("ew_spmv_tc: pattern 4:16 is not compiled"), std::string::npos) << other2.reason();
+  const auto w48 = random_ew(Pattern::element(4, 8), n, k, DType::f16, 7005);
+  const Plan other3 = Plan::create(w48, d);
+  EXPECT_NE(other3.kernel(), "cuda:ew_spmv_tc_prmt");
+  EXPECT_NE(other3.reason().find("ew_spmv_tc_prmt: pattern 4:8 is not compiled"), std::string::npos) << other3.reason();
 
-  MatmulDesc forced = d;
-  forced.kernel = "cuda:ew_spmv_tc";
-  const Plan plan = Plan::create(w, forced);
-  EXPECT_EQ(plan.kernel(), "cuda:ew_spmv_tc");
   const auto x = random_matrix(DType::f16, 8, k, 7003);
+  for (const char* kname : {"cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt"}) {
+  SCOPED_TRACE(kname);
+  MatmulDesc forced = d;
+  forced.kernel = kname;
+  const Plan plan = Plan::create(w, forced);
+  EXPECT_EQ(plan.kernel(), kname);
   DeviceMem dx(x.size_bytes()), dy(std::size_t(8 * n) * 2);
   EW_CUDA(cudaMemcpy(dx.p, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
   EW_CUDA(cudaMemset(dy.p, 0xFF, std::size_t(8 * n) * 2));
@@ -314,6 +438,7 @@ TEST(EwSpmvTcPlan, RaceReasonsAndForcedRun) {
   const auto cmp = compare(y, DType::f16, oracle(x, w));
   EXPECT_EQ(cmp.unwritten, 0);
   EXPECT_LT(cmp.rel_err, tolerance(DType::f16));
+  }
 }
 
 // Small cases for compute-sanitizer (memcheck / racecheck): split-k clusters, phases, tails,
@@ -324,6 +449,8 @@ TEST(EwSpmvTcSmoke, SanitizerSmoke) {
   check_case({Pattern::element(1, 16), 70, 3008, 8, DType::bf16, DType::f32, 9000, 4}, 9102);
   check_case({Pattern::element(2, 4), 129, 515, 1, DType::f16, DType::f16, 0, 1}, 9103);
   check_case({Pattern::element(4, 8), 40, 1024, 8, DType::f16, DType::f16, 0, 2, true}, 9104);
+  check_case({Pattern::element(1, 8), 50, 2000, 5, DType::bf16, DType::bf16, 6000, 3}, 9105);
+  check_case({Pattern::element(2, 16), 40, 4100, 8, DType::f16, DType::f16, 0, 2}, 9106);
 }
 
 }  // namespace

@@ -97,23 +97,25 @@ KernelCandidate ew_candidate() {
 }
 
 
-/// "cuda:ew_spmv_tc": the weight in the tensor-core layout on the device, the launch arguments
-/// and the compiled launcher. x_vec is decided per run (it depends on the x pointer).
+/// "cuda:ew_spmv_tc" / "_bal" / "_prmt" (SpmvTcVariant): the weight in the tensor-core layout on
+/// the device, the launch arguments and the compiled launcher. x_vec is decided per run (it
+/// depends on the x pointer).
 class EwTcInstance final : public KernelInstance {
  public:
-  EwTcInstance(const CondensedMatrix& w, const MatmulDesc& d) {
+  EwTcInstance(const CondensedMatrix& w, const MatmulDesc& d, cuda::ew::SpmvTcVariant v) {
     const cuda::ew::SpmvTcPacked p = cuda::ew::pack_spmv_tc(w);
     values_ = cuda::DeviceBuffer(p.values.size());
     values_.upload(p.values.data(), p.values.size());
     indices_ = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
     indices_.upload(p.indices.data(), indices_.size());
     cfg_ = cuda::ew::plan_spmv_tc(p.layout, w.dtype, int(d.m), sm_count(), args_, 0,
-                                  /*max_split=*/cluster_capable() ? 0 : 1);
+                                  /*max_split=*/cluster_capable() ? 0 : 1, v);
     args_.values = values_.get();
     args_.indices = indices_.as<std::uint32_t>();
     args_.y_dtype = y_code(d.y_dtype);
-    launch_ = cuda::ew::find_spmv_tc(w.dtype, p.layout.n, p.layout.m);
-    if (!launch_) throw Unsupported("ew_spmv_tc: no compiled instance for " + w.pattern().str());
+    launch_ = cuda::ew::find_spmv_tc(w.dtype, p.layout.n, p.layout.m, v);
+    if (!launch_)
+      throw Unsupported(std::string(cuda::ew::spmv_tc_variant_name(v)) + ": no compiled instance for " + w.pattern().str());
   }
   void run(const void* x, void* y, void* stream) const override {
     cuda::ew::SpmvTcArgs a = args_;
@@ -130,17 +132,17 @@ class EwTcInstance final : public KernelInstance {
   cuda::ew::SpmvTcLaunchFn launch_ = nullptr;
 };
 
-KernelCandidate ew_tc_candidate() {
+KernelCandidate ew_tc_candidate(cuda::ew::SpmvTcVariant v) {
   KernelCandidate c;
-  c.name = "cuda:ew_spmv_tc";
+  c.name = std::string("cuda:") + cuda::ew::spmv_tc_variant_name(v);
   c.backend = Backend::cuda;
-  c.unsupported = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
-    if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmv_tc " + why;
-    if (auto why = cuda::ew::spmv_tc_unsupported(w.layout, w.dtype, d.m); !why.empty()) return why;
+  c.unsupported = [v](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+    if (auto why = ew_common_unsupported(w, d); !why.empty()) return std::string(cuda::ew::spmv_tc_variant_name(v)) + " " + why;
+    if (auto why = cuda::ew::spmv_tc_unsupported(w.layout, w.dtype, d.m, v); !why.empty()) return why;
     return needs_finite_x(d, "multiplies X by explicit zeros at pruned positions (dense tensor-core fragments)");
   };
-  c.create = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-    return std::make_unique<EwTcInstance>(w, d);
+  c.create = [v](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwTcInstance>(w, d, v);
   };
   return c;
 }
@@ -149,7 +151,9 @@ KernelCandidate ew_tc_candidate() {
 
 void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_candidate<false>());
-  r.add(ew_tc_candidate());
+  r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::shift));
+  r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::balanced));
+  r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::prmt));
   r.add(ew_candidate<true>());
 }
 

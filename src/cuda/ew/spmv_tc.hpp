@@ -14,21 +14,36 @@ struct SpmvTcConfig {
 };
 
 using SpmvTcLaunchFn = void (*)(const SpmvTcArgs&, const SpmvTcConfig&, cudaStream_t);
-using SpmvTcOccupancyFn = int (*)(int smem_bytes);
+/// CTAs of (smem_bytes, threads) that can be resident on the device at once when launched in
+/// clusters of `ksplit` (1: no cluster) on `sms` SMs.
+using SpmvTcOccupancyFn = int (*)(int smem_bytes, int threads, int ksplit, int sms);
 
-/// The compiled instance for (dtype, N, M), or null when (N, M) is not compiled (then ew_spmv
-/// serves the pattern). Compiled: 2:4, 4:8, 2:8, 1:8, 2:16, 1:16 for f16 and bf16.
-SpmvTcLaunchFn find_spmv_tc(DType dtype, int pn, int pm);
-SpmvTcOccupancyFn find_spmv_tc_occupancy(DType dtype, int pn, int pm);
+/// The kernel variants (plan candidates), all the same kernel template:
+///   shift    "cuda:ew_spmv_tc":      shift decode (kDecShift), 8 warps per CTA, the largest split
+///                                    that fits one wave (session 3, 31ab62d);
+///   balanced "cuda:ew_spmv_tc_bal":  shift decode, warps per CTA (4..8) and split chosen to
+///                                    minimise the most warp-tiles any SM runs (clusters counted
+///                                    by cudaOccupancyMaxActiveClusters);
+///   prmt     "cuda:ew_spmv_tc_prmt": PRMT-table decode (kDecPrmt; N in {1, 2}, M in {8, 16}),
+///                                    two accumulator chains, balanced grid.
+enum class SpmvTcVariant : int { shift = 0, balanced = 1, prmt = 2 };
+const char* spmv_tc_variant_name(SpmvTcVariant v);  ///< "ew_spmv_tc", "ew_spmv_tc_bal", "ew_spmv_tc_prmt"
 
-/// Why ew_spmv_tc cannot serve (weight layout, dtype, m) ("" if it can).
-std::string spmv_tc_unsupported(const FormatLayout& f, DType dtype, long long m);
+/// The compiled instance for (dtype, N, M, variant), or null when not compiled (then ew_spmv
+/// serves the pattern). Compiled: 2:4, 4:8, 2:8, 1:8, 2:16, 1:16 for f16 and bf16 (shift and
+/// balanced); 2:8, 1:8, 2:16, 1:16 (prmt).
+SpmvTcLaunchFn find_spmv_tc(DType dtype, int pn, int pm, SpmvTcVariant v = SpmvTcVariant::shift);
+SpmvTcOccupancyFn find_spmv_tc_occupancy(DType dtype, int pn, int pm, SpmvTcVariant v = SpmvTcVariant::shift);
 
-/// Plan-time launch configuration: the largest split-k (<= max_split, <= 8) whose grid fits one
-/// wave of resident CTAs; X phases sized to `smem_budget` (0 = 96 KiB). Fills `a` except the
-/// pointers, y_dtype and x_vec.
+/// Why the variant cannot serve (weight layout, dtype, m) ("" if it can).
+std::string spmv_tc_unsupported(const FormatLayout& f, DType dtype, long long m,
+                                SpmvTcVariant v = SpmvTcVariant::shift);
+
+/// Plan-time launch configuration (see SpmvTcVariant); X phases sized to `smem_budget` (0: 96 KiB
+/// for shift / balanced; for prmt 3 CTAs' worth of shared memory per SM less the selector table).
+/// Fills `a` except the pointers, y_dtype and x_vec.
 SpmvTcConfig plan_spmv_tc(const SpmvTcLayout& l, DType dtype, int m, int sms, SpmvTcArgs& a, int smem_budget = 0,
-                          int max_split = 0);
+                          int max_split = 0, SpmvTcVariant v = SpmvTcVariant::shift);
 
 /// 1 when X rows can be staged with 16-byte loads: k % 8 == 0 and x 16-byte aligned.
 inline int spmv_tc_x_vec(const void* x, long long k) {

@@ -8,7 +8,7 @@ namespace sparsenm::cuda::ew {
 template <class Tr>
 void launch_spmv_tc(const SpmvTcArgs& a, const SpmvTcConfig& cfg, cudaStream_t stream);  // spmv_tc_launch.cuh
 template <class Tr>
-int occupancy_spmv_tc(int smem_bytes);  // spmv_tc_launch.cuh
+int occupancy_spmv_tc(int smem_bytes, int threads, int ksplit, int sms);  // spmv_tc_launch.cuh
 
 namespace {
 
@@ -18,24 +18,32 @@ struct Entry {
 };
 
 template <class T>
-Entry find_typed(int pn, int pm) {
-#define TC(N, M) \
-  if (pn == N && pm == M) return {&launch_spmv_tc<SpmvTcTraits<T, N, M>>, &occupancy_spmv_tc<SpmvTcTraits<T, N, M>>};
+Entry find_typed(int pn, int pm, bool prmt) {
+#define TC(N, M)                                                     \
+  if (!prmt && pn == N && pm == M)                                   \
+    return {&launch_spmv_tc<SpmvTcTraits<T, N, M, kDecShift>>,       \
+            &occupancy_spmv_tc<SpmvTcTraits<T, N, M, kDecShift>>};
+#define TCP(N, M)                                                    \
+  if (prmt && pn == N && pm == M)                                    \
+    return {&launch_spmv_tc<SpmvTcTraits<T, N, M, kDecPrmt>>, &occupancy_spmv_tc<SpmvTcTraits<T, N, M, kDecPrmt>>};
 #include "cuda/ew/spmv_tc_instances.def"
 #undef TC
+#undef TCP
   return {};
 }
 
-Entry find_entry(DType dtype, int pn, int pm) {
+Entry find_entry(DType dtype, int pn, int pm, SpmvTcVariant v) {
+  const bool prmt = v == SpmvTcVariant::prmt;
   switch (dtype) {
-    case DType::f16: return find_typed<__half>(pn, pm);
-    case DType::bf16: return find_typed<__nv_bfloat16>(pn, pm);
+    case DType::f16: return find_typed<__half>(pn, pm, prmt);
+    case DType::bf16: return find_typed<__nv_bfloat16>(pn, pm, prmt);
     default: return {};
   }
 }
 
-constexpr int kSmemBudget = 96 * 1024;  // per CTA
-constexpr int kRowsPerCta = 128, kRedBytes = 8 * kRowsPerCta * 4;
+constexpr int kSmemBudget = 96 * 1024;     // per CTA (shift, balanced)
+constexpr int kSmem3 = 227 * 1024 / 3 - 1024;  // per CTA so that 3 CTAs fit an SM (prmt: table + X)
+constexpr int kRedBytes = 8 * 128 * 4;
 
 long long phase_smem(const SpmvTcLayout& l, long long tiles) {
   return 8ll * spmv_tc_pitch(int(tiles * l.tile_cols), l.m);
@@ -43,51 +51,87 @@ long long phase_smem(const SpmvTcLayout& l, long long tiles) {
 
 }  // namespace
 
-SpmvTcLaunchFn find_spmv_tc(DType dtype, int pn, int pm) { return find_entry(dtype, pn, pm).launch; }
-SpmvTcOccupancyFn find_spmv_tc_occupancy(DType dtype, int pn, int pm) { return find_entry(dtype, pn, pm).occupancy; }
+const char* spmv_tc_variant_name(SpmvTcVariant v) {
+  switch (v) {
+    case SpmvTcVariant::balanced: return "ew_spmv_tc_bal";
+    case SpmvTcVariant::prmt: return "ew_spmv_tc_prmt";
+    default: return "ew_spmv_tc";
+  }
+}
 
-std::string spmv_tc_unsupported(const FormatLayout& f, DType dtype, long long m) {
-  if (m < 1 || m > 8) return "ew_spmv_tc serves m = 1..8 (got m = " + std::to_string(m) + ")";
+SpmvTcLaunchFn find_spmv_tc(DType dtype, int pn, int pm, SpmvTcVariant v) { return find_entry(dtype, pn, pm, v).launch; }
+SpmvTcOccupancyFn find_spmv_tc_occupancy(DType dtype, int pn, int pm, SpmvTcVariant v) {
+  return find_entry(dtype, pn, pm, v).occupancy;
+}
+
+std::string spmv_tc_unsupported(const FormatLayout& f, DType dtype, long long m, SpmvTcVariant v) {
+  const std::string name = spmv_tc_variant_name(v);
+  if (m < 1 || m > 8) return name + " serves m = 1..8 (got m = " + std::to_string(m) + ")";
   if (auto why = SpmvTcLayout::why_not(f, dtype); !why.empty()) return why;
-  if (!find_spmv_tc(dtype, f.pattern.n, f.pattern.m))
-    return "ew_spmv_tc: pattern " + f.pattern.str() +
-           " is not compiled (2:4, 4:8, 2:8, 1:8, 2:16, 1:16 are); ew_spmv serves it";
-  if (f.rows > (1ll << 30) || f.cols > (1ll << 30)) return "ew_spmv_tc: rows and cols must be < 2^30";
+  if (!find_spmv_tc(dtype, f.pattern.n, f.pattern.m, v))
+    return name + ": pattern " + f.pattern.str() + " is not compiled (" +
+           (v == SpmvTcVariant::prmt ? "2:8, 1:8, 2:16, 1:16" : "2:4, 4:8, 2:8, 1:8, 2:16, 1:16") +
+           " are); ew_spmv serves it";
+  if (f.rows > (1ll << 30) || f.cols > (1ll << 30)) return name + ": rows and cols must be < 2^30";
   return {};
 }
 
 SpmvTcConfig plan_spmv_tc(const SpmvTcLayout& l, DType dtype, int m, int sms, SpmvTcArgs& a, int smem_budget,
-                          int max_split) {
-  const long long budget = std::max<long long>(smem_budget > 0 ? smem_budget : kSmemBudget, phase_smem(l, 1));
+                          int max_split, SpmvTcVariant v) {
+  const long long table = spmv_tc_table_bytes(v == SpmvTcVariant::prmt ? kDecPrmt : kDecShift, l.n, l.m);
+  const long long dflt = v == SpmvTcVariant::prmt ? kSmem3 - table : kSmemBudget;
+  const long long budget = std::max<long long>(smem_budget > 0 ? smem_budget : dflt, phase_smem(l, 1));
   const long long cap = max_split > 0 ? std::min(max_split, 8) : 8;
   a.n = int(l.rows);
   a.k = int(l.cols);
   a.m = m;
   a.tiles = int(l.tiles);
   a.row_blocks = int(l.row_blocks);
-  const SpmvTcOccupancyFn occupancy = find_spmv_tc_occupancy(dtype, l.n, l.m);
-  const long long row_ctas = (l.row_blocks + 7) / 8;
+  const SpmvTcOccupancyFn occupancy = find_spmv_tc_occupancy(dtype, l.n, l.m, v);
   auto shape = [&](long long ks, SpmvTcArgs& s) {
     s.ksplit = int(ks);
     s.tiles_per_split = int((l.tiles + ks - 1) / ks);
     long long tpp = s.tiles_per_split;
     while (tpp > 1 && phase_smem(l, tpp) > budget) tpp = (tpp + 1) / 2;
     s.tiles_per_phase = int(std::max<long long>(1, tpp));
-    long long smem = phase_smem(l, s.tiles_per_phase);
+    long long smem = table + phase_smem(l, s.tiles_per_phase);
     if (ks > 1) smem = std::max<long long>(smem, kRedBytes);
     return int(smem);
   };
-  // The largest split (<= cap, <= tiles) whose grid fits one wave of resident CTAs (a partial
-  // second wave would run alone at the end), and at least 1.
-  long long best = 1;
-  for (long long ks = 1; ks <= std::min<long long>(cap, std::max<long long>(1, l.tiles)); ++ks) {
-    SpmvTcArgs s = a;
-    const int smem = shape(ks, s);
-    const int per_sm = occupancy ? std::max(1, occupancy(smem)) : 1;
-    if (row_ctas * ks <= (long long)per_sm * sms) best = ks;
+  const long long max_ks = std::min<long long>(cap, std::max<long long>(1, l.tiles));
+  if (v == SpmvTcVariant::shift) {
+    // The largest split (<= cap, <= tiles) whose grid fits one wave of resident CTAs (a partial
+    // second wave would run alone at the end), and at least 1; 8 warps per CTA.
+    a.cta_warps = 8;
+    const long long row_ctas = (l.row_blocks + 7) / 8;
+    long long best = 1;
+    for (long long ks = 1; ks <= max_ks; ++ks) {
+      SpmvTcArgs s = a;
+      const int smem = shape(ks, s);
+      const int per_sm = occupancy ? std::max(1, occupancy(smem, 256, 1, sms) / std::max(1, sms)) : 1;
+      if (row_ctas * ks <= (long long)per_sm * sms) best = ks;
+    }
+    SpmvTcConfig cfg;
+    cfg.smem_bytes = shape(best, a);
+    return cfg;
   }
+  // balanced / prmt: over warps per CTA w (8..4) and split ks, among the grids that fit one wave
+  // (clusters counted by the occupancy API), the least "most warp-tiles on one SM"
+  // (ceil(CTAs / SMs) x w x tiles per split); ties: the smaller split, then the larger CTA.
+  long long best_cost = -1, best_w = 8, best_ks = 1;
+  for (long long ks = 1; ks <= max_ks; ++ks)
+    for (long long w = 8; w >= 4; --w) {
+      SpmvTcArgs s = a;
+      const int smem = shape(ks, s);
+      const long long ctas = (l.row_blocks + w - 1) / w * ks;
+      const long long resident = occupancy ? occupancy(smem, int(32 * w), int(ks), sms) : sms;
+      if (ctas > resident && !(ks == 1 && w == 8)) continue;  // (8 warps, no split) is always allowed
+      const long long cost = (ctas + sms - 1) / sms * w * s.tiles_per_split;
+      if (best_cost < 0 || cost < best_cost) best_cost = cost, best_w = w, best_ks = ks;
+    }
+  a.cta_warps = int(best_w);
   SpmvTcConfig cfg;
-  cfg.smem_bytes = shape(best, a);
+  cfg.smem_bytes = shape(best_ks, a);
   return cfg;
 }
 

@@ -135,38 +135,154 @@ __device__ __forceinline__ void load_xwin(const unsigned char* p, std::uint32_t 
   }
 }
 
-/// acc += the tile's 16 rows x (its columns) times X^T. xw: staged X of row g at window t of the
-/// tile's first chunk.
+/// The kDecShift decode of one chunk: d[h][r] = A register r of row g + 8h.
 template <class Tr>
-__device__ __forceinline__ void compute_tile(const Tile<Tr>& tile, float (&acc)[4], const unsigned char* xw) {
+__device__ __forceinline__ void decode_shift(const Tile<Tr>& tile, int c, std::uint32_t (&d)[2][Tr::kRegs]) {
   constexpr int N = Tr::NN, M = Tr::MM, R = Tr::kRegs;
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int r = 0; r < R; ++r) d[h][r] = 0u;
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const int j = c * 2 * N + h * N + i;
+      const std::uint32_t s = field16<Tr::B>(tile.i, j);
+      const std::uint32_t w = value16(tile.v, j);
+#pragma unroll
+      for (int q = i / 4; q <= (M - N + i) / 4; ++q) {  // the pairs the i-th value can reach
+        const unsigned long long u = shl64(w, s - 64u * unsigned(q));
+        d[h][2 * q] |= std::uint32_t(u);
+        d[h][2 * q + 1] |= std::uint32_t(u >> 32);
+      }
+    }
+}
+
+/// 128 x the W-bit field starting at bit `bit` of the lane's bitstream (bit compile-time after
+/// unrolling): the byte offset of a selector-table entry (8 copies x 16 bytes per entry).
+template <int B, int W>
+__device__ __forceinline__ std::uint32_t field128(const std::uint32_t (&iw)[B], int bit) {
+  const int w = bit >> 5, s = bit & 31;
+  constexpr std::uint32_t mask = ((1u << W) - 1u) << 7;
+  if (s + W <= 32) {
+    if (s >= 7) return (iw[w] >> (s - 7)) & mask;
+    return (iw[w] << (7 - s)) & mask;
+  }
+  return (__funnelshift_r(iw[w], iw[w + 1], s) << 7) & mask;
+}
+
+/// PRMT against zero: byte i of the result is byte (sel >> 4i) & 7 of {0 (bytes 4..7), w (0..3)}
+/// (the table's selectors never set the sign-replicate bit, so no 0x7777 mask as __byte_perm).
+__device__ __forceinline__ std::uint32_t prmt0(std::uint32_t w, std::uint32_t sel) {
+  std::uint32_t d;
+  asm("prmt.b32 %0, %1, 0, %2;" : "=r"(d) : "r"(w), "r"(sel));
+  return d;
+}
+
+__device__ __forceinline__ uint4 lds128(std::uint32_t addr) {
+  uint4 u;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "r"(addr));
+  return u;
+}
+
+/// The kDecPrmt decode of one chunk: every A register is one PRMT of the 32-bit word holding the
+/// window's value(s) against zero, with the selector from the table (tab: shared address of this
+/// lane's copy, i.e. table base + 16 (lane & 7)).
+template <class Tr>
+__device__ __forceinline__ void decode_prmt(const Tile<Tr>& tile, int c, std::uint32_t tab,
+                                            std::uint32_t (&d)[2][Tr::kRegs]) {
+  constexpr int N = Tr::NN, B = Tr::B;
+  constexpr std::uint32_t kPlane = std::uint32_t(Tr::kTabEntries) * 128u;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int j = c * 2 * N + h * N;  // first slot of the window
+    if constexpr (N == 2) {
+      const std::uint32_t word = tile.v[j >> 1];  // both values: low half slot j, high half j + 1
+      const uint4 sel = lds128(tab + field128<B, 2 * B>(tile.i, j * B));
+      if constexpr (!Tr::kTabPacked) {
+        d[h][0] = prmt0(word, sel.x);
+        d[h][1] = prmt0(word, sel.y);
+        d[h][2] = prmt0(word, sel.z);
+        d[h][3] = prmt0(word, sel.w);
+      } else {
+        const std::uint32_t sw[4] = {sel.x, sel.y, sel.z, sel.w};
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          d[h][2 * q] = prmt0(word, sw[q]);
+          d[h][2 * q + 1] = prmt0(word, sw[q] >> 16);
+        }
+      }
+    } else {  // N == 1: slots 2c (row g, low half) and 2c + 1 (row g + 8, high half) share word c
+      const std::uint32_t word = tile.v[c];
+      const std::uint32_t off = field128<B, B>(tile.i, j * B) + std::uint32_t(h * Tr::kTabPlanes) * kPlane;
+#pragma unroll
+      for (int pl = 0; pl < Tr::kTabPlanes; ++pl) {
+        const uint4 sel = lds128(tab + off + std::uint32_t(pl) * kPlane);
+        d[h][4 * pl] = prmt0(word, sel.x);
+        d[h][4 * pl + 1] = prmt0(word, sel.y);
+        d[h][4 * pl + 2] = prmt0(word, sel.z);
+        d[h][4 * pl + 3] = prmt0(word, sel.w);
+      }
+    }
+  }
+}
+
+/// PRMT selector (16 bits, 4 nibbles; nibble 4 = a zero byte of the second operand) of A
+/// register r for a window whose values sit at positions p0 (bytes 0, 1 of the word) and p1
+/// (bytes 2, 3; p1 < 0: none).
+__host__ __device__ constexpr std::uint32_t prmt_selector(int r, int p0, int p1) {
+  std::uint32_t sel = 0;
+  for (int e = 0; e < 2; ++e) {
+    const int pos = 2 * r + e;
+    const std::uint32_t lo = pos == p0 ? 0u : pos == p1 ? 2u : 4u;
+    const std::uint32_t hi = lo == 4u ? 4u : lo + 1u;
+    sel |= (lo | (hi << 4)) << (8 * e);
+  }
+  return sel;
+}
+
+/// Fills the kDecPrmt selector table (Tr::kTabBytes at shared address `base`); every thread of
+/// the CTA takes part; the caller synchronizes before use.
+template <class Tr>
+__device__ __forceinline__ void fill_table(unsigned char* base) {
+  constexpr int B = Tr::B, kMask = (1 << B) - 1;
+  for (int e = threadIdx.x; e < Tr::kTabBytes / 16; e += int(blockDim.x)) {
+    const int idx = (e >> 3) % Tr::kTabEntries, sp = (e >> 3) / Tr::kTabEntries;  // sp = set * planes + plane
+    std::uint32_t wv[4];
+    if constexpr (Tr::NN == 2) {
+      const int p0 = idx & kMask, p1 = idx >> B;
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        wv[q] = Tr::kTabPacked ? (prmt_selector(2 * q, p0, p1) | (prmt_selector(2 * q + 1, p0, p1) << 16))
+                               : prmt_selector(q, p0, p1);
+    } else {
+      const int set = sp / Tr::kTabPlanes, plane = sp % Tr::kTabPlanes;
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        wv[q] = set == 0 ? prmt_selector(4 * plane + q, idx, -1) : prmt_selector(4 * plane + q, -1, idx);
+    }
+    reinterpret_cast<uint4*>(base)[e] = make_uint4(wv[0], wv[1], wv[2], wv[3]);
+  }
+}
+
+/// acc += the tile's 16 rows x (its columns) times X^T. xw: staged X of row g at window t of the
+/// tile's first chunk; tab: this lane's selector-table address (kDecPrmt).
+template <class Tr>
+__device__ __forceinline__ void compute_tile(const Tile<Tr>& tile, float (&acc)[Tr::kAcc][4], const unsigned char* xw,
+                                             std::uint32_t tab) {
+  constexpr int M = Tr::MM, R = Tr::kRegs;
 #pragma unroll
   for (int c = 0; c < Tr::kChunks; ++c) {
     std::uint32_t xb[R];
     load_xwin<M>(xw + c * Tr::kChunkCols * 2, xb);
     std::uint32_t d[2][R];
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int r = 0; r < R; ++r) d[h][r] = 0u;
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int i = 0; i < N; ++i) {
-        const int j = c * 2 * N + h * N + i;
-        const std::uint32_t s = field16<Tr::B>(tile.i, j);
-        const std::uint32_t w = value16(tile.v, j);
-#pragma unroll
-        for (int q = i / 4; q <= (M - N + i) / 4; ++q) {  // the pairs the i-th value can reach
-          const unsigned long long u = shl64(w, s - 64u * unsigned(q));
-          d[h][2 * q] |= std::uint32_t(u);
-          d[h][2 * q + 1] |= std::uint32_t(u >> 32);
-        }
-      }
+    if constexpr (Tr::kDec == kDecPrmt) decode_prmt<Tr>(tile, c, tab, d);
+    else decode_shift<Tr>(tile, c, d);
 #pragma unroll
     for (int st = 0; st < Tr::kSteps; ++st)
-      mma16816<typename Tr::Elem>(acc, d[0][2 * st], d[1][2 * st], d[0][2 * st + 1], d[1][2 * st + 1], xb[2 * st],
-                                  xb[2 * st + 1]);
+      mma16816<typename Tr::Elem>(acc[(c * Tr::kSteps + st) % Tr::kAcc], d[0][2 * st], d[1][2 * st], d[0][2 * st + 1],
+                                  d[1][2 * st + 1], xb[2 * st], xb[2 * st + 1]);
   }
 }
 
@@ -182,14 +298,14 @@ __device__ __forceinline__ void stage_x(unsigned char* xs, const SpmvTcArgs& a, 
   const unsigned short* x = static_cast<const unsigned short*>(a.x);
   if (a.x_vec) {  // k % 8 == 0 and x 16-byte aligned: a vector is wholly inside or past k
     const int nv = ncols / 8;
-    for (int e = threadIdx.x; e < 8 * nv; e += Tr::kThreads) {
+    for (int e = threadIdx.x; e < 8 * nv; e += int(blockDim.x)) {
       const int r = e / nv, v = e - r * nv, col = c0 + 8 * v;
       uint4 u = make_uint4(0u, 0u, 0u, 0u);
       if (r < a.m && col < a.k) u = __ldg(reinterpret_cast<const uint4*>(x + std::size_t(r) * a.k + col));
       *reinterpret_cast<uint4*>(xs + r * pitch + v * 16) = u;
     }
   } else {
-    for (int e = threadIdx.x; e < 8 * ncols; e += Tr::kThreads) {
+    for (int e = threadIdx.x; e < 8 * ncols; e += int(blockDim.x)) {
       const int r = e / ncols, c = e - r * ncols, col = c0 + c;
       unsigned short u = 0;
       if (r < a.m && col < a.k) u = x[std::size_t(r) * a.k + col];
@@ -204,12 +320,16 @@ template <class Tr>
 __global__ void __launch_bounds__(Tr::kThreads) ew_spmv_tc_kernel(const __grid_constant__ SpmvTcArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
-  const int block = blockIdx.x * Tr::kWarps + warp;
+  const int rows_per_cta = a.cta_warps * 16;  // blockDim.x = 32 x cta_warps
+  const int block = blockIdx.x * a.cta_warps + warp;
   const bool active = block < a.row_blocks;
   const int t_begin = blockIdx.y * a.tiles_per_split;
   const int t_end = min(a.tiles, t_begin + a.tiles_per_split);
   const int pitch = spmv_tc_pitch(a.tiles_per_phase * Tr::kTileCols, Tr::MM);
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  unsigned char* xs = smem + Tr::kTabBytes;  // [selector table][staged X]
+  if constexpr (Tr::kDec == kDecPrmt) tc_detail::fill_table<Tr>(smem);  // ordered by the phase's __syncthreads
+  const std::uint32_t tab = std::uint32_t(__cvta_generic_to_shared(smem)) + 16u * std::uint32_t(lane & 7);
+  float acc[Tr::kAcc][4] = {};
 
   for (int ph = t_begin; ph < t_end; ph += a.tiles_per_phase) {
     const int pe = min(ph + a.tiles_per_phase, t_end);
@@ -219,15 +339,15 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmv_tc_kernel(const __grid_c
       if (ph + 1 < pe) tc_detail::load_tile<Tr>(tb, a, block, lane, ph + 1);
     }
     if (ph != t_begin) __syncthreads();  // every warp is done with the previous phase's X
-    tc_detail::stage_x<Tr>(smem, a, ph * Tr::kTileCols, (pe - ph) * Tr::kTileCols, pitch);
+    tc_detail::stage_x<Tr>(xs, a, ph * Tr::kTileCols, (pe - ph) * Tr::kTileCols, pitch);
     __syncthreads();
     if (active) {
-      const unsigned char* xw = smem + g * pitch + tq * Tr::MM * 2;
+      const unsigned char* xw = xs + g * pitch + tq * Tr::MM * 2;
       for (int t = ph; t < pe; t += 2) {  // each buffer is refilled as soon as it is consumed
-        tc_detail::compute_tile<Tr>(ta, acc, xw + (t - ph) * Tr::kTileCols * 2);
+        tc_detail::compute_tile<Tr>(ta, acc, xw + (t - ph) * Tr::kTileCols * 2, tab);
         if (t + 2 < pe) tc_detail::load_tile<Tr>(ta, a, block, lane, t + 2);
         if (t + 1 < pe) {
-          tc_detail::compute_tile<Tr>(tb, acc, xw + (t + 1 - ph) * Tr::kTileCols * 2);
+          tc_detail::compute_tile<Tr>(tb, acc, xw + (t + 1 - ph) * Tr::kTileCols * 2, tab);
           if (t + 3 < pe) tc_detail::load_tile<Tr>(tb, a, block, lane, t + 3);
         }
       }
@@ -235,12 +355,16 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmv_tc_kernel(const __grid_c
   }
 
   // C fragment: acc[0..1] = rows g, X rows 2tq, 2tq + 1; acc[2..3] = row g + 8.
+#pragma unroll
+  for (int q = 1; q < Tr::kAcc; ++q)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[0][e] += acc[q][e];
   if (a.ksplit == 1) {
     if (active) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int row = block * 16 + g + (e >> 1) * 8, xr = 2 * tq + (e & 1);
-        if (row < a.n && xr < a.m) tc_detail::store_y(a.y, std::size_t(xr) * a.n + row, acc[e], a.y_dtype);
+        if (row < a.n && xr < a.m) tc_detail::store_y(a.y, std::size_t(xr) * a.n + row, acc[0][e], a.y_dtype);
       }
     }
     return;
@@ -254,12 +378,12 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmv_tc_kernel(const __grid_c
   float* red = reinterpret_cast<float*>(smem);
 #pragma unroll
   for (int e = 0; e < 4; ++e)
-    red[(2 * tq + (e & 1)) * Tr::kRowsPerCta + warp * 16 + g + (e >> 1) * 8] = acc[e];
+    red[(2 * tq + (e & 1)) * rows_per_cta + warp * 16 + g + (e >> 1) * 8] = acc[0][e];
   cluster.sync();
   const int rank = int(cluster.block_rank()), ks = a.ksplit;
-  for (int o = rank + ks * int(threadIdx.x); o < 8 * Tr::kRowsPerCta; o += ks * Tr::kThreads) {
-    const int r = o / Tr::kRowsPerCta, rr = o - r * Tr::kRowsPerCta;
-    const int grow = blockIdx.x * Tr::kRowsPerCta + rr;
+  for (int o = rank + ks * int(threadIdx.x); o < 8 * rows_per_cta; o += ks * int(blockDim.x)) {
+    const int r = o / rows_per_cta, rr = o - r * rows_per_cta;
+    const int grow = blockIdx.x * rows_per_cta + rr;
     float s = 0.0f;
     for (int p = 0; p < ks; ++p) s += cluster.map_shared_rank(red, p)[o];
     if (r < a.m && grow < a.n) tc_detail::store_y(a.y, std::size_t(r) * a.n + grow, s, a.y_dtype);

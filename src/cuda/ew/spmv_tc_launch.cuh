@@ -15,8 +15,8 @@ void launch_spmv_tc(const SpmvTcArgs& a, const SpmvTcConfig& cfg, cudaStream_t s
   if (cfg.smem_bytes > 48 * 1024)
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg.smem_bytes));
   cudaLaunchConfig_t lc{};
-  lc.gridDim = dim3(unsigned((a.row_blocks + Tr::kWarps - 1) / Tr::kWarps), unsigned(a.ksplit), 1);
-  lc.blockDim = dim3(Tr::kThreads, 1, 1);
+  lc.gridDim = dim3(unsigned((a.row_blocks + a.cta_warps - 1) / a.cta_warps), unsigned(a.ksplit), 1);
+  lc.blockDim = dim3(unsigned(32 * a.cta_warps), 1, 1);
   lc.dynamicSmemBytes = std::size_t(cfg.smem_bytes);
   lc.stream = stream;
   cudaLaunchAttribute attr[1];
@@ -30,19 +30,37 @@ void launch_spmv_tc(const SpmvTcArgs& a, const SpmvTcConfig& cfg, cudaStream_t s
 }
 
 template <class Tr>
-int occupancy_spmv_tc(int smem_bytes) {
+int occupancy_spmv_tc(int smem_bytes, int threads, int ksplit, int sms) {
   auto kernel = ew_spmv_tc_kernel<Tr>;
   if (smem_bytes > 48 * 1024)
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-  int blocks = 0;
-  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, Tr::kThreads, std::size_t(smem_bytes)));
-  return blocks;
+  if (ksplit <= 1) {
+    int blocks = 0;
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, std::size_t(smem_bytes)));
+    return blocks * sms;
+  }
+  cudaLaunchConfig_t lc{};
+  lc.gridDim = dim3(1, unsigned(ksplit), 1);
+  lc.blockDim = dim3(unsigned(threads), 1, 1);
+  lc.dynamicSmemBytes = std::size_t(smem_bytes);
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = unsigned(ksplit);
+  attr[0].val.clusterDim.z = 1;
+  lc.attrs = attr;
+  lc.numAttrs = 1;
+  int clusters = 0;
+  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &lc));
+  return clusters * ksplit;
 }
 
 }  // namespace sparsenm::cuda::ew
 
-/// Explicit instantiation of one instance (T, N, M).
-#define SPARSENM_EW_SPMV_TC_INSTANCE(T, NN, MM) \
-  template void ::sparsenm::cuda::ew::launch_spmv_tc<::sparsenm::cuda::ew::SpmvTcTraits<T, NN, MM>>( \
+/// Explicit instantiation of one instance (T, N, M, decode).
+#define SPARSENM_EW_SPMV_TC_INSTANCE_DEC(T, NN, MM, DEC) \
+  template void ::sparsenm::cuda::ew::launch_spmv_tc<::sparsenm::cuda::ew::SpmvTcTraits<T, NN, MM, DEC>>( \
       const ::sparsenm::cuda::ew::SpmvTcArgs&, const ::sparsenm::cuda::ew::SpmvTcConfig&, cudaStream_t); \
-  template int ::sparsenm::cuda::ew::occupancy_spmv_tc<::sparsenm::cuda::ew::SpmvTcTraits<T, NN, MM>>(int);
+  template int ::sparsenm::cuda::ew::occupancy_spmv_tc<::sparsenm::cuda::ew::SpmvTcTraits<T, NN, MM, DEC>>(int, int, \
+                                                                                                            int, int);
+#define SPARSENM_EW_SPMV_TC_INSTANCE(T, NN, MM) SPARSENM_EW_SPMV_TC_INSTANCE_DEC(T, NN, MM, ::sparsenm::cuda::ew::kDecShift)

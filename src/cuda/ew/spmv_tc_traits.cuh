@@ -25,13 +25,42 @@ struct SpmvTcArgs {
   int tiles_per_phase = 0;                 ///< tiles whose X span fits the shared buffer
   int y_dtype = 0;                         ///< 0 f32, 1 f16, 2 bf16
   int x_vec = 0;                           ///< 1: k % 8 == 0 and x 16-byte aligned (set per run)
+  int cta_warps = 8;                       ///< warps (row blocks of 16) per CTA, 1..8 (blockDim = 32 x this)
 };
 
-/// T: __half or __nv_bfloat16. NN, MM: the pattern (NN divides 16, MM in {4, 8, 16}).
-template <class T, int NN_, int MM_>
+/// How a lane turns its window's indices into A fragments (see spmv_tc_kernel.cuh).
+///   kDecShift: per reachable 4-position pair, a 64-bit shift of the value by 16 p - 64 q (any
+///              N dividing 16). One fp32 accumulator chain.
+///   kDecPrmt:  a byte permute per A register, its selector read from a shared-memory table
+///              indexed by the window's index field(s) (N in {1, 2}, M in {8, 16}); two
+///              accumulator chains.
+enum : int { kDecShift = 0, kDecPrmt = 1 };
+
+/// Selector-table geometry of the kDecPrmt decode for pattern (pn, pm) with b index bits (0 bytes
+/// for kDecShift). A table entry is 16 bytes (4 selector words) per plane, stored in 8 copies so
+/// the 8 lanes of a quarter-warp (lane & 7 = copy) read 8 distinct 16-byte bank groups:
+///   N = 2: one table indexed by both fields of the window (2b bits; both values sit in one
+///          32-bit word); M = 8: word r = selector of A register r; M = 16: word q = selectors of
+///          registers 2q (low 16 bits) and 2q + 1 (high 16 bits).
+///   N = 1: two tables (set h = 0: the value is the low half of its word, row g; h = 1: the high
+///          half, row g + 8) indexed by the field (b bits); M / 8 planes of 4 selectors.
+/// byte offset of (set, plane, idx, copy) = (((set * planes + plane) * entries + idx) * 8 + copy) * 16.
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+constexpr int spmv_tc_table_bytes(int dec, int pn, int pm) {
+  if (dec != kDecPrmt) return 0;
+  const int b = pm == 16 ? 4 : pm == 8 ? 3 : 2;
+  const int sets = pn == 1 ? 2 : 1, planes = (pn == 1 && pm == 16) ? 2 : 1, entries = 1 << (pn * b);
+  return sets * planes * entries * 8 * 16;
+}
+
+/// T: __half or __nv_bfloat16. NN, MM: the pattern (NN divides 16, MM in {4, 8, 16}). DEC: the
+/// decode (kDecShift or kDecPrmt).
+template <class T, int NN_, int MM_, int DEC_ = kDecShift>
 struct SpmvTcTraits {
   using Elem = T;
-  static constexpr int NN = NN_, MM = MM_;
+  static constexpr int NN = NN_, MM = MM_, kDec = DEC_;
   static constexpr int B = spmv_bits(MM);               // index bits
   static constexpr int kWarps = 8;
   static constexpr int kThreads = kWarps * 32;
@@ -51,7 +80,16 @@ struct SpmvTcTraits {
   // {0..7} + 8g.
   static constexpr int kPitchMod = MM == 4 ? 32 : MM == 8 ? 64 : 16;
   static constexpr int kRedBytes = 8 * kRowsPerCta * 4;  // split-k partials (fp32)
+  static constexpr int kAcc = kDec == kDecPrmt ? 2 : 1;   // independent accumulator chains
+  // kDecPrmt tables (see spmv_tc_table_bytes)
+  static constexpr int kTabSets = NN == 1 ? 2 : 1;
+  static constexpr int kTabPlanes = (NN == 1 && MM == 16) ? 2 : 1;
+  static constexpr int kTabEntries = 1 << (NN * B);
+  static constexpr bool kTabPacked = NN == 2 && MM == 16;
+  static constexpr int kTabBytes = spmv_tc_table_bytes(kDec, NN, MM);
   static_assert(16 % NN == 0 && NN < MM, "N must divide 16 and be < M");
+  static_assert(kDec == kDecShift || (kDec == kDecPrmt && (NN == 1 || NN == 2) && (MM == 8 || MM == 16)),
+                "the permute decode serves N in {1, 2}, M in {8, 16}");
   static_assert(MM == 4 || MM == 8 || MM == 16, "M in {4, 8, 16}");
 };
 

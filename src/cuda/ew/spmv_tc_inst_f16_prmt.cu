@@ -1,0 +1,6 @@
+// sparsenm — EW tensor-core SpMV instances: f16, the PRMT-table decode (kDecPrmt).
+#include "cuda/ew/spmv_tc_launch.cuh"
+SPARSENM_EW_SPMV_TC_INSTANCE_DEC(__half, 2, 8, ::sparsenm::cuda::ew::kDecPrmt)
+SPARSENM_EW_SPMV_TC_INSTANCE_DEC(__half, 1, 8, ::sparsenm::cuda::ew::kDecPrmt)
+SPARSENM_EW_SPMV_TC_INSTANCE_DEC(__half, 2, 16, ::sparsenm::cuda::ew::kDecPrmt)
+SPARSENM_EW_SPMV_TC_INSTANCE_DEC(__half, 1, 16, ::sparsenm::cuda::ew::kDecPrmt)
