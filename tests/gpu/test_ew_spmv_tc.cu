@@ -315,7 +315,8 @@ TEST(EwSpmvTcLayout, PrmtSelectorsPlaceEveryPosition) {
       }
   }
   EXPECT_EQ(sew::spmv_tc_table_bytes(sew::kDecPrmt, 2, 8), 64 * 128);
-  EXPECT_EQ(sew::spmv_tc_table_bytes(sew::kDecPrmt, 1, 8), 2 * 8 * 128);
+  EXPECT_EQ(sew::spmv_tc_table_bytes(sew::kDecPrmt, 1, 8), 64 * 128);
+  EXPECT_EQ(sew::spmv_tc_table_bytes(sew::kDecPrmt, 1, 16), 2 * 2 * 16 * 128);
   EXPECT_EQ(sew::spmv_tc_table_bytes(sew::kDecPrmt, 2, 16), 256 * 128);
   EXPECT_EQ(sew::spmv_tc_table_bytes(sew::kDecShift, 2, 8), 0);
 }

@@ -210,10 +210,20 @@ __device__ __forceinline__ void decode_prmt(const Tile<Tr>& tile, int c, std::ui
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
           d[h][2 * q] = prmt0(word, sw[q]);
-          d[h][2 * q + 1] = prmt0(word, sw[q] >> 16);
+          d[h][2 * q + 1] = prmt0(word, __umulhi(sw[q], 0x10000u));  // = sw >> 16, on the FMA pipe (IMAD.HI)
         }
       }
-    } else {  // N == 1: slots 2c (row g, low half) and 2c + 1 (row g + 8, high half) share word c
+    } else if constexpr (Tr::MM == 8) {  // N = 1: slots 2c (row g, low half), 2c + 1 (row g + 8, high half)
+      if (h == 1) break;                  // both rows from one entry
+      const std::uint32_t word = tile.v[c];
+      const uint4 sel = lds128(tab + field128<B, 2 * B>(tile.i, j * B));
+      const std::uint32_t sw[4] = {sel.x, sel.y, sel.z, sel.w};
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        d[0][r] = prmt0(word, sw[r]);
+        d[1][r] = prmt0(word, __umulhi(sw[r], 0x10000u));  // = sw >> 16 on the FMA pipe (IMAD.HI)
+      }
+    } else {  // N = 1, M = 16: one table per half (row), two planes
       const std::uint32_t word = tile.v[c];
       const std::uint32_t off = field128<B, B>(tile.i, j * B) + std::uint32_t(h * Tr::kTabPlanes) * kPlane;
 #pragma unroll
@@ -256,6 +266,10 @@ __device__ __forceinline__ void fill_table(unsigned char* base) {
       for (int q = 0; q < 4; ++q)
         wv[q] = Tr::kTabPacked ? (prmt_selector(2 * q, p0, p1) | (prmt_selector(2 * q + 1, p0, p1) << 16))
                                : prmt_selector(q, p0, p1);
+    } else if constexpr (Tr::MM == 8) {  // N = 1 joint: row g's field, then row g + 8's
+      const int pg = idx & kMask, pg8 = idx >> B;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) wv[q] = prmt_selector(q, pg, -1) | (prmt_selector(q, -1, pg8) << 16);
     } else {
       const int set = sp / Tr::kTabPlanes, plane = sp % Tr::kTabPlanes;
 #pragma unroll
@@ -331,24 +345,53 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmv_tc_kernel(const __grid_c
   const std::uint32_t tab = std::uint32_t(__cvta_generic_to_shared(smem)) + 16u * std::uint32_t(lane & 7);
   float acc[Tr::kAcc][4] = {};
 
-  for (int ph = t_begin; ph < t_end; ph += a.tiles_per_phase) {
-    const int pe = min(ph + a.tiles_per_phase, t_end);
+  if constexpr (Tr::kDec == kDecPrmt) {
+    // Two tiles in flight across phase boundaries too: tile t lives in buffer (t - t_begin) & 1
+    // and is reloaded with tile t + 2 (of whichever phase) as soon as it is consumed, so a
+    // phase's first tiles were loaded during the previous phase's last ones.
     tc_detail::Tile<Tr> ta, tb;
-    if (active) {  // two tiles in flight while X is staged
-      tc_detail::load_tile<Tr>(ta, a, block, lane, ph);
-      if (ph + 1 < pe) tc_detail::load_tile<Tr>(tb, a, block, lane, ph + 1);
+    if (active && t_begin < t_end) {
+      tc_detail::load_tile<Tr>(ta, a, block, lane, t_begin);
+      if (t_begin + 1 < t_end) tc_detail::load_tile<Tr>(tb, a, block, lane, t_begin + 1);
     }
-    if (ph != t_begin) __syncthreads();  // every warp is done with the previous phase's X
-    tc_detail::stage_x<Tr>(xs, a, ph * Tr::kTileCols, (pe - ph) * Tr::kTileCols, pitch);
-    __syncthreads();
-    if (active) {
-      const unsigned char* xw = xs + g * pitch + tq * Tr::MM * 2;
-      for (int t = ph; t < pe; t += 2) {  // each buffer is refilled as soon as it is consumed
-        tc_detail::compute_tile<Tr>(ta, acc, xw + (t - ph) * Tr::kTileCols * 2, tab);
-        if (t + 2 < pe) tc_detail::load_tile<Tr>(ta, a, block, lane, t + 2);
-        if (t + 1 < pe) {
-          tc_detail::compute_tile<Tr>(tb, acc, xw + (t + 1 - ph) * Tr::kTileCols * 2, tab);
-          if (t + 3 < pe) tc_detail::load_tile<Tr>(tb, a, block, lane, t + 3);
+    for (int ph = t_begin; ph < t_end; ph += a.tiles_per_phase) {
+      const int pe = min(ph + a.tiles_per_phase, t_end);
+      if (ph != t_begin) __syncthreads();  // every warp is done with the previous phase's X
+      tc_detail::stage_x<Tr>(xs, a, ph * Tr::kTileCols, (pe - ph) * Tr::kTileCols, pitch);
+      __syncthreads();
+      if (active) {
+        const unsigned char* xw = xs + g * pitch + tq * Tr::MM * 2;
+        for (int t = ph; t < pe; ++t) {
+          if (((t - t_begin) & 1) == 0) {
+            tc_detail::compute_tile<Tr>(ta, acc, xw + (t - ph) * Tr::kTileCols * 2, tab);
+            if (t + 2 < t_end) tc_detail::load_tile<Tr>(ta, a, block, lane, t + 2);
+          } else {
+            tc_detail::compute_tile<Tr>(tb, acc, xw + (t - ph) * Tr::kTileCols * 2, tab);
+            if (t + 2 < t_end) tc_detail::load_tile<Tr>(tb, a, block, lane, t + 2);
+          }
+        }
+      }
+    }
+  } else {
+    for (int ph = t_begin; ph < t_end; ph += a.tiles_per_phase) {
+      const int pe = min(ph + a.tiles_per_phase, t_end);
+      tc_detail::Tile<Tr> ta, tb;
+      if (active) {  // two tiles in flight while X is staged
+        tc_detail::load_tile<Tr>(ta, a, block, lane, ph);
+        if (ph + 1 < pe) tc_detail::load_tile<Tr>(tb, a, block, lane, ph + 1);
+      }
+      if (ph != t_begin) __syncthreads();  // every warp is done with the previous phase's X
+      tc_detail::stage_x<Tr>(xs, a, ph * Tr::kTileCols, (pe - ph) * Tr::kTileCols, pitch);
+      __syncthreads();
+      if (active) {
+        const unsigned char* xw = xs + g * pitch + tq * Tr::MM * 2;
+        for (int t = ph; t < pe; t += 2) {  // each buffer is refilled as soon as it is consumed
+          tc_detail::compute_tile<Tr>(ta, acc, xw + (t - ph) * Tr::kTileCols * 2, tab);
+          if (t + 2 < pe) tc_detail::load_tile<Tr>(ta, a, block, lane, t + 2);
+          if (t + 1 < pe) {
+            tc_detail::compute_tile<Tr>(tb, acc, xw + (t + 1 - ph) * Tr::kTileCols * 2, tab);
+            if (t + 3 < pe) tc_detail::load_tile<Tr>(tb, a, block, lane, t + 3);
+          }
         }
       }
     }

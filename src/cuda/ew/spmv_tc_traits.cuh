@@ -38,12 +38,17 @@ enum : int { kDecShift = 0, kDecPrmt = 1 };
 
 /// Selector-table geometry of the kDecPrmt decode for pattern (pn, pm) with b index bits (0 bytes
 /// for kDecShift). A table entry is 16 bytes (4 selector words) per plane, stored in 8 copies so
-/// the 8 lanes of a quarter-warp (lane & 7 = copy) read 8 distinct 16-byte bank groups:
+/// the 8 lanes of a quarter-warp (lane & 7 = copy) read 8 distinct 16-byte bank groups. A PRMT
+/// reads only the low 16 bits of its selector; a word holding two selectors gives the second
+/// one through IMAD.HI (x 2^16, on the FMA pipe, not the integer ALU).
 ///   N = 2: one table indexed by both fields of the window (2b bits; both values sit in one
 ///          32-bit word); M = 8: word r = selector of A register r; M = 16: word q = selectors of
 ///          registers 2q (low 16 bits) and 2q + 1 (high 16 bits).
-///   N = 1: two tables (set h = 0: the value is the low half of its word, row g; h = 1: the high
-///          half, row g + 8) indexed by the field (b bits); M / 8 planes of 4 selectors.
+///   N = 1, M = 8: the word of chunk c holds row g's value (low half) and row g + 8's (high
+///          half), whose fields are adjacent: one table indexed by both (2b bits); word r =
+///          selector of row g's register r (low 16 bits) and of row g + 8's (high 16 bits).
+///   N = 1, M = 16: two tables (set h: row g + 8h, the value in half h of the word) indexed by
+///          the field (b bits); 2 planes of 4 selectors (registers 4 plane + 0..3).
 /// byte offset of (set, plane, idx, copy) = (((set * planes + plane) * entries + idx) * 8 + copy) * 16.
 #if defined(__CUDACC__)
 __host__ __device__
@@ -51,7 +56,8 @@ __host__ __device__
 constexpr int spmv_tc_table_bytes(int dec, int pn, int pm) {
   if (dec != kDecPrmt) return 0;
   const int b = pm == 16 ? 4 : pm == 8 ? 3 : 2;
-  const int sets = pn == 1 ? 2 : 1, planes = (pn == 1 && pm == 16) ? 2 : 1, entries = 1 << (pn * b);
+  const bool joint = pn == 2 || pm == 8;  // one table over both fields
+  const int sets = joint ? 1 : 2, planes = joint ? 1 : 2, entries = 1 << ((joint ? 2 : 1) * b);
   return sets * planes * entries * 8 * 16;
 }
 
@@ -82,10 +88,11 @@ struct SpmvTcTraits {
   static constexpr int kRedBytes = 8 * kRowsPerCta * 4;  // split-k partials (fp32)
   static constexpr int kAcc = kDec == kDecPrmt ? 2 : 1;   // independent accumulator chains
   // kDecPrmt tables (see spmv_tc_table_bytes)
-  static constexpr int kTabSets = NN == 1 ? 2 : 1;
-  static constexpr int kTabPlanes = (NN == 1 && MM == 16) ? 2 : 1;
-  static constexpr int kTabEntries = 1 << (NN * B);
-  static constexpr bool kTabPacked = NN == 2 && MM == 16;
+  static constexpr bool kTabJoint = NN == 2 || MM == 8;  // one entry per window pair of fields
+  static constexpr int kTabSets = kTabJoint ? 1 : 2;
+  static constexpr int kTabPlanes = kTabJoint ? 1 : 2;
+  static constexpr int kTabEntries = 1 << ((kTabJoint ? 2 : 1) * B);
+  static constexpr bool kTabPacked = MM == 16 && NN == 2;
   static constexpr int kTabBytes = spmv_tc_table_bytes(kDec, NN, MM);
   static_assert(16 % NN == 0 && NN < MM, "N must divide 16 and be < M");
   static_assert(kDec == kDecShift || (kDec == kDecPrmt && (NN == 1 || NN == 2) && (MM == 8 || MM == 16)),
