@@ -24,6 +24,16 @@
 //   s - 64 q (SHF.L.U32 + SHF.L.U64.HI; PTX clamps shift amounts >= 64 to a zero result, and a
 //   "negative" amount is a huge unsigned one) drops it into the right half of the right register
 //   or yields 0; N > 1 values are ORed (LOP3). No compares, no selects, no shared-memory tables.
+// Decode kDecPrmt (template option, N in {1, 2}, M in {8, 16}; cuda:ew_spmv_tc_prmt, opt-in until
+//   measured): every A register is one PRMT of the 32-bit word holding the window's value(s)
+//   against zero, its selector read (LDS.128, 4 selector words) from a per-CTA table in shared
+//   memory indexed by the window's adjacent index fields (2:8 / 1:8: 6 bits, 2:16: 8 bits; 1:16:
+//   one 4-bit table per row half); a word packing two 16-bit selectors yields the second by
+//   IMAD.HI (FMA pipe). 8 copies of each entry (copy = lane & 7): conflict-free quarter-warps.
+//   SASS per stored value: 2:8 5.7 instructions (2.9 integer ALU), 2:16 10.8 (5.1) against the
+//   shift decode's 12.1 (10.0) and 20.2 (17.9). Two accumulator chains; the weight pipeline
+//   runs across X phases. Tables + X phases are sized for 3 CTAs per SM (fill_table below).
+// Grid: a runtime CTA width (SpmvTcArgs::cta_warps, 4..8 warps); the shift variant keeps 8.
 // Tiling: CTA = 8 warps = 128 rows x a range of tiles along k; split-k over a thread-block cluster
 //   of `ksplit` CTAs reduced through distributed shared memory (as ew_spmv). Each lane streams its
 //   tiles with two in flight (4 x LDG.128 values + b / idx_vec index loads each, evict-first).
