@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 #include "cuda/ew/spmv_tc.hpp"
@@ -165,6 +166,89 @@ TEST(EwSpmvTcLayout, PackRoundTripsEveryField) {
       const auto packed2 = sew::pack_spmv_tc(w2);
       EXPECT_EQ(packed2.values.size() + packed2.indices.size() * 4, w2.values.size() + w2.indices.size());
     }
+}
+
+/// The kDecPrmt primitives on the host: PRMT emulated from the PTX definition (bytes 4..7 of the
+/// pair are the zero operand; bit 3 of a nibble replicates the byte's sign), IMAD.HI x 2^16 as a
+/// shift, and the shared-memory table as a host array (addresses checked).
+const std::vector<std::uint32_t>* g_table = nullptr;
+struct HostDecodeOps {
+  static std::uint32_t prmt(std::uint32_t w, std::uint32_t sel) {
+    std::uint32_t d = 0;
+    for (int i = 0; i < 4; ++i) {
+      const std::uint32_t nib = (sel >> (4 * i)) & 0xf, k = nib & 7;
+      std::uint32_t b = k < 4 ? (w >> (8 * k)) & 0xff : 0u;
+      if (nib & 8) b = (b & 0x80) ? 0xff : 0x00;
+      d |= b << (8 * i);
+    }
+    return d;
+  }
+  static std::uint32_t hi16(std::uint32_t sel) { return sel >> 16; }
+  static uint4 lds128(std::uint32_t addr) {
+    EXPECT_EQ(addr % 16, 0u);
+    EXPECT_LT(std::size_t(addr / 4 + 3), g_table->size());
+    if (addr % 16 != 0 || std::size_t(addr / 4 + 3) >= g_table->size()) return make_uint4(0xdead, 0xdead, 0xdead, 0xdead);
+    const std::uint32_t* p = g_table->data() + addr / 4;
+    return make_uint4(p[0], p[1], p[2], p[3]);
+  }
+};
+
+/// The kernel's own decode (decode_prmt, field extraction, table_words) run on the CPU over a
+/// packed weight with row and column tails: every A register of every lane, chunk, tile and row
+/// block must equal the dense expansion's bits at its (row, column), zero where nothing is
+/// stored and past the matrix. Lane copies: tab = 16 (lane & 7) as on the device.
+template <int N, int M>
+void check_prmt_decode_on_host(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+  using Tr = sew::SpmvTcTraits<__half, N, M, sew::kDecPrmt>;
+  SCOPED_TRACE(std::to_string(N) + ":" + std::to_string(M) + " " + std::to_string(rows) + "x" + std::to_string(cols));
+  const auto w = random_ew(Pattern::element(N, M), rows, cols, DType::f16, seed);
+  const auto packed = sew::pack_spmv_tc(w);
+  const auto& l = packed.layout;
+  std::vector<std::uint32_t> table(std::size_t(Tr::kTabBytes / 4));
+  for (int e = 0; e < Tr::kTabBytes / 16; ++e) {
+    std::uint32_t wv[4];
+    sew::tc_detail::table_words<Tr>(e, wv);
+    for (int q = 0; q < 4; ++q) table[std::size_t(4 * e + q)] = wv[q];
+  }
+  g_table = &table;
+  const DenseMatrix dense = expand(w);
+  const auto* bits = static_cast<const std::uint16_t*>(dense.data());
+  std::int64_t checked = 0, nonzero = 0;
+  for (std::int64_t rb = 0; rb < l.row_blocks; ++rb)
+    for (std::int64_t t = 0; t < l.tiles; ++t)
+      for (int lane = 0; lane < 32; ++lane) {
+        sew::tc_detail::Tile<Tr> tile;
+        for (int q = 0; q < 4; ++q)
+          std::memcpy(&tile.v[4 * q], packed.values.data() + std::size_t((((rb * l.tiles + t) * 4 + q) * 32 + lane) * 16), 16);
+        for (int wd = 0; wd < Tr::B; ++wd) tile.i[wd] = packed.indices[l.index_word_offset(rb, t, lane, wd)];
+        for (int c = 0; c < Tr::kChunks; ++c) {
+          std::uint32_t d[2][Tr::kRegs];
+          sew::tc_detail::decode_prmt<Tr, HostDecodeOps>(tile, c, 16u * std::uint32_t(lane & 7), d);
+          const int g = lane >> 2, tq = lane & 3;
+          const std::int64_t window = t * 4 * Tr::kChunks + c * 4 + tq;
+          for (int h = 0; h < 2; ++h)
+            for (int r = 0; r < Tr::kRegs; ++r)
+              for (int e = 0; e < 2; ++e) {
+                const std::int64_t row = rb * 16 + g + 8 * h, col = window * M + 2 * r + e;
+                const std::uint32_t want = (row < rows && col < cols) ? bits[row * cols + col] : 0u;
+                const std::uint32_t got = (d[h][r] >> (16 * e)) & 0xffffu;
+                ASSERT_EQ(got, want) << "row " << row << " col " << col << " (block " << rb << " tile " << t
+                                     << " lane " << lane << " chunk " << c << " reg " << r << ")";
+                ++checked, nonzero += want != 0;
+              }
+        }
+      }
+  EXPECT_EQ(checked, l.row_blocks * 16 * l.tiles * 64 * M / N);
+  EXPECT_GT(nonzero, 0);
+  g_table = nullptr;
+}
+
+TEST(EwSpmvTcLayout, PrmtDecodeReproducesTheDenseWindowsOnHost) {
+  check_prmt_decode_on_host<2, 8>(37, 64 * 8 / 2 + 3 * 8 + 5, 8101);  // rows % 16, a partial tile and window
+  check_prmt_decode_on_host<1, 8>(37, 64 * 8 + 2 * 8 + 3, 8102);
+  check_prmt_decode_on_host<2, 16>(21, 64 * 16 / 2 + 16 + 7, 8103);
+  check_prmt_decode_on_host<1, 16>(21, 64 * 16 + 5 * 16 + 1, 8104);
+  check_prmt_decode_on_host<2, 8>(16, 2 * 64 * 8 / 2, 8105);            // no tails
 }
 
 TEST(EwSpmvTcLayout, RejectsWhatItDoesNotServe) {

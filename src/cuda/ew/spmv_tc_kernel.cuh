@@ -172,77 +172,93 @@ __device__ __forceinline__ void decode_shift(const Tile<Tr>& tile, int c, std::u
 /// 128 x the W-bit field starting at bit `bit` of the lane's bitstream (bit compile-time after
 /// unrolling): the byte offset of a selector-table entry (8 copies x 16 bytes per entry).
 template <int B, int W>
-__device__ __forceinline__ std::uint32_t field128(const std::uint32_t (&iw)[B], int bit) {
+__host__ __device__ __forceinline__ std::uint32_t field128(const std::uint32_t (&iw)[B], int bit) {
   const int w = bit >> 5, s = bit & 31;
   constexpr std::uint32_t mask = ((1u << W) - 1u) << 7;
   if (s + W <= 32) {
     if (s >= 7) return (iw[w] >> (s - 7)) & mask;
     return (iw[w] << (7 - s)) & mask;
   }
-  return (__funnelshift_r(iw[w], iw[w + 1], s) << 7) & mask;
+  const unsigned long long two = (static_cast<unsigned long long>(iw[w + 1]) << 32) | iw[w];  // a funnel shift
+  return (static_cast<std::uint32_t>(two >> s) << 7) & mask;
 }
 
-/// PRMT against zero: byte i of the result is byte (sel >> 4i) & 7 of {0 (bytes 4..7), w (0..3)}
-/// (the table's selectors never set the sign-replicate bit, so no 0x7777 mask as __byte_perm).
-__device__ __forceinline__ std::uint32_t prmt0(std::uint32_t w, std::uint32_t sel) {
-  std::uint32_t d;
-  asm("prmt.b32 %0, %1, 0, %2;" : "=r"(d) : "r"(w), "r"(sel));
-  return d;
-}
+// `#pragma unroll` in the functions that also compile for the host (host compilers warn on it).
+#if defined(__CUDA_ARCH__)
+#define SPARSENM_TC_UNROLL _Pragma("unroll")
+#else
+#define SPARSENM_TC_UNROLL
+#endif
 
-__device__ __forceinline__ uint4 lds128(std::uint32_t addr) {
-  uint4 u;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "r"(addr));
-  return u;
-}
+/// The three primitives of the kDecPrmt decode on the device (a host test substitutes its own,
+/// so decode_prmt itself runs on the CPU there).
+struct DeviceDecodeOps {
+  /// PRMT against zero: byte i of the result is byte (sel >> 4i) & 7 of {0 (bytes 4..7), w (0..3)};
+  /// only sel's low 16 bits count (the table's selectors never set the sign-replicate bit, so no
+  /// 0x7777 mask as __byte_perm).
+  __device__ static std::uint32_t prmt(std::uint32_t w, std::uint32_t sel) {
+    std::uint32_t d;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(d) : "r"(w), "r"(sel));
+    return d;
+  }
+  /// sel >> 16 as IMAD.HI (x 2^16) on the FMA pipe instead of a shift on the integer ALU.
+  __device__ static std::uint32_t hi16(std::uint32_t sel) { return __umulhi(sel, 0x10000u); }
+  /// 16 bytes at shared-memory address addr.
+  __device__ static uint4 lds128(std::uint32_t addr) {
+    uint4 u;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "r"(addr));
+    return u;
+  }
+};
 
 /// The kDecPrmt decode of one chunk: every A register is one PRMT of the 32-bit word holding the
-/// window's value(s) against zero, with the selector from the table (tab: shared address of this
-/// lane's copy, i.e. table base + 16 (lane & 7)).
-template <class Tr>
-__device__ __forceinline__ void decode_prmt(const Tile<Tr>& tile, int c, std::uint32_t tab,
-                                            std::uint32_t (&d)[2][Tr::kRegs]) {
+/// window's value(s) against zero, with the selector from the table (tab: address of this lane's
+/// copy, i.e. table base + 16 (lane & 7)).
+#pragma nv_exec_check_disable
+template <class Tr, class Ops = DeviceDecodeOps>
+__host__ __device__ __forceinline__ void decode_prmt(const Tile<Tr>& tile, int c, std::uint32_t tab,
+                                                     std::uint32_t (&d)[2][Tr::kRegs]) {
   constexpr int N = Tr::NN, B = Tr::B;
   constexpr std::uint32_t kPlane = std::uint32_t(Tr::kTabEntries) * 128u;
-#pragma unroll
+SPARSENM_TC_UNROLL
   for (int h = 0; h < 2; ++h) {
     const int j = c * 2 * N + h * N;  // first slot of the window
     if constexpr (N == 2) {
       const std::uint32_t word = tile.v[j >> 1];  // both values: low half slot j, high half j + 1
-      const uint4 sel = lds128(tab + field128<B, 2 * B>(tile.i, j * B));
+      const uint4 sel = Ops::lds128(tab + field128<B, 2 * B>(tile.i, j * B));
       if constexpr (!Tr::kTabPacked) {
-        d[h][0] = prmt0(word, sel.x);
-        d[h][1] = prmt0(word, sel.y);
-        d[h][2] = prmt0(word, sel.z);
-        d[h][3] = prmt0(word, sel.w);
+        d[h][0] = Ops::prmt(word, sel.x);
+        d[h][1] = Ops::prmt(word, sel.y);
+        d[h][2] = Ops::prmt(word, sel.z);
+        d[h][3] = Ops::prmt(word, sel.w);
       } else {
         const std::uint32_t sw[4] = {sel.x, sel.y, sel.z, sel.w};
-#pragma unroll
+SPARSENM_TC_UNROLL
         for (int q = 0; q < 4; ++q) {
-          d[h][2 * q] = prmt0(word, sw[q]);
-          d[h][2 * q + 1] = prmt0(word, __umulhi(sw[q], 0x10000u));  // = sw >> 16, on the FMA pipe (IMAD.HI)
+          d[h][2 * q] = Ops::prmt(word, sw[q]);
+          d[h][2 * q + 1] = Ops::prmt(word, Ops::hi16(sw[q]));
         }
       }
     } else if constexpr (Tr::MM == 8) {  // N = 1: slots 2c (row g, low half), 2c + 1 (row g + 8, high half)
       if (h == 1) break;                  // both rows from one entry
       const std::uint32_t word = tile.v[c];
-      const uint4 sel = lds128(tab + field128<B, 2 * B>(tile.i, j * B));
+      const uint4 sel = Ops::lds128(tab + field128<B, 2 * B>(tile.i, j * B));
       const std::uint32_t sw[4] = {sel.x, sel.y, sel.z, sel.w};
-#pragma unroll
+SPARSENM_TC_UNROLL
       for (int r = 0; r < 4; ++r) {
-        d[0][r] = prmt0(word, sw[r]);
-        d[1][r] = prmt0(word, __umulhi(sw[r], 0x10000u));  // = sw >> 16 on the FMA pipe (IMAD.HI)
+        d[0][r] = Ops::prmt(word, sw[r]);
+        d[1][r] = Ops::prmt(word, Ops::hi16(sw[r]));
       }
     } else {  // N = 1, M = 16: one table per half (row), two planes
       const std::uint32_t word = tile.v[c];
       const std::uint32_t off = field128<B, B>(tile.i, j * B) + std::uint32_t(h * Tr::kTabPlanes) * kPlane;
-#pragma unroll
+SPARSENM_TC_UNROLL
       for (int pl = 0; pl < Tr::kTabPlanes; ++pl) {
-        const uint4 sel = lds128(tab + off + std::uint32_t(pl) * kPlane);
-        d[h][4 * pl] = prmt0(word, sel.x);
-        d[h][4 * pl + 1] = prmt0(word, sel.y);
-        d[h][4 * pl + 2] = prmt0(word, sel.z);
-        d[h][4 * pl + 3] = prmt0(word, sel.w);
+        const uint4 sel = Ops::lds128(tab + off + std::uint32_t(pl) * kPlane);
+        d[h][4 * pl] = Ops::prmt(word, sel.x);
+        d[h][4 * pl + 1] = Ops::prmt(word, sel.y);
+        d[h][4 * pl + 2] = Ops::prmt(word, sel.z);
+        d[h][4 * pl + 3] = Ops::prmt(word, sel.w);
       }
     }
   }
@@ -262,30 +278,33 @@ __host__ __device__ constexpr std::uint32_t prmt_selector(int r, int p0, int p1)
   return sel;
 }
 
+/// The 4 words of 16-byte table slot e (byte offset 16 e; see spmv_tc_table_bytes).
+template <class Tr>
+__host__ __device__ inline void table_words(int e, std::uint32_t (&wv)[4]) {
+  constexpr int B = Tr::B, kMask = (1 << B) - 1;
+  const int idx = (e >> 3) % Tr::kTabEntries, sp = (e >> 3) / Tr::kTabEntries;  // sp = set * planes + plane
+  if constexpr (Tr::NN == 2) {
+    const int p0 = idx & kMask, p1 = idx >> B;
+    for (int q = 0; q < 4; ++q)
+      wv[q] = Tr::kTabPacked ? (prmt_selector(2 * q, p0, p1) | (prmt_selector(2 * q + 1, p0, p1) << 16))
+                             : prmt_selector(q, p0, p1);
+  } else if constexpr (Tr::MM == 8) {  // N = 1 joint: row g's field, then row g + 8's
+    const int pg = idx & kMask, pg8 = idx >> B;
+    for (int q = 0; q < 4; ++q) wv[q] = prmt_selector(q, pg, -1) | (prmt_selector(q, -1, pg8) << 16);
+  } else {
+    const int set = sp / Tr::kTabPlanes, plane = sp % Tr::kTabPlanes;
+    for (int q = 0; q < 4; ++q)
+      wv[q] = set == 0 ? prmt_selector(4 * plane + q, idx, -1) : prmt_selector(4 * plane + q, -1, idx);
+  }
+}
+
 /// Fills the kDecPrmt selector table (Tr::kTabBytes at shared address `base`); every thread of
 /// the CTA takes part; the caller synchronizes before use.
 template <class Tr>
 __device__ __forceinline__ void fill_table(unsigned char* base) {
-  constexpr int B = Tr::B, kMask = (1 << B) - 1;
   for (int e = threadIdx.x; e < Tr::kTabBytes / 16; e += int(blockDim.x)) {
-    const int idx = (e >> 3) % Tr::kTabEntries, sp = (e >> 3) / Tr::kTabEntries;  // sp = set * planes + plane
     std::uint32_t wv[4];
-    if constexpr (Tr::NN == 2) {
-      const int p0 = idx & kMask, p1 = idx >> B;
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-        wv[q] = Tr::kTabPacked ? (prmt_selector(2 * q, p0, p1) | (prmt_selector(2 * q + 1, p0, p1) << 16))
-                               : prmt_selector(q, p0, p1);
-    } else if constexpr (Tr::MM == 8) {  // N = 1 joint: row g's field, then row g + 8's
-      const int pg = idx & kMask, pg8 = idx >> B;
-#pragma unroll
-      for (int q = 0; q < 4; ++q) wv[q] = prmt_selector(q, pg, -1) | (prmt_selector(q, -1, pg8) << 16);
-    } else {
-      const int set = sp / Tr::kTabPlanes, plane = sp % Tr::kTabPlanes;
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-        wv[q] = set == 0 ? prmt_selector(4 * plane + q, idx, -1) : prmt_selector(4 * plane + q, -1, idx);
-    }
+    table_words<Tr>(e, wv);
     reinterpret_cast<uint4*>(base)[e] = make_uint4(wv[0], wv[1], wv[2], wv[3]);
   }
 }
