@@ -72,7 +72,7 @@ void run_tc(const CondensedMatrix& w, const DenseMatrix& x, const TcCase& c, std
   const auto cfg = sew::plan_spmv_tc(packed.layout, c.t, c.m, sms(), a, c.smem_budget, c.max_split, c.variant);
   EXPECT_GE(a.cta_warps, 4);
   EXPECT_LE(a.cta_warps, 8);
-  if (c.variant == V::shift) EXPECT_EQ(a.cta_warps, 8);
+  if (c.variant != V::balanced) EXPECT_EQ(a.cta_warps, 8);
   if (c.cta_warps > 0) a.cta_warps = c.cta_warps;
   if (ksplit_out) *ksplit_out = a.ksplit;
   const auto fn = sew::find_spmv_tc(c.t, c.pattern.n, c.pattern.m, c.variant);
@@ -347,7 +347,8 @@ TEST(EwSpmvTc, EveryCtaWidth) {
 }
 
 /// The balanced plan on a bar shape: 28672 rows on 132 SMs (224 CTAs of 8 warps leave 92 SMs
-/// with two and 40 with one): a grid whose busiest SM runs fewer warp-tiles, in one wave.
+/// with two and 40 with one): a grid whose busiest SM runs fewer warp-tiles, in one wave (on a
+/// device with 132 SMs; elsewhere only "no more").
 TEST(EwSpmvTcPlanShape, BalancedGridOnTheBarShape) {
   EW_REQUIRE_DEVICE();
   const auto l = sew::SpmvTcLayout::of(ew_layout(Pattern::element(2, 8), 28672, 8192), DType::f16);
@@ -364,8 +365,10 @@ TEST(EwSpmvTcPlanShape, BalancedGridOnTheBarShape) {
               "%d (%lld, %d B smem), prmt %d x %d (%lld, %d B smem)\n",
               s, a0.cta_warps, a0.ksplit, most(a0), a1.cta_warps, a1.ksplit, most(a1), c1.smem_bytes, a2.cta_warps,
               a2.ksplit, most(a2), c2.smem_bytes);
+  if (s == 132) EXPECT_LT(most(a1), most(a0));  // the balanced grid evens the SMs out here
   EXPECT_LE(most(a1), most(a0));
-  EXPECT_LE(most(a2), most(a0));
+  EXPECT_EQ(a2.cta_warps, 8);          // prmt keeps the 8-warp grid (one change at a time)
+  EXPECT_EQ(most(a2), most(a0));
   const auto occ = sew::find_spmv_tc_occupancy(DType::f16, 2, 8, V::prmt);
   ASSERT_NE(occ, nullptr);
   const long long ctas = (a2.row_blocks + a2.cta_warps - 1) / a2.cta_warps * a2.ksplit;

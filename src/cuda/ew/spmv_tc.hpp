@@ -22,10 +22,14 @@ using SpmvTcOccupancyFn = int (*)(int smem_bytes, int threads, int ksplit, int s
 ///   shift    "cuda:ew_spmv_tc":      shift decode (kDecShift), 8 warps per CTA, the largest split
 ///                                    that fits one wave (session 3, 31ab62d);
 ///   balanced "cuda:ew_spmv_tc_bal":  shift decode, warps per CTA (4..8) and split chosen to
-///                                    minimise the most warp-tiles any SM runs (clusters counted
-///                                    by cudaOccupancyMaxActiveClusters);
+///                                    minimise the warp-tiles of the busiest SM, counted as if it
+///                                    had at least 12 warps (clusters counted by
+///                                    cudaOccupancyMaxActiveClusters);
 ///   prmt     "cuda:ew_spmv_tc_prmt": PRMT-table decode (kDecPrmt; N in {1, 2}, M in {8, 16}),
-///                                    two accumulator chains, balanced grid.
+///                                    two accumulator chains, the pipeline across X phases;
+///                                    the shift grid rule (8 warps, largest one-wave split) with
+///                                    clusters counted by the occupancy API.
+/// Both new variants are opt-in (not raced by the automatic choice) until measured on a device.
 enum class SpmvTcVariant : int { shift = 0, balanced = 1, prmt = 2 };
 const char* spmv_tc_variant_name(SpmvTcVariant v);  ///< "ew_spmv_tc", "ew_spmv_tc_bal", "ew_spmv_tc_prmt"
 

@@ -99,26 +99,35 @@ SpmvTcConfig plan_spmv_tc(const SpmvTcLayout& l, DType dtype, int m, int sms, Sp
     return int(smem);
   };
   const long long max_ks = std::min<long long>(cap, std::max<long long>(1, l.tiles));
-  if (v == SpmvTcVariant::shift) {
+  if (v != SpmvTcVariant::balanced) {
     // The largest split (<= cap, <= tiles) whose grid fits one wave of resident CTAs (a partial
-    // second wave would run alone at the end), and at least 1; 8 warps per CTA.
+    // second wave would run alone at the end), and at least 1; 8 warps per CTA. shift: resident
+    // = CTAs per SM x SMs (the session-3 rule, unchanged); prmt: clusters counted by the
+    // occupancy API (a cluster's CTAs must share a GPC, so fewer may fit).
     a.cta_warps = 8;
     const long long row_ctas = (l.row_blocks + 7) / 8;
     long long best = 1;
     for (long long ks = 1; ks <= max_ks; ++ks) {
       SpmvTcArgs s = a;
       const int smem = shape(ks, s);
-      const int per_sm = occupancy ? std::max(1, occupancy(smem, 256, 1, sms) / std::max(1, sms)) : 1;
-      if (row_ctas * ks <= (long long)per_sm * sms) best = ks;
+      long long resident = sms;
+      if (occupancy)
+        resident = v == SpmvTcVariant::shift
+                       ? (long long)std::max(1, occupancy(smem, 256, 1, sms) / std::max(1, sms)) * sms
+                       : (long long)occupancy(smem, 256, int(ks), sms);
+      if (row_ctas * ks <= resident) best = ks;
     }
     SpmvTcConfig cfg;
     cfg.smem_bytes = shape(best, a);
     return cfg;
   }
-  // balanced / prmt: over warps per CTA w (8..4) and split ks, among the grids that fit one wave
-  // (clusters counted by the occupancy API), the least "most warp-tiles on one SM"
-  // (ceil(CTAs / SMs) x w x tiles per split); ties: the smaller split, then the larger CTA.
-  long long best_cost = -1, best_w = 8, best_ks = 1;
+  // balanced: over CTA widths w (8..4 warps) and splits ks, among the grids that fit one wave
+  // (clusters counted by the occupancy API), the least max(warps on the busiest SM, kSatWarps) x
+  // tiles per split: the busiest SM's warp-tiles while it has the warps to stay saturated, else
+  // the serial time of one warp (kSatWarps, the warps an SM needs to saturate, is an assumption
+  // to measure). Ties: more warps on the busiest SM (more loads in flight), then the smaller split.
+  constexpr long long kSatWarps = 12;
+  long long best_cost = -1, best_w = 8, best_ks = 1, best_warps = 0;
   for (long long ks = 1; ks <= max_ks; ++ks)
     for (long long w = 8; w >= 4; --w) {
       SpmvTcArgs s = a;
@@ -126,8 +135,10 @@ SpmvTcConfig plan_spmv_tc(const SpmvTcLayout& l, DType dtype, int m, int sms, Sp
       const long long ctas = (l.row_blocks + w - 1) / w * ks;
       const long long resident = occupancy ? occupancy(smem, int(32 * w), int(ks), sms) : sms;
       if (ctas > resident && !(ks == 1 && w == 8)) continue;  // (8 warps, no split) is always allowed
-      const long long cost = (ctas + sms - 1) / sms * w * s.tiles_per_split;
-      if (best_cost < 0 || cost < best_cost) best_cost = cost, best_w = w, best_ks = ks;
+      const long long warps = (ctas + sms - 1) / sms * w;  // on the busiest SM
+      const long long cost = std::max(warps, kSatWarps) * s.tiles_per_split;
+      if (best_cost < 0 || cost < best_cost || (cost == best_cost && warps > best_warps))
+        best_cost = cost, best_w = w, best_ks = ks, best_warps = warps;
     }
   a.cta_warps = int(best_w);
   SpmvTcConfig cfg;
