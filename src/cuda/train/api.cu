@@ -126,11 +126,14 @@ void mvue24(DType dtype, const void* g, std::int64_t tokens, std::int64_t featur
   a.indices = out.indices;
   if (a.token_major) {
     require((tokens + 127) / 128 <= 65535, "tokens", "must be at most 65535*128 for token_major (grid limit)");
-    a.aligned = tokens % 32 == 0 && features % 2 == 0 && aligned16(g) && aligned16(out.values) &&
-                aligned16(out.indices);
+    // interior tiles: 8-byte (16-bit) / 16-byte (f32) loads of 4 features, 16-byte value rows,
+    // 4-byte index stores
+    a.aligned = tokens % 32 == 0 && features % 4 == 0 && aligned16(g) && aligned16(out.values) &&
+                reinterpret_cast<std::uintptr_t>(out.indices) % 4 == 0;
   } else {
+    // 16-byte loads / value stores; 32 tokens per thread (tokens % 32 == 0): 4-byte index stores
     a.aligned = tokens % 16 == 0 && aligned16(g) && aligned16(out.values) &&
-                reinterpret_cast<std::uintptr_t>(out.indices) % 2 == 0;
+                reinterpret_cast<std::uintptr_t>(out.indices) % 4 == 0;
   }
   dispatch(dtype, [&](auto tag) { launch_mvue24<decltype(tag)>(a, as_stream(stream)); });
 }
