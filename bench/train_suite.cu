@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -148,9 +149,18 @@ Suite train_suite() {
       ctx.emit(r);
     };
     const DType dt16 = DType::f16;
+    // SPARSENM_TRAIN_ONLY (comma list of mask, mvue, decay, flip, glu): run only those sections
+    // (e.g. a device run that measures one kernel family); unset: all.
+    const char* only = std::getenv("SPARSENM_TRAIN_ONLY");
+    auto want = [&](const char* section) {
+      if (!only || !*only) return true;
+      const std::string list = std::string(",") + only + ",";
+      return list.find(std::string(",") + section + ",") != std::string::npos;
+    };
 
     for (std::int64_t d : ds) {
       // ---- weights: c_fc W [4d][d] and c_proj W [d][4d] ----
+      if (want("mask"))
       for (Shape w : {Shape{4 * d, d}, Shape{d, 4 * d}}) {
         for (DType t : {DType::f16, DType::bf16, DType::f32}) {
           if (t != dt16 && w.rows != 4 * d) continue;
@@ -201,7 +211,7 @@ Suite train_suite() {
       }
       // ---- aggregate: the mask refresh of every c_fc weight of the model in one batched launch
       //      (and apply), i.e. what the refresh every l steps costs; same-size copy in the note ----
-      {
+      if (want("mask")) {
         const std::int64_t layers = d == 1280 ? 36 : 48;
         for (DType t : {DType::f16, DType::f32}) {
           const std::int64_t B = layers, R = 4 * d, C = d;
@@ -243,12 +253,15 @@ Suite train_suite() {
           }
         }
       }
-      // ---- MVUE of dZ^T: dZ [tokens][n], n = 4d (c_fc output) and d (c_proj output) ----
+      // ---- MVUE of dZ^T: dZ [tokens][n], n = 4d (c_fc output) and d (c_proj output); f16 and
+      //      bf16 (the bar), f32 at the largest c_fc shape ----
+      if (want("mvue"))
+      for (DType t : {DType::f16, DType::bf16, DType::f32})
       for (std::int64_t T : tokens) {
         for (std::int64_t n : {4 * d, d}) {
           for (auto layout : {train::GradLayout::token_major, train::GradLayout::feature_major}) {
             if (layout == train::GradLayout::feature_major && n != 4 * d) continue;
-            const DType t = dt16;
+            if (t == DType::f32 && (T != tokens.back() || n != 4 * d)) continue;
             const std::size_t gb = std::size_t(T * n) * dtype_size(t), vb = std::size_t(n * train::hw24_value_cols(T)) * dtype_size(t),
                               ib = std::size_t(n * train::hw24_index_row_bytes(T));
             const double bytes = double(gb + vb + ib);
@@ -260,12 +273,14 @@ Suite train_suite() {
               train::mvue24(t, b.at(i, 0), T, n, layout, seed++, {b.at(i, 1), static_cast<std::uint8_t*>(b.at(i, 2))});
             };
             const bool tm = layout == train::GradLayout::token_major;
-            emit(tm ? "mvue24_token_major" : "mvue24_feature_major", "f16", T, n, 0, "mvue24", time_calls(call, slots, warmup, reps),
+            emit(tm ? "mvue24_token_major" : "mvue24_feature_major", std::string(to_string(t)), T, n, 0, "mvue24",
+                 time_calls(call, slots, warmup, reps),
                  bytes, slots, tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)");
           }
         }
       }
       // ---- masked decay (f32 master grads, and f16) on c_fc W [4d][d] ----
+      if (want("decay"))
       for (DType t : {DType::f32, DType::f16}) {
         const std::int64_t R = 4 * d, C = d;
         const std::size_t wb = std::size_t(R * C) * dtype_size(t), mb = std::size_t(train::mask24_words(R, C)) * 2;
@@ -284,6 +299,7 @@ Suite train_suite() {
              "grad r/w + w + mask");
       }
       // ---- masked decay over every c_fc weight of the model in one call (stacked rows) ----
+      if (want("decay"))
       for (DType t : {DType::f32, DType::f16}) {
         const std::int64_t layers = d == 1280 ? 36 : 48;
         const std::int64_t R = layers * 4 * d, C = d;
@@ -304,7 +320,7 @@ Suite train_suite() {
              "all " + std::to_string(layers) + " c_fc weights stacked, one call; grad r/w + w + mask");
       }
       // ---- flip count: one layer's c_fc mask, and all FFN masks of the model in one buffer ----
-      {
+      if (want("flip")) {
         const std::int64_t layers = d == 1280 ? 36 : 48;
         for (Shape m : {Shape{4 * d, d}, Shape{2 * layers * 4 * d, d}}) {
           const std::size_t mb = std::size_t(train::mask24_words(m.rows, m.cols)) * 2;
@@ -324,6 +340,7 @@ Suite train_suite() {
         }
       }
       // ---- GEGLU / SwiGLU: Z [T][2h], h = 4d; row-major and column-major (Z^T) ----
+      if (want("glu"))
       for (std::int64_t T : tokens) {
         const std::int64_t h = 4 * d;
         for (bool colmajor : {false, true}) {

@@ -268,7 +268,15 @@ TEST(TrainRules, MvueWindowsFastAndFullMatchTheReference) {
   // fast path wherever it claims validity, and the full path always, equal the reference.
   std::mt19937 g(21);
   for (int kind = 0; kind < 3; ++kind) {  // f16, bf16, f32
-    int bad_full = 0, bad_fast = 0, fast = 0, random_fast = 0, random_total = 0;
+    int bad_full = 0, bad_fast = 0, fast = 0, random_fast = 0, random_total = 0, bad_fast2 = 0, fast2 = 0;
+    std::uint32_t prev_w01 = 0x3c003c00u, prev_w23 = 0x3c003c00u, prev_v = 0, prev_pair = 0, prev_nib = 0;
+    if (kind != 2) {  // a valid previous group to start with: (1, 1, 1, 1) -> kept (f, s) by v = 0
+      std::uint32_t lo0, hi0;
+      const std::uint32_t one = kind == 1 ? 0x3f80u : 0x3c00u, r0[4] = {one, one, one, one};
+      prev_w01 = prev_w23 = one | (one << 16);
+      reference_window(r0, kind, prev_v, lo0, hi0, prev_nib);
+      prev_pair = lo0 | (hi0 << 16);
+    }
     for (int it = 0; it < 120000; ++it) {
       const int mode = it % 9;
       std::uint32_t raw[4];
@@ -292,6 +300,19 @@ TEST(TrainRules, MvueWindowsFastAndFullMatchTheReference) {
                        : detail::mvue_window16<false>(w01, w23, v, pair, acc, it % 4);
         lo = pair & 0xffffu;
         hi = pair >> 16;
+        // the kernels' two-window form (one F2FP for both levels): this group as a (position
+        // pos) and the previous one as b (position pos ^ 1)
+        std::uint32_t pa, pb, acc2 = 0x4444u;
+        const int pos = it % 4;
+        const bool ok2 = kind == 1 ? detail::mvue_window16x2<true>(w01, w23, v, prev_w01, prev_w23, prev_v, pa, pb, acc2, pos, pos ^ 1)
+                                   : detail::mvue_window16x2<false>(w01, w23, v, prev_w01, prev_w23, prev_v, pa, pb, acc2, pos, pos ^ 1);
+        if (ok2) {
+          ++fast2;
+          const std::uint32_t want_acc = (0x4444u & ~(0xfu << (4 * pos)) & ~(0xfu << (4 * (pos ^ 1)))) |
+                                         (want_nib << (4 * pos)) | (prev_nib << (4 * (pos ^ 1)));
+          bad_fast2 += pa != (want_lo | (want_hi << 16)) || pb != prev_pair || acc2 != want_acc;
+        }
+        prev_w01 = w01, prev_w23 = w23, prev_v = v, prev_pair = want_lo | (want_hi << 16), prev_nib = want_nib;
       }
       if (mode == 0) ++random_total, random_fast += ok;
       if (ok) {
@@ -309,6 +330,8 @@ TEST(TrainRules, MvueWindowsFastAndFullMatchTheReference) {
     }
     EXPECT_EQ(bad_full, 0) << "kind " << kind;
     EXPECT_EQ(bad_fast, 0) << "kind " << kind;
+    EXPECT_EQ(bad_fast2, 0) << "kind " << kind;
+    if (kind != 2) EXPECT_GT(fast2, 50000) << "kind " << kind;
     EXPECT_GT(fast, 60000) << "kind " << kind;
     EXPECT_GE(random_fast, random_total - 2) << "kind " << kind;  // random groups: the fast path
   }

@@ -56,13 +56,17 @@ __device__ __forceinline__ void mvue_row16(const std::uint32_t (&w)[2 * G], cons
   std::uint32_t acc[(G + 3) / 4];
 #pragma unroll
   for (int h = 0; h < (G + 3) / 4; ++h) acc[h] = 0x4444u;
+  static_assert(G % 2 == 0);
 #pragma unroll
-  for (int g = 0; g < G; ++g) ok &= mvue_window16<kBf16>(w[2 * g], w[2 * g + 1], rnd[g], pair[g], acc[g / 4], g % 4);
+  for (int g = 0; g < G; g += 2)  // pairs of groups: one F2FP converts both levels
+    ok &= mvue_window16x2<kBf16>(w[2 * g], w[2 * g + 1], rnd[g], w[2 * g + 2], w[2 * g + 3], rnd[g + 1], pair[g],
+                                 pair[g + 1], acc[g / 4], g % 4, (g + 1) % 4);
   nibs = G > 4 ? acc[0] | (acc[G > 4 ? 1 : 0] << 16) : acc[0];
   if constexpr (kMvueProbe) nibs ^= ok ? 0u : 1u;  // keeps the validity tests live in the probe
   if (!ok && !kMvueProbe) {
-    nibs = 0;
-    for (int g = 0; g < G; ++g) {  // rare: not unrolled
+    nibs = 0;  // rare; unrolled so that the arrays stay in registers (no local memory)
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
       std::uint32_t nib;
       mvue_window16_full<kBf16>(w[2 * g], w[2 * g + 1], rnd[g], pair[g], nib);
       nibs |= nib << (4 * g);
@@ -87,6 +91,7 @@ __device__ __forceinline__ void mvue_row32(const std::uint32_t (&w)[4 * G], cons
   if constexpr (kMvueProbe) nibs ^= ok ? 0u : 1u;
   if (!ok && !kMvueProbe) {
     nibs = 0;
+#pragma unroll
     for (int g = 0; g < G; ++g) {
       std::uint32_t nib;
       const std::uint32_t r[4] = {w[4 * g], w[4 * g + 1], w[4 * g + 2], w[4 * g + 3]};
@@ -198,11 +203,15 @@ struct Tile24 {
     constexpr int kElemsPerChunk = 16 / int(sizeof(Raw));
     if (fast) {
       if (values) {
+        // thread: chunk tid % kChunks of rows tid / kChunks + j * kStep (fixed count, so the
+        // smem offsets are immediates and the global address advances by a constant)
+        constexpr int kStep = Mvue24Traits::kThreads / kChunks;
+        const int row = tid / kChunks, ch = tid % kChunks, sw = row >> 2;
+        uint4* dst = reinterpret_cast<uint4*>(values + (row0 + row) * vcols + 2 * win0) + ch;
+        const std::int64_t step = kStep * vcols * std::int64_t(sizeof(Raw)) / 16;  // in uint4
 #pragma unroll
-        for (int i = tid; i < kRows * kChunks; i += Mvue24Traits::kThreads) {
-          const int row = i / kChunks, ch = i % kChunks;
-          __stcs(reinterpret_cast<uint4*>(values + (row0 + row) * vcols + 2 * win0) + ch, vals[slot(row, ch)]);
-        }
+        for (int j = 0; j < kRows / kStep; ++j)  // slot(row + j kStep, ch), the swizzle from row / 4
+          __stcs(dst + j * step, vals[(row + j * kStep) * kChunks + (ch ^ ((sw + j * (kStep / 4)) & 7))]);
       }
       if (indices) {
         const int row = tid / 2, h = tid % 2;  // 8 bytes (4 u16) of the row's 16

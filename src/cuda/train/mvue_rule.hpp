@@ -243,6 +243,21 @@ SPARSENM_HD std::uint32_t pack16x2(float c) {
   return r | (r << 16);
 #endif
 }
+/// The word (r0, r1) with r_i = c_i rounded to nearest even in the 16-bit type (one F2FP).
+template <bool kBf16>
+SPARSENM_HD std::uint32_t pack16_pair(float c0, float c1) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kBf16) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(c0, c1);
+    return *reinterpret_cast<const std::uint32_t*>(&h);
+  } else {
+    const __half2 h = __floats2half2_rn(c0, c1);
+    return *reinterpret_cast<const std::uint32_t*>(&h);
+  }
+#else
+  return (pack16x2<kBf16>(c0) & 0xffffu) | (pack16x2<kBf16>(c1) << 16);
+#endif
+}
 /// The 16-bit word of y rounded to nearest even, NaN as the host conversion writes it (dtype.hpp:
 /// f16 sign | 0x7e00, bf16 the top half with the quiet bit), so the full path matches the CPU
 /// reference bit for bit even for NaN outputs.
@@ -281,6 +296,27 @@ SPARSENM_HD std::uint32_t max_abs_signed16(std::uint32_t v, std::uint32_t c2) {
     out |= (m | ((v >> s) & 0x8000u)) << s;
   }
   return out;
+#endif
+}
+/// max_abs_signed16 with c = half kHi of the word cp broadcast (HMNMX2 operand swizzle).
+template <bool kBf16, int kHi>
+SPARSENM_HD std::uint32_t max_abs_signed16_h(std::uint32_t v, std::uint32_t cp) {
+#if defined(__CUDA_ARCH__)
+  std::uint32_t m;
+  if constexpr (kBf16) {
+    const __nv_bfloat162 c = *reinterpret_cast<const __nv_bfloat162*>(&cp);
+    const __nv_bfloat162 h = __hmax2(__habs2(*reinterpret_cast<const __nv_bfloat162*>(&v)),
+                                     kHi ? __high2bfloat162(c) : __low2bfloat162(c));
+    m = *reinterpret_cast<const std::uint32_t*>(&h);
+  } else {
+    const __half2 c = *reinterpret_cast<const __half2*>(&cp);
+    const __half2 h = __hmax2(__habs2(*reinterpret_cast<const __half2*>(&v)), kHi ? __high2half2(c) : __low2half2(c));
+    m = *reinterpret_cast<const std::uint32_t*>(&h);
+  }
+  return m | (v & 0x80008000u);
+#else
+  const std::uint32_t h = kHi ? cp >> 16 : cp & 0xffffu;
+  return max_abs_signed16<kBf16>(v, h | (h << 16));
 #endif
 }
 /// The byte permute of (a, b) (bytes 0-3 of a, 4-7 of b) by the 4 selector nibbles (PRMT).
@@ -348,6 +384,23 @@ SPARSENM_HD bool mvue_window16(std::uint32_t w01, std::uint32_t w23, std::uint32
   pair = max_abs_signed16<kBf16>(prmt(w01, w23, mvue_selector(tf, ts)), pack16x2<kBf16>(c));
   nib_acc = mvue_nibble_add(nib_acc, tf, ts, pos);
   return ok;
+}
+
+/// Two hw24 windows (a: words w01a, w23a, Philox word va, nibble position pa; b likewise) by the
+/// fast path, the two levels converted by one F2FP; false if either needs the full rule.
+template <bool kBf16>
+SPARSENM_HD bool mvue_window16x2(std::uint32_t w01a, std::uint32_t w23a, std::uint32_t va, std::uint32_t w01b,
+                                 std::uint32_t w23b, std::uint32_t vb, std::uint32_t& pair_a, std::uint32_t& pair_b,
+                                 std::uint32_t& nib_acc, int pa, int pb) {
+  float ca, cb;
+  std::uint32_t tfa, tsa, tfb, tsb;
+  const bool oka = mvue_pick(lo16_f<kBf16>(w01a), hi16_f<kBf16>(w01a), lo16_f<kBf16>(w23a), hi16_f<kBf16>(w23a), va, ca, tfa, tsa);
+  const bool okb = mvue_pick(lo16_f<kBf16>(w01b), hi16_f<kBf16>(w01b), lo16_f<kBf16>(w23b), hi16_f<kBf16>(w23b), vb, cb, tfb, tsb);
+  const std::uint32_t cp = pack16_pair<kBf16>(ca, cb);
+  pair_a = max_abs_signed16_h<kBf16, 0>(prmt(w01a, w23a, mvue_selector(tfa, tsa)), cp);
+  pair_b = max_abs_signed16_h<kBf16, 1>(prmt(w01b, w23b, mvue_selector(tfb, tsb)), cp);
+  nib_acc = mvue_nibble_add(mvue_nibble_add(nib_acc, tfa, tsa, pa), tfb, tsb, pb);
+  return oka && okb;
 }
 
 /// One hw24 window of f32 elements (raw words r[4]) by the full rule.
