@@ -114,7 +114,7 @@ class LtInstance : public KernelInstance {
   std::size_t workspace_bytes() const override { return gemm_.workspace_bytes(); }
 
  private:
-  mutable cuda::lt::SparseGemm gemm_;
+  cuda::lt::SparseGemm gemm_;
 };
 
 }  // namespace

@@ -517,12 +517,9 @@ struct FstLinear::Impl {
     const FstBackend req[3] = {cfg.backends.forward, cfg.backends.grad_input, cfg.backends.grad_weight};
     const char* names[3] = {"backends.forward", "backends.grad_input", "backends.grad_weight"};
     FstGemmChoice* ch[3] = {&report.forward, &report.grad_input, &report.grad_weight};
-    std::string out_rule = lt_shape_rule();
-    if (out_rule.empty()) {
-      if (const std::string why = cuda::lt::unavailable_reason(); !why.empty()) out_rule = "cuSPARSELt unavailable: " + why;
-    } else {
-      out_rule = "shape: " + out_rule;
-    }
+    std::string out_rule = cuda::lt::unavailable_reason();
+    if (!out_rule.empty()) out_rule = "cuSPARSELt unavailable: " + out_rule;
+    else if (const std::string rule = lt_shape_rule(); !rule.empty()) out_rule = "shape: " + rule;
     const bool sparse_steps = cfg.schedule.dense_from() > 0;
     bool cand[3];
     for (int g = 0; g < 3; ++g) {
@@ -547,6 +544,8 @@ struct FstLinear::Impl {
     }
     if (!cand[0] && !cand[1] && !cand[2]) return;
 
+    // the buffers were zeroed on the legacy stream, which a non-blocking stream does not wait for
+    SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
     cudaStream_t s = nullptr;
     SPARSENM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     try {
