@@ -99,6 +99,14 @@ const LtApi& lt_api() {
   return api;
 }
 
+/// Zeroed bytes after the compressed operand. compute-sanitizer memcheck on the H200 (0.8.x, run at
+/// 1128a99) caught cuSPARSELt's own sm90 "tn 64x256x128" sparse GEMM kernel, during MatmulSearch,
+/// reading up to 256 bytes past the compressed buffer of the size cusparseLtSpMMACompressedSize
+/// returned (9216 B: a 96 x 80 f16 operand, k = 80 < the tile's 128). One tile of the structured
+/// operand (256 rows x 64 kept values x 2 B = 32 KiB) and its metadata fit in this slack; zeros
+/// so that whatever such a read feeds into is 0.
+constexpr std::size_t kCompressedSlack = std::size_t(64) << 10;
+
 void lt_check(cusparseStatus_t s, const char* what) {
   if (s != CUSPARSE_STATUS_SUCCESS)
     throw CudaError(std::string("cuSPARSELt ") + what + " failed (cusparseStatus_t " + std::to_string(int(s)) + ")");
@@ -181,7 +189,8 @@ SparseGemm::SparseGemm(const GemmShape& s) : impl_(std::make_unique<Impl>()) {
   p.live |= Impl::kPlan;
   std::size_t csize = 0, cbuf = 0;
   lt_check(p.api.compressed_size(&p.handle, &p.plan, &csize, &cbuf), "SpMMACompressedSize");
-  p.compressed = DeviceBuffer(csize ? csize : 16);
+  p.compressed = DeviceBuffer(csize + kCompressedSlack);
+  SPARSENM_CUDA_CHECK(cudaMemset(p.compressed.get(), 0, p.compressed.size()));
   p.scratch = DeviceBuffer(cbuf ? cbuf : 16);
   p.requery_workspace();
 }
@@ -217,7 +226,7 @@ void SparseGemm::search(const void* other, void* c, cudaStream_t stream) {
   p.requery_workspace();  // the configuration found may need more
   std::size_t csize = 0, cbuf = 0;
   lt_check(p.api.compressed_size(&p.handle, &p.plan, &csize, &cbuf), "SpMMACompressedSize (after search)");
-  if (csize > p.compressed.size() || cbuf > p.scratch.size())
+  if (csize + kCompressedSlack > p.compressed.size() || cbuf > p.scratch.size())
     throw CudaError("cuSPARSELt: the compressed size grew after MatmulSearch; compress again before running");
 }
 

@@ -58,7 +58,7 @@ class SparseGemm {
   /// C = op(A) . op(B) with the compressed structured operand and `other` the dense one.
   void run(const void* other, void* c, cudaStream_t stream) const;
 
-  std::size_t compressed_bytes() const noexcept;
+  std::size_t compressed_bytes() const noexcept;  ///< incl. a zeroed over-read slack (lt_gemm.cpp)
   std::size_t workspace_bytes() const noexcept;
 
  private:
