@@ -489,6 +489,39 @@ TEST(FstLinear, AutomaticChoiceIsReported) {
   }
 }
 
+// A second automatic layer of the same shape takes the first one's decision without timing (a
+// process-wide cache: GPT-2 has 36-48 identical layers) and says so; its gradients stay right.
+TEST(FstLinear, AutomaticDecisionIsReusedForIdenticalLayers) {
+  FST_REQUIRE_SM80();
+  FstConfig c;
+  c.in_features = 160;  // a shape no other test uses, so the first layer below is timed here
+  c.out_features = 224;
+  c.max_tokens = 272;
+  c.dtype = DType::f16;
+  c.seed = 9;
+  FstLinear first(c);
+  ASSERT_EQ(first.backends().forward.reason.find("reused"), std::string::npos) << first.backends().forward.reason;
+  c.seed = 10;  // the seed is not part of the decision
+  FstLinear second(c);
+  const train::FstBackendReport &a = first.backends(), &b = second.backends();
+  const train::FstGemmChoice* ga[3] = {&a.forward, &a.grad_input, &a.grad_weight};
+  const train::FstGemmChoice* gb[3] = {&b.forward, &b.grad_input, &b.grad_weight};
+  for (int g = 0; g < 3; ++g) {
+    EXPECT_EQ(ga[g]->backend, gb[g]->backend) << g;
+    EXPECT_EQ(gb[g]->reason.rfind(ga[g]->reason, 0), 0u) << gb[g]->reason;  // the first reason, then the note
+    EXPECT_NE(gb[g]->reason.find("reused from an identical layer"), std::string::npos) << gb[g]->reason;
+  }
+  // a different request is a different decision
+  FstConfig d = c;
+  d.backends.grad_weight = FstBackend::sptc;
+  FstLinear third(d);
+  EXPECT_EQ(third.backends().grad_weight.backend, FstBackend::sptc);
+  EXPECT_EQ(third.backends().forward.reason.find("reused"), std::string::npos) << third.backends().forward.reason;
+  const HostMat W = random_mat(c.dtype, 224, 160, 81), bias = random_mat(c.dtype, 1, 224, 82),
+                X = random_mat(c.dtype, 272, 160, 83), dZ = random_mat(c.dtype, 272, 224, 84, -2.f, 2.f);
+  check_sparse_step(second, W, bias, X, dZ, 272, true);
+}
+
 TEST(FstLinear, ImpossibleBackendRequests) {
   FST_REQUIRE_SM80();
   FstConfig c;

@@ -12,8 +12,12 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cuda/common.cuh"
@@ -50,6 +54,19 @@ std::uint64_t splitmix64(std::uint64_t x) {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
+}
+
+/// Backend decisions of automatic layers, per process: a model builds many layers of one shape
+/// (48 identical c_fc layers in GPT-2 1.5B), and timing each costs seconds. Key: device, dtype,
+/// in, out, max_tokens, bias, whether the schedule has a sparse step, and the three requests.
+using BackendKey = std::tuple<int, int, std::int64_t, std::int64_t, std::int64_t, bool, bool, int, int, int>;
+std::mutex& backend_cache_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<BackendKey, FstBackendReport>& backend_cache() {
+  static std::map<BackendKey, FstBackendReport> c;
+  return c;
 }
 
 void require(bool ok, const char* argument, const std::string& rule) {
@@ -513,8 +530,39 @@ struct FstLinear::Impl {
     }
   }
 
+  /// The automatic choice is timed once per process and shape (backend_cache): a later layer of
+  /// the same key takes the decision as if forced and reports the first layer's timings.
   void choose_backends() {
     const FstBackend req[3] = {cfg.backends.forward, cfg.backends.grad_input, cfg.backends.grad_weight};
+    const bool any_auto = req[0] == FstBackend::automatic || req[1] == FstBackend::automatic ||
+                          req[2] == FstBackend::automatic;
+    int dev = 0;
+    SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
+    const BackendKey key{dev,  int(cfg.dtype), in, out, T, cfg.bias, cfg.schedule.dense_from() > 0,
+                         int(req[0]), int(req[1]), int(req[2])};
+    if (any_auto) {
+      std::optional<FstBackendReport> hit;
+      {
+        std::lock_guard<std::mutex> lock(backend_cache_mutex());
+        if (auto it = backend_cache().find(key); it != backend_cache().end()) hit = it->second;
+      }
+      if (hit) {
+        const FstBackend chosen[3] = {hit->forward.backend, hit->grad_input.backend, hit->grad_weight.backend};
+        choose_backends_for(chosen);
+        report = *hit;
+        for (FstGemmChoice* c : {&report.forward, &report.grad_input, &report.grad_weight})
+          c->reason += " [decision reused from an identical layer timed earlier in this process]";
+        return;
+      }
+    }
+    choose_backends_for(req);
+    if (any_auto) {
+      std::lock_guard<std::mutex> lock(backend_cache_mutex());
+      backend_cache().emplace(key, report);
+    }
+  }
+
+  void choose_backends_for(const FstBackend (&req)[3]) {
     const char* names[3] = {"backends.forward", "backends.grad_input", "backends.grad_weight"};
     FstGemmChoice* ch[3] = {&report.forward, &report.grad_input, &report.grad_weight};
     std::string out_rule = cuda::lt::unavailable_reason();
