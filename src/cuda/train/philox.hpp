@@ -6,9 +6,13 @@
 
 #if defined(__CUDACC__)
 #define SPARSENM_HD __host__ __device__ __forceinline__
-#define SPARSENM_UNROLL _Pragma("unroll")
 #else
 #define SPARSENM_HD inline
+#endif
+// device pass only: the host compiler of a .cu file would warn about an unknown pragma
+#if defined(__CUDA_ARCH__)
+#define SPARSENM_UNROLL _Pragma("unroll")
+#else
 #define SPARSENM_UNROLL
 #endif
 
