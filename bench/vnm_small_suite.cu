@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -96,6 +97,14 @@ CondensedMatrix random_weight(const Pattern& p, DType t, std::int64_t n, std::in
       }
   }
   return c;
+}
+
+/// VNM_SMALL_VARIANTS="4,6,7": time only these variants (besides the plan's choice); unset: all.
+bool variant_wanted(int v) {
+  const char* e = std::getenv("VNM_SMALL_VARIANTS");
+  if (e == nullptr || *e == 0) return true;
+  const std::string list = std::string(",") + e + ",";
+  return list.find("," + std::to_string(v) + ",") != std::string::npos;
 }
 
 double condensed_bytes(const CondensedMatrix& c) {
@@ -282,8 +291,10 @@ void run_suite(Context& ctx) {
             r.note = note;
             ctx.emit(r);
           };
-          // ---- ours: the plan's choice, then every variant (layout.hpp kVariants) ----
+          // ---- ours: the plan's choice, then every variant (layout.hpp kVariants), or only those
+          // listed in VNM_SMALL_VARIANTS (comma separated; device time is scarce) ----
           for (int variant = -1; variant < vnm_small::kVariants; ++variant) {
+            if (variant >= 0 && !variant_wanted(variant)) continue;
             MatmulDesc desc;
             desc.m = m;
             desc.x_dtype = dt;

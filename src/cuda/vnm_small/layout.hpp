@@ -168,15 +168,23 @@ inline Packed pack(const CondensedMatrix& c) {
 ///   6 transposed X + PDL - variant 5 with the main kernel launched as a programmatic dependent
 ///                 of the transpose (its blocks start and prefetch their first records to L2
 ///                 while the transpose runs; griddepcontrol.wait before the first gather).
+///   7 streamed (sm_90; kernel4.cuh) - two row tiles per warp share each B fragment; weight
+///                 records double buffered in registers (the next batch always in flight); hw24
+///                 stages X rows as they are (16-byte cp.async, ldmatrix), venom stages from the
+///                 transposed X of 5/6; k splits (<= 8) reduced through distributed shared memory
+///                 inside a cluster (no workspace, no second kernel). hw24 groups of 256 rows.
 /// Variants 1/2 split k into at most one wave of resident blocks (floor(slots / groups)) and
 /// size chunks so a block has ~3 of them.
-inline constexpr int kVariants = 7;
+inline constexpr int kVariants = 8;
+inline constexpr int kStreamVariant = 7;
+inline constexpr int kStreamMaxSplits = 8;     ///< portable cluster size
+inline constexpr int kStreamHwTiles = 16;      ///< hw24 row tiles per block (256 rows, 8 warps)
 /// Variants with two staged-X buffers and the gather interleaved with the record batches.
 constexpr bool pipelined_variant(int v) { return v == 2 || v == 3; }
 /// Variants that stage X from the transposed workspace (xt_unit layout, cp.async, ldmatrix).
 constexpr bool transposed_variant(int v) { return v == 5 || v == 6; }
 /// Variants with two staged-X buffers (> 48 KB: the launcher lifts the shared-memory limit).
-constexpr bool two_buffer_variant(int v) { return pipelined_variant(v) || transposed_variant(v); }
+constexpr bool two_buffer_variant(int v) { return pipelined_variant(v) || transposed_variant(v) || v == kStreamVariant; }
 /// Variants launched with run 1's geometry rules and the separate reduce kernel.
 constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_variant(v); }
 
@@ -190,6 +198,8 @@ struct Geometry {
   std::int64_t pairs_per_split = 0;
   int smem_words_per_row = 0;  ///< S: 32-bit words per staged X row (== 16 mod 32: no conflicts)
   int buffers = 1;             ///< staged X buffers (2: pipelined)
+  int tiles_per_group = 1;     ///< row tiles per block (grid.x covers groups of them)
+  std::int64_t groups = 0;     ///< grid.x
   std::size_t buffer_words() const noexcept { return std::size_t(n_tiles) * 8 * std::size_t(smem_words_per_row); }
   std::size_t smem_bytes() const noexcept { return std::size_t(buffers) * buffer_words() * 4; }
 };
@@ -207,7 +217,31 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   Geometry g;
   g.variant = variant;
   g.n_tiles = (m + 7) / 8;
+  if (variant == kStreamVariant) {
+    // hw24: 256-row groups (16 tiles, 8 warps); venom: one slab per block, 2 tiles per warp.
+    g.tiles_per_group = l.venom ? l.group_rows / kTileRows : kStreamHwTiles;
+    g.groups = (l.row_tiles + g.tiles_per_group - 1) / g.tiles_per_group;
+    g.warps = (g.tiles_per_group + 1) / 2;
+    g.tiles_per_warp = 2;
+    g.buffers = 2;
+    // splits: fill one wave of resident blocks (all start together; the cluster reduce has no
+    // global traffic, so no cap from partials), <= 8 (cluster), >= 2 pairs per split.
+    const std::int64_t slots = std::int64_t(std::max(1, sms)) * std::max(1, blocks_per_sm);
+    std::int64_t splits = std::max<std::int64_t>(1, slots / g.groups);
+    splits = std::min<std::int64_t>({splits, kStreamMaxSplits, std::max<std::int64_t>(1, l.pairs / 2)});
+    g.pairs_per_split = (l.pairs + splits - 1) / splits;
+    g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
+    // chunks: ~33 KB of staged X per buffer, an even number of pairs (register batches of 2)
+    const int cmax = std::max(2, (32 / g.n_tiles) & ~1);
+    g.chunk_pairs = int(std::min<std::int64_t>(cmax, (g.pairs_per_split + 1) & ~std::int64_t(1)));
+    // row pitch 16 mod 128 bytes (ldmatrix conflict free); >= 132 words so the two buffers hold
+    // the fp32 partial tile [8 n_tiles][rows + 4] of the cluster reduce (rows <= 256)
+    g.smem_words_per_row = std::max(g.chunk_pairs * 32, 128) + 4;
+    return g;
+  }
   const int tiles_per_group = l.group_rows / kTileRows;  // 2, 4, 8 or 16
+  g.tiles_per_group = tiles_per_group;
+  g.groups = l.groups;
   g.warps = std::min(8, tiles_per_group);
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
   g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X per buffer for every m
