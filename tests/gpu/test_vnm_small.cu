@@ -198,6 +198,10 @@ TEST(VnmSmallGpu, TinyPipeline) {
   REQUIRE_DEVICE();
   Problem pr = make_problem(Pattern::venom(32, 8), DType::f16, 9, 40, 8 * 16 * 10 + 3, 1300);
   for (int splits : {1, 2}) run_and_check(pr, DType::f32, {splits, -1}, "32:2:8 splits=" + std::to_string(splits));
+  // hw24 with k % 8 == 0: variant 7's cp.async staging, 2 groups of 256 rows, 3 chunks of 4 pairs
+  // per split at m = 25 (clusters of 2 at splits = 2)
+  Problem ph = make_problem(Pattern::hw24(), DType::f16, 25, 300, 64 * 22 + 8, 1301);
+  for (int splits : {1, 2}) run_and_check(ph, DType::f32, {splits, -1}, "hw24 splits=" + std::to_string(splits));
 }
 
 TEST(VnmSmallGpu, PrunedPositionsIgnoreInfInX) {

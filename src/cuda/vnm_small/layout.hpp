@@ -231,12 +231,19 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
     splits = std::min<std::int64_t>({splits, kStreamMaxSplits, std::max<std::int64_t>(1, l.pairs / 2)});
     g.pairs_per_split = (l.pairs + splits - 1) / splits;
     g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
-    // chunks: ~33 KB of staged X per buffer, an even number of pairs (register batches of 2)
-    const int cmax = std::max(2, (32 / g.n_tiles) & ~1);
-    g.chunk_pairs = int(std::min<std::int64_t>(cmax, (g.pairs_per_split + 1) & ~std::int64_t(1)));
-    // row pitch 16 mod 128 bytes (ldmatrix conflict free); >= 132 words so the two buffers hold
-    // the fp32 partial tile [8 n_tiles][rows + 4] of the cluster reduce (rows <= 256)
-    g.smem_words_per_row = std::max(g.chunk_pairs * 32, 128) + 4;
+    // Row pitch S = 16 mod 128 bytes (ldmatrix conflict free), at least half the fp32 partial
+    // tile [8 n_tiles][rows + 4] of the cluster reduce (it reuses the two buffers).
+    const int grows = g.tiles_per_group * kTileRows;
+    const int s_min = ((grows + 4 + 1) / 2 + 31) / 32 * 32;
+    auto words = [&](int c) { return std::max(c * 32, s_min) + 4; };
+    // Chunks: <= ~33 KB of staged X per buffer (32 / n_tiles pairs), an even number of pairs,
+    // and small enough that ceil(16 / warps) blocks (>= 16 warps) fit in ~220 KB of an SM.
+    const int want_blocks = (16 + g.warps - 1) / g.warps;
+    const std::size_t budget = std::size_t(220 * 1024) / std::size_t(want_blocks);
+    int c = std::max(2, (32 / g.n_tiles) & ~1);
+    while (c > 2 && std::size_t(2) * std::size_t(8 * g.n_tiles) * std::size_t(words(c)) * 4 > budget) c -= 2;
+    g.chunk_pairs = int(std::min<std::int64_t>(c, (g.pairs_per_split + 1) & ~std::int64_t(1)));
+    g.smem_words_per_row = words(g.chunk_pairs);
     return g;
   }
   const int tiles_per_group = l.group_rows / kTileRows;  // 2, 4, 8 or 16
