@@ -326,6 +326,7 @@ TEST(VnmSmallLayout, StreamedStagingCoversChunkOnceAndReadsConflictFree) {
           ASSERT_EQ(pitch % 128, 16) << "ldmatrix rows 16 mod 128 bytes apart";
           ASSERT_GE(2 * g.warps, g.tiles_per_group);
           ASSERT_LE(g.splits, sv::kStreamMaxSplits);
+          ASSERT_EQ(g.splits & (g.splits - 1), 0) << "cluster sizes are powers of two (run dd6d33a: 3 and 5 ran slow)";
           ASSERT_LE(g.smem_bytes(), sv::max_smem_bytes(g.n_tiles));
           ASSERT_EQ(g.smem_bytes(), std::size_t(2) * std::size_t(buf));
           const int grows = g.tiles_per_group * sv::kTileRows;

@@ -75,6 +75,28 @@ void launch_stream(const Params& p, const sparsenm::vnm_small::Geometry& g, std:
   SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_stream");
 }
 
+/// Variant 7: how many clusters of g.splits blocks of this geometry can be resident at once
+/// (cudaOccupancyMaxActiveClusters); 0 when splits <= 1 (no clusters).
+template <class T, int NT>
+int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
+  using Tr = Traits<T, NT>;
+  if (g.splits <= 1) return 0;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(g.groups), unsigned(g.splits));
+  cfg.blockDim = dim3(unsigned(32 * g.warps));
+  cfg.dynamicSmemBytes = g.smem_bytes();
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = unsigned(g.splits);
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_stream<Tr, false>, &cfg));
+  return n;
+}
+
 template <class T, int NT>
 void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
   using Tr = Traits<T, NT>;
@@ -136,4 +158,5 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
   template void sparsenm::cuda::vnm_small::launch<T, NT>(const sparsenm::cuda::vnm_small::Params&, \
                                                           const sparsenm::vnm_small::Geometry&,    \
                                                           std::int64_t, cudaStream_t);             \
-  template int sparsenm::cuda::vnm_small::prepare<T, NT>(int, int, std::size_t);
+  template int sparsenm::cuda::vnm_small::prepare<T, NT>(int, int, std::size_t);                 \
+  template int sparsenm::cuda::vnm_small::max_active_clusters<T, NT>(const sparsenm::vnm_small::Geometry&);

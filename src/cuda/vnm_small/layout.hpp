@@ -225,10 +225,17 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
     g.tiles_per_warp = 2;
     g.buffers = 2;
     // splits: fill one wave of resident blocks (all start together; the cluster reduce has no
-    // global traffic, so no cap from partials), <= 8 (cluster), >= 2 pairs per split.
+    // global traffic, so no cap from partials), <= 8 (cluster), >= 2 pairs per split, and a power
+    // of two. Run dd6d33a: clusters of 5 (12288², 48 groups) fit only 47 at a time on the H200
+    // (a GPC of 16 or 18 SMs x 2 blocks holds 6 or 7 of them), so the 48th ran as a second wave
+    // and took 1.45x the time of 4 splits; clusters of 3 lost 1.2x against 2. Powers of two <= 4
+    // tile a GPC's 32 or 36 block slots exactly. (geometry_for also checks the device's maximum
+    // of active clusters.)
     const std::int64_t slots = std::int64_t(std::max(1, sms)) * std::max(1, blocks_per_sm);
-    std::int64_t splits = std::max<std::int64_t>(1, slots / g.groups);
-    splits = std::min<std::int64_t>({splits, kStreamMaxSplits, std::max<std::int64_t>(1, l.pairs / 2)});
+    std::int64_t fill = std::max<std::int64_t>(1, slots / g.groups);
+    fill = std::min<std::int64_t>({fill, kStreamMaxSplits, std::max<std::int64_t>(1, l.pairs / 2)});
+    std::int64_t splits = 1;
+    while (splits * 2 <= fill) splits *= 2;
     g.pairs_per_split = (l.pairs + splits - 1) / splits;
     g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
     // Row pitch S = 16 mod 128 bytes (ldmatrix conflict free), at least half the fp32 partial

@@ -45,6 +45,17 @@ LaunchFn pick(int nt) {
     default: return &launch<T, 4>;
   }
 }
+using ClustersFn = int (*)(const sv::Geometry&);
+template <class T>
+ClustersFn pick_clusters(int nt) {
+  switch (nt) {
+    case 1: return &max_active_clusters<T, 1>;
+    case 2: return &max_active_clusters<T, 2>;
+    case 3: return &max_active_clusters<T, 3>;
+    default: return &max_active_clusters<T, 4>;
+  }
+}
+
 template <class T>
 PrepareFn pick_prepare(int nt) {
   switch (nt) {
@@ -166,6 +177,17 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   const int blocks = prep(variant, 32 * g.warps, g.smem_bytes());
   if (blocks < 1) throw InvalidArgument("weight", std::string(kName) + ": kernel does not fit on this device");
   g = sv::choose_geometry(l, int(desc.m), sms, variant, blocks);
+  if (variant == sv::kStreamVariant && opt.force_splits <= 0) {
+    // The split rule fills one wave of blocks; the clusters must fit in it too (run dd6d33a: one
+    // cluster of 5 left for a second wave cost 1.45x). Halve the splits until they do.
+    const ClustersFn clusters =
+        w.dtype == DType::f16 ? pick_clusters<__half>(g.n_tiles) : pick_clusters<__nv_bfloat16>(g.n_tiles);
+    while (g.splits > 1 && std::int64_t(clusters(g)) < g.groups) {
+      const std::int64_t s = g.splits / 2;
+      g.pairs_per_split = (l.pairs + s - 1) / s;
+      g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
+    }
+  }
   if (opt.force_splits > 0) {
     std::int64_t s = std::min<std::int64_t>(opt.force_splits, l.pairs);
     if (g.variant == sv::kStreamVariant) s = std::min<std::int64_t>(s, sv::kStreamMaxSplits);  // one cluster
