@@ -3,6 +3,12 @@
 // thread-block cluster (sm_90). Same records, mma.sp math and metadata as variants 0-6
 // (kernel.cuh: read its header first).
 //
+// Status (H200 run dd6d33a, PERF-vnm-small.md "Session 3 measured"): correct (every VnmSmallGpu
+// test, racecheck and memcheck clean) but SLOWER than variants 4/6 (m = 1: 12-16 %; m = 32: tie
+// with v6), so opt-in only. Its m slope is v6's or better without a transpose launch; its weight
+// stream is the limit: the register ring costs resident warps (2 blocks of 8 per SM, 113-128
+// registers) and bytes in flight per SM did not grow (ncu: 52 % long-scoreboard stalls).
+//
 // Why (PERF-vnm-small.md, session 3). Variants 4-6 lose to cuSPARSELt at m = 16..32 and sit at
 // 81-95 % of the copy floor at m = 1..8. What they pay besides the weight: (a) for hw24 a
 // gather that recomputes index math per staged word (v4) or a transpose launch (v5/v6), (b) a

@@ -213,6 +213,21 @@ constexpr std::size_t max_smem_bytes(int n_tiles) {
 
 /// m in 1..32; sms: multiprocessors of the device; blocks_per_sm: resident blocks of the chosen
 /// kernel (occupancy; the split heuristic of variants 1/2 fills whole waves of sms * blocks_per_sm).
+/// Variant 7: the largest power of two <= want such that every split of ceil(pairs / s) pairs is
+/// non-empty (so grid.y = cluster size = splits exactly), into g.splits / g.pairs_per_split.
+inline void set_stream_splits(Geometry& g, std::int64_t pairs, std::int64_t want) {
+  std::int64_t s = 1;
+  while (s * 2 <= want) s *= 2;
+  for (;; s /= 2) {
+    const std::int64_t per = (pairs + s - 1) / s;
+    if (s == 1 || (pairs + per - 1) / per == s) {
+      g.pairs_per_split = per;
+      g.splits = int(s);
+      return;
+    }
+  }
+}
+
 inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2, int blocks_per_sm = 2) {
   Geometry g;
   g.variant = variant;
@@ -236,8 +251,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
     fill = std::min<std::int64_t>({fill, kStreamMaxSplits, std::max<std::int64_t>(1, l.pairs / 2)});
     std::int64_t splits = 1;
     while (splits * 2 <= fill) splits *= 2;
-    g.pairs_per_split = (l.pairs + splits - 1) / splits;
-    g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
+    set_stream_splits(g, l.pairs, splits);
     // Row pitch S = 16 mod 128 bytes (ldmatrix conflict free), at least half the fp32 partial
     // tile [8 n_tiles][rows + 4] of the cluster reduce (it reuses the two buffers).
     const int grows = g.tiles_per_group * kTileRows;

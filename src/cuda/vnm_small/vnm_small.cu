@@ -182,11 +182,7 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
     // cluster of 5 left for a second wave cost 1.45x). Halve the splits until they do.
     const ClustersFn clusters =
         w.dtype == DType::f16 ? pick_clusters<__half>(g.n_tiles) : pick_clusters<__nv_bfloat16>(g.n_tiles);
-    while (g.splits > 1 && std::int64_t(clusters(g)) < g.groups) {
-      const std::int64_t s = g.splits / 2;
-      g.pairs_per_split = (l.pairs + s - 1) / s;
-      g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
-    }
+    while (g.splits > 1 && std::int64_t(clusters(g)) < g.groups) sv::set_stream_splits(g, l.pairs, g.splits / 2);
   }
   if (opt.force_splits > 0) {
     std::int64_t s = std::min<std::int64_t>(opt.force_splits, l.pairs);
