@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -84,14 +85,13 @@ struct Shape {
   std::int64_t rows, cols;
 };
 
-/// The mask kernels with the pipelined (persistent, cp.async) kernel switched on: the opt-in
-/// variant (train_common.cuh), for a same-run comparison with the default one-CTA-per-tile
-/// kernel. Shapes and pointers of the suite satisfy the vector path's alignment (rows, cols
-/// multiples of 32, cudaMalloc); shapes that are not multiples of 128 x 64 run the default.
-/// (In the results at 45ca19c the roles were swapped: the API rows ran the pipelined kernel and
-/// the rows marked ":one_cta_per_tile" the kernel that is the default now.)
-void mask24_pipelined_variant(DType t, bool search, const void* w, std::int64_t batch, std::int64_t rows, std::int64_t cols,
-                             std::uint16_t* mask, train::Compressed24View w24, train::Compressed24View wt24) {
+/// The mask kernels with the NON-default kernel selected (Mask24Args::variant; the API runs
+/// mask24_default_variant): the session-2 kernel (mask24_s2.cuh, 4 x 8 region per thread) or the
+/// session-3 kernel (mask24.cuh, 8 x 8 region per thread), for a same-run comparison. Returns
+/// the row's kernel label. Shapes and pointers of the suite satisfy the vector path's alignment
+/// (rows, cols multiples of 32, cudaMalloc).
+const char* mask24_other_variant(DType t, bool search, const void* w, std::int64_t batch, std::int64_t rows, std::int64_t cols,
+                                 std::uint16_t* mask, train::Compressed24View w24, train::Compressed24View wt24) {
   train::detail::Mask24Args a;
   a.w = w;
   a.rows = rows;
@@ -104,10 +104,17 @@ void mask24_pipelined_variant(DType t, bool search, const void* w, std::int64_t 
   a.wt_values = wt24.values;
   a.wt_indices = wt24.indices;
   a.aligned = true;
-  a.pipelined = true;
+  a.variant = train::detail::mask24_default_variant(dtype_size(t), search) == 1 ? 2 : 1;
   if (t == DType::f16) train::detail::launch_mask24<__half>(a, search, nullptr);
   else if (t == DType::bf16) train::detail::launch_mask24<__nv_bfloat16>(a, search, nullptr);
   else train::detail::launch_mask24<float>(a, search, nullptr);
+  return a.variant == 1 ? "session2_kernel" : "session3_kernel";
+}
+
+/// SPARSENM_TRAIN_ONLY=mask runs only the mask search / apply rows (a short device run).
+bool only_masks() {
+  const char* v = std::getenv("SPARSENM_TRAIN_ONLY");
+  return v && std::string(v) == "mask";
 }
 
 }  // namespace
@@ -185,16 +192,18 @@ Suite train_suite() {
           SPARSENM_CUDA_CHECK(cudaMemcpy(got_v.data(), b.at(0, 2), vb, cudaMemcpyDeviceToHost));
           emit("mask24_apply", std::string(to_string(t)), 0, R, C, "apply_mask24", ta, search_bytes, slots,
                got_v == ref_v ? "apply(search mask) == search: ok" : "apply(search mask) != search: MISMATCH");
-          if (t == dt16 || w.rows == 4 * d) {  // same-run comparison with the opt-in pipelined kernel
+          if (t == dt16 || w.rows == 4 * d) {  // same-run comparison with the other kernel
             for (bool srch : {true, false}) {
+              const char* label = "";
               auto call = [&](int i) {
-                mask24_pipelined_variant(t, srch, b.at(i, 0), 1, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
-                                        {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
-                                        {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
+                label = mask24_other_variant(t, srch, b.at(i, 0), 1, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
+                                             {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
+                                             {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
               };
+              const Timing tt = time_calls(call, slots, warmup, reps);
               emit(srch ? "mask24_search" : "mask24_apply", std::string(to_string(t)), 0, R, C,
-                   srch ? "transposable_mask24:pipelined_cp_async" : "apply_mask24:pipelined_cp_async",
-                   time_calls(call, slots, warmup, reps), search_bytes, slots, "opt-in pipelined kernel, same run");
+                   std::string(srch ? "transposable_mask24:" : "apply_mask24:") + label, tt, search_bytes, slots,
+                   "opt-in non-default kernel, same run");
             }
           }
         }
@@ -203,7 +212,7 @@ Suite train_suite() {
       //      (and apply), i.e. what the refresh every l steps costs; same-size copy in the note ----
       {
         const std::int64_t layers = d == 1280 ? 36 : 48;
-        for (DType t : {DType::f16, DType::f32}) {
+        for (DType t : {DType::f16, DType::bf16, DType::f32}) {
           const std::int64_t B = layers, R = 4 * d, C = d;
           const std::size_t wb = std::size_t(B * R * C) * dtype_size(t), mb = std::size_t(B * train::mask24_words(R, C)) * 2;
           const std::size_t vb = std::size_t(B * R * train::hw24_value_cols(C)) * dtype_size(t),
@@ -232,17 +241,20 @@ Suite train_suite() {
           emit("mask24_apply_batched", std::string(to_string(t)), B, R, C, "apply_mask24_batched",
                time_calls(apply, slots, warmup, reps), bytes, slots, what);
           for (bool srch : {true, false}) {
+            const char* label = "";
             auto call = [&](int i) {
-              mask24_pipelined_variant(t, srch, b.at(i, 0), B, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
-                                      {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
-                                      {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
+              label = mask24_other_variant(t, srch, b.at(i, 0), B, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
+                                           {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
+                                           {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
             };
+            const Timing tt = time_calls(call, slots, warmup, reps);
             emit(srch ? "mask24_search_batched" : "mask24_apply_batched", std::string(to_string(t)), B, R, C,
-                 srch ? "transposable_mask24_batched:pipelined_cp_async" : "apply_mask24_batched:pipelined_cp_async",
-                 time_calls(call, slots, warmup, reps), bytes, slots, what + "; opt-in pipelined kernel, same run");
+                 std::string(srch ? "transposable_mask24_batched:" : "apply_mask24_batched:") + label, tt, bytes, slots,
+                 what + "; opt-in non-default kernel, same run");
           }
         }
       }
+      if (only_masks()) continue;
       // ---- MVUE of dZ^T: dZ [tokens][n], n = 4d (c_fc output) and d (c_proj output) ----
       for (std::int64_t T : tokens) {
         for (std::int64_t n : {4 * d, d}) {

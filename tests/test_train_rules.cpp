@@ -142,6 +142,51 @@ TEST(TrainRules, QuadPositionsTableAndMaskColumns) {
     }
 }
 
+TEST(TrainRules, PatternCodeCarriesTheTransposedMask) {
+  // best_pattern24_code = mask | transpose << 16 (the session-3 mask kernel builds its column
+  // keys from the upper half); transpose16 = the column quads of mask_column.
+  for (unsigned m = 0; m < 65536; m += 7) {
+    unsigned want = 0;
+    for (int c = 0; c < 4; ++c) want |= detail::mask_column(m, c) << (4 * c);
+    ASSERT_EQ(detail::transpose16(m), want) << m;
+    ASSERT_EQ(detail::pattern_code(m), m | (want << 16)) << m;
+  }
+  std::mt19937 g(5);
+  for (int it = 0; it < 20000; ++it) {
+    float a[4][4];
+    for (auto& row : a)
+      for (auto& x : row) x = float(g() % 9) * 0.125f;  // many ties
+    const unsigned code = detail::best_pattern24_code(a);
+    ASSERT_EQ(code & 0xffffu, detail::best_pattern24(a));
+    ASSERT_EQ(code >> 16, detail::transpose16(code & 0xffffu));
+  }
+}
+
+TEST(TrainRules, QuadPairTableGivesSelectorsNibblesAndBadCounts) {
+  // Entry k (= quad a | quad b << 4) of the session-3 kernel's compression table: the byte
+  // permute selector of each quad picks the two stored 16-bit values (positions of
+  // quad_positions), z holds the hw24 index byte and the number of quads not keeping exactly 2.
+  auto perm = [](std::uint64_t eight_bytes, unsigned sel) {  // prmt's default mode, bit 3 clear
+    std::uint32_t out = 0;
+    for (int i = 0; i < 4; ++i) {
+      const unsigned s = (sel >> (4 * i)) & 0xfu;
+      EXPECT_LT(s, 8u);
+      out |= std::uint32_t((eight_bytes >> (8 * s)) & 0xffu) << (8 * i);
+    }
+    return out;
+  };
+  const std::uint64_t quad = 0x4444333322221111ull;  // values v_i = 0x1111 * (i + 1)
+  for (unsigned k = 0; k < 256; ++k) {
+    const auto e = detail::quad_pair_entry(k);
+    const auto qa = detail::quad_positions(k & 0xfu), qb = detail::quad_positions(k >> 4);
+    EXPECT_EQ(perm(quad, e.x), (0x1111u * unsigned(qa.lo + 1)) | ((0x1111u * unsigned(qa.hi + 1)) << 16)) << k;
+    EXPECT_EQ(perm(quad, e.y), (0x1111u * unsigned(qb.lo + 1)) | ((0x1111u * unsigned(qb.hi + 1)) << 16)) << k;
+    EXPECT_EQ(e.z & 0xffu, unsigned(qa.lo | (qa.hi << 2)) | (unsigned(qb.lo | (qb.hi << 2)) << 4)) << k;
+    EXPECT_EQ(e.z >> 16, unsigned(qa.bad) + unsigned(qb.bad)) << k;
+    EXPECT_EQ((e.z >> 8) & 0xffu, 0u);
+  }
+}
+
 TEST(TrainRules, MvueRuleMatchesTheCpuReferenceBitForBit) {
   std::mt19937 g(3);
   std::uniform_real_distribution<float> d(-1.f, 1.f);

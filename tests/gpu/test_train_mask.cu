@@ -320,29 +320,44 @@ TEST(Mask24Batched, EachMatrixEqualsTheSingleCall) {
   EXPECT_THROW(train::apply_mask24_batched(DType::f16, &dummy, 65536, 4, 4, m, {&dummy, nullptr}, {}), InvalidArgument);
 }
 
-TEST(Mask24Pipelined, OptInKernelEqualsTheDefault) {
-  // The opt-in persistent cp.async kernel (Mask24Args::pipelined; the bench's comparison) must
-  // write exactly what the default kernel writes. (At 45ca19c it was the API's kernel for these
-  // shapes and passed every test above on an H200.)
+TEST(Mask24Variants, BothKernelsWriteTheSameOutputs) {
+  // The session-2 kernel (Mask24Args::variant = 1, mask24_s2.cuh) and the session-3 kernel
+  // (variant = 2, mask24.cuh) must write exactly the same outputs (the API picks one per dtype
+  // and mode, mask24_default_variant; the other is the bench's same-run comparison): aligned
+  // shapes (vector paths of both) and tails (guarded paths), search and apply (a valid mask from
+  // the search, and arbitrary mostly-invalid masks with their violation counts), batched.
   SPARSENM_REQUIRE_GPU();
-  for (const auto& [t, R, C] : {Case{DType::f16, 2048, 1024}, Case{DType::f32, 256, 64}}) {
-    for (bool search : {true, false}) {
+  for (const auto& [t, R, C] : {Case{DType::f16, 2048, 1024}, Case{DType::bf16, 160, 96}, Case{DType::f32, 256, 64},
+                                Case{DType::f16, 37, 45}, Case{DType::f32, 130, 70}}) {
+    const bool aligned = R % 32 == 0 && C % 32 == 0;
+    for (int mode = 0; mode < 3; ++mode) {  // search, apply (valid mask), apply (random masks)
+      const bool search = mode == 0;
       const std::int64_t B = 3;
       const HostMat all = random_mat(t, B * R, C, 5 + std::uint64_t(R));
       const std::size_t mw = std::size_t(B * train::mask24_words(R, C));
       const std::size_t vb = std::size_t(B * R * train::hw24_value_cols(C)) * all.esz(),
                         ib = std::size_t(B * R * train::hw24_index_row_bytes(C));
+      const std::size_t tvb = std::size_t(B * C * train::hw24_value_cols(R)) * all.esz(),
+                        tib = std::size_t(B * C * train::hw24_index_row_bytes(R));
       auto dw = upload(all.bytes.data(), all.bytes.size());
       auto dmask = poisoned(mw * 2);
-      if (!search) {  // a valid mask from the default search
+      if (mode == 1) {  // a valid mask from the default search
         train::transposable_mask24_batched(t, dw.get(), B, R, C, dmask.as<std::uint16_t>(), {}, {});
         SPARSENM_CUDA_CHECK(cudaGetLastError());
+      } else if (mode == 2) {  // every third block a valid pattern, the rest random bits
+        std::vector<std::uint16_t> m(mw);
+        std::mt19937 rng(91 + std::uint32_t(R));
+        for (std::size_t i = 0; i < mw; ++i) m[i] = i % 3 == 0 ? mask_of(patterns90()[rng() % 90]) : std::uint16_t(rng() & 0xffffu);
+        dmask.upload(m.data(), mw * 2);
       }
       std::vector<std::uint16_t> masks[2];
       std::vector<std::byte> vals[2], tvals[2];
       std::vector<std::uint8_t> idx[2], tidx[2];
+      std::uint32_t viol[2] = {0, 0};
       for (int variant = 0; variant < 2; ++variant) {
-        auto dv = poisoned(vb), di = poisoned(ib), dtv = poisoned(vb), dti = poisoned(ib);
+        auto dv = poisoned(vb), di = poisoned(ib), dtv = poisoned(tvb), dti = poisoned(tib);
+        cuda::DeviceBuffer dviol(4);
+        SPARSENM_CUDA_CHECK(cudaMemset(dviol.get(), 0, 4));
         train::detail::Mask24Args a;
         a.w = dw.get();
         a.rows = R;
@@ -354,23 +369,71 @@ TEST(Mask24Pipelined, OptInKernelEqualsTheDefault) {
         a.w_indices = di.as<std::uint8_t>();
         a.wt_values = dtv.get();
         a.wt_indices = dti.as<std::uint8_t>();
-        a.aligned = true;
-        a.pipelined = variant == 1;
+        a.violations = search ? nullptr : dviol.as<std::uint32_t>();
+        a.aligned = aligned;
+        a.variant = variant + 1;
         if (t == DType::f16) train::detail::launch_mask24<__half>(a, search, nullptr);
+        else if (t == DType::bf16) train::detail::launch_mask24<__nv_bfloat16>(a, search, nullptr);
         else train::detail::launch_mask24<float>(a, search, nullptr);
         SPARSENM_CUDA_CHECK(cudaGetLastError());
         masks[variant] = download<std::uint16_t>(dmask, mw);
         vals[variant] = download<std::byte>(dv, vb);
         idx[variant] = download<std::uint8_t>(di, ib);
-        tvals[variant] = download<std::byte>(dtv, vb);
-        tidx[variant] = download<std::uint8_t>(dti, ib);
+        tvals[variant] = download<std::byte>(dtv, tvb);
+        tidx[variant] = download<std::uint8_t>(dti, tib);
+        viol[variant] = download<std::uint32_t>(dviol, 1)[0];
       }
+      EXPECT_EQ(viol[0], viol[1]) << R << "x" << C << " mode " << mode;
+      if (mode == 2) EXPECT_GT(viol[0], 0u);
+      if (mode == 1) EXPECT_EQ(viol[0], 0u);
       EXPECT_EQ(masks[0], masks[1]) << R << "x" << C << " search " << search;
-      EXPECT_EQ(vals[0], vals[1]);
-      EXPECT_EQ(idx[0], idx[1]);
-      EXPECT_EQ(tvals[0], tvals[1]);
-      EXPECT_EQ(tidx[0], tidx[1]);
+      EXPECT_EQ(vals[0], vals[1]) << R << "x" << C << " search " << search;
+      EXPECT_EQ(idx[0], idx[1]) << R << "x" << C << " search " << search;
+      EXPECT_EQ(tvals[0], tvals[1]) << R << "x" << C << " search " << search;
+      EXPECT_EQ(tidx[0], tidx[1]) << R << "x" << C << " search " << search;
     }
+  }
+}
+
+TEST(Mask24Apply, RandomInvalidMasksOnTheVectorPath) {
+  // Arbitrary 16-bit masks (mostly invalid) on aligned shapes: the table-driven path must store
+  // what the host rule stores and count every bad quad (rows and columns).
+  SPARSENM_REQUIRE_GPU();
+  for (const auto& [t, R, C] : {Case{DType::f16, 128, 128}, Case{DType::bf16, 64, 96}, Case{DType::f32, 96, 64}}) {
+    const HostMat w = random_mat(t, R, C, 21);
+    std::vector<std::uint16_t> mask(std::size_t(train::mask24_words(R, C)));
+    std::mt19937 rng(77);
+    for (std::size_t i = 0; i < mask.size(); ++i)
+      mask[i] = i % 3 == 0 ? mask_of(patterns90()[rng() % 90]) : std::uint16_t(rng() & 0xffffu);
+    const GpuOut g = run_gpu(w, &mask);
+    std::int64_t bad = 0;
+    const auto [a, tt] = host_compress(w, mask, &bad);
+    EXPECT_GT(bad, 0);
+    EXPECT_EQ(std::int64_t(g.violations), bad) << R << "x" << C;
+    expect_hw24_equal(a, g.wv, g.wi, w.esz(), "random-mask S(W)");
+    expect_hw24_equal(tt, g.wtv, g.wti, w.esz(), "random-mask S(W)^T");
+  }
+}
+
+TEST(Mask24Nan, SixteenBitNanInfAndSubnormalsOnTheVectorPath) {
+  // f16 / bf16 magnitudes come from packed min(|x|, inf) (f16) or the bit patterns (bf16): NaN
+  // (both signs) ranks as +inf, -0 as 0, subnormals keep their value; compared with the host
+  // brute force on the fp32 rule.
+  SPARSENM_REQUIRE_GPU();
+  for (DType t : {DType::f16, DType::bf16}) {
+    HostMat w = random_mat(t, 64, 64, 13);
+    const float tiny = t == DType::f16 ? 3.0e-6f : 2.0e-39f;  // subnormal in the dtype
+    for (int i = 0; i < 64; i += 3) w.set(i, (i * 7) % 64, i % 2 ? NAN : -NAN);
+    for (int i = 1; i < 64; i += 4) w.set(i, (i * 5) % 64, i % 3 ? INFINITY : -INFINITY);
+    for (int i = 2; i < 64; i += 2) w.set(i, (i * 11) % 64, i % 4 ? tiny : -tiny * 3.f);
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < 4; ++c) w.set(32 + r, 8 + c, r == c ? -0.f : tiny * float(1 + r + c));  // a subnormal block
+    const GpuOut g = run_gpu(w, nullptr);
+    const auto ref = brute_mask(w);
+    EXPECT_EQ(g.mask, ref) << to_string(t);
+    const auto [a, tt] = host_compress(w, ref, nullptr);
+    expect_hw24_equal(a, g.wv, g.wi, w.esz(), "nan S(W)");
+    expect_hw24_equal(tt, g.wtv, g.wti, w.esz(), "nan S(W)^T");
   }
 }
 

@@ -1,8 +1,11 @@
-// sparsenm — the EW-N:M family's plan candidates: "cuda:ew_spmv" (m <= 8) and "cuda:ew_spmm" (any m).
+// sparsenm — the EW-N:M family's plan candidates: "cuda:ew_spmv" (m <= 8, CUDA cores, any N:M),
+// "cuda:ew_spmv_tc" (m <= 8, tensor cores, f16 / bf16, the patterns in spmv_tc_instances.def, finite X)
+// and "cuda:ew_spmm" (any m). The plan races every supported one (plus cuBLAS) and names its pick.
 #include <memory>
 
 #include "cuda/common.cuh"
 #include "cuda/ew/spmv.hpp"
+#include "cuda/ew/spmv_tc.hpp"
 #include "plan/registry.hpp"
 
 namespace sparsenm::detail {
@@ -93,10 +96,60 @@ KernelCandidate ew_candidate() {
   return c;
 }
 
+
+/// "cuda:ew_spmv_tc": the weight in the tensor-core layout on the device, the launch arguments
+/// and the compiled launcher. x_vec is decided per run (it depends on the x pointer).
+class EwTcInstance final : public KernelInstance {
+ public:
+  EwTcInstance(const CondensedMatrix& w, const MatmulDesc& d) {
+    const cuda::ew::SpmvTcPacked p = cuda::ew::pack_spmv_tc(w);
+    values_ = cuda::DeviceBuffer(p.values.size());
+    values_.upload(p.values.data(), p.values.size());
+    indices_ = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
+    indices_.upload(p.indices.data(), indices_.size());
+    cfg_ = cuda::ew::plan_spmv_tc(p.layout, w.dtype, int(d.m), sm_count(), args_, 0,
+                                  /*max_split=*/cluster_capable() ? 0 : 1);
+    args_.values = values_.get();
+    args_.indices = indices_.as<std::uint32_t>();
+    args_.y_dtype = y_code(d.y_dtype);
+    launch_ = cuda::ew::find_spmv_tc(w.dtype, p.layout.n, p.layout.m);
+    if (!launch_) throw Unsupported("ew_spmv_tc: no compiled instance for " + w.pattern().str());
+  }
+  void run(const void* x, void* y, void* stream) const override {
+    cuda::ew::SpmvTcArgs a = args_;
+    a.x = x;
+    a.y = y;
+    a.x_vec = cuda::ew::spmv_tc_x_vec(x, a.k);
+    launch_(a, cfg_, static_cast<cudaStream_t>(stream));
+  }
+
+ private:
+  cuda::DeviceBuffer values_, indices_;
+  cuda::ew::SpmvTcArgs args_;
+  cuda::ew::SpmvTcConfig cfg_;
+  cuda::ew::SpmvTcLaunchFn launch_ = nullptr;
+};
+
+KernelCandidate ew_tc_candidate() {
+  KernelCandidate c;
+  c.name = "cuda:ew_spmv_tc";
+  c.backend = Backend::cuda;
+  c.unsupported = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+    if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmv_tc " + why;
+    if (auto why = cuda::ew::spmv_tc_unsupported(w.layout, w.dtype, d.m); !why.empty()) return why;
+    return needs_finite_x(d, "multiplies X by explicit zeros at pruned positions (dense tensor-core fragments)");
+  };
+  c.create = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwTcInstance>(w, d);
+  };
+  return c;
+}
+
 }  // namespace
 
 void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_candidate<false>());
+  r.add(ew_tc_candidate());
   r.add(ew_candidate<true>());
 }
 

@@ -100,7 +100,7 @@ void apply_mask24_batched(DType dtype, const void* w, std::int64_t batch, std::i
   detail::Mask24Args a = mask24_args(w, batch, rows, cols, w24, wt24);
   a.mask_in = mask;
   a.violations = violations;
-  a.aligned = mask_aligned(rows, cols, {w, w24.values, wt24.values, wt24.indices});
+  a.aligned = mask_aligned(rows, cols, {w, mask, w24.values, wt24.values, wt24.indices});
   dispatch(dtype, [&](auto tag) { launch_mask24<decltype(tag)>(a, false, as_stream(stream)); });
 }
 

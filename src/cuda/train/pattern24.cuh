@@ -88,9 +88,22 @@ constexpr bool first_fill(int i) {
   return true;
 }
 
+/// The 4x4 bit matrix m (bit 4*r + c) transposed (bit 4*c + r).
+constexpr unsigned transpose16(unsigned m) {
+  unsigned t = 0;
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c)
+      if (m & (1u << (4 * r + c))) t |= 1u << (4 * c + r);
+  return t;
+}
+/// A pattern's code word: the mask (bit 4*r + c) in bits 0..15 and its transpose (nibble c =
+/// column c, bit r = row r) in bits 16..31. The search selects compile-time codes, so the
+/// transpose costs nothing; the halves of the rows (0, 1) and (2, 3) combine by addition.
+constexpr unsigned pattern_code(unsigned m) { return m | (transpose16(m) << 16); }
+
 /// Best transposable pattern of a block of magnitudes a[r][c] (|x| as float, NaN already
-/// mapped to +inf) by the rule in the header comment. Returns the 16-bit mask, bit 4*r + c.
-SPARSENM_HD unsigned best_pattern24(const float (&a)[4][4]) {
+/// mapped to +inf) by the rule in the header comment, as pattern_code(mask).
+SPARSENM_HD unsigned best_pattern24_code(const float (&a)[4][4]) {
   auto pair_sum = [&](int r, int k) { return a[r][pair_a(k)] + a[r][pair_b(k)]; };
   float bmax[81];
   unsigned bsel[81];
@@ -101,7 +114,7 @@ SPARSENM_HD unsigned best_pattern24(const float (&a)[4][4]) {
     static_for<0, 36>([&](auto ic) {  // bottom: i = p1 * 6 + p0, ascending bottom mask
       constexpr int i = decltype(ic)::value;
       constexpr int code = fill_code(i / 6, i % 6);
-      constexpr unsigned m = (pair_mask(i / 6) << 4) | pair_mask(i % 6);
+      constexpr unsigned m = pattern_code((pair_mask(i / 6) << 4) | pair_mask(i % 6));
       const float b = s1[i / 6] + s0[i % 6];
       if constexpr (first_fill(i)) {
         bmax[code] = b;
@@ -123,15 +136,18 @@ SPARSENM_HD unsigned best_pattern24(const float (&a)[4][4]) {
     constexpr int t = decltype(ic)::value;
     constexpr int p3 = t / 6, p2 = t % 6;
     constexpr int code = need_code(p3, p2);
-    constexpr unsigned top = (pair_mask(p3) << 12) | (pair_mask(p2) << 8);
+    constexpr unsigned top = pattern_code((pair_mask(p3) << 12) | (pair_mask(p2) << 8));
     const float v = (s3[p3] + s2[p2]) + bmax[code];
     if (v > best) {
       best = v;
-      mask = top | bsel[code];
+      mask = top + bsel[code];  // disjoint bits
     }
   });
   return mask;
 }
+
+/// The 16-bit mask (bit 4*r + c) of best_pattern24_code.
+SPARSENM_HD unsigned best_pattern24(const float (&a)[4][4]) { return best_pattern24_code(a) & 0xffffu; }
 
 /// The rule's magnitude of one element: |x|, NaN -> +inf (fminf returns the non-NaN operand).
 SPARSENM_HD float rank_magnitude24(float x) { return fminf(fabsf(x), INFINITY); }
@@ -166,6 +182,21 @@ SPARSENM_HD QuadPos quad_positions(unsigned m4) {
   m4 &= 0xfu;
   const unsigned nib = unsigned(kQuadNibbles >> (4 * m4)) & 0xfu;
   return QuadPos{int(nib & 3u), int(nib >> 2), ((kQuadBad >> m4) & 1u) != 0u};
+}
+/// Byte-permute selector that picks the 16-bit values lo and hi (0..3) out of a quad held in
+/// two words (lo | hi << 16 of the result): bytes 2lo, 2lo+1, 2hi, 2hi+1.
+constexpr unsigned pair_selector(unsigned nib) { return 0x1010u + (nib & 3u) * 0x22u + (nib >> 2) * 0x2200u; }
+/// One entry of the compression table of the mask kernels, for key = quad a | quad b << 4 (two
+/// 4-bit quad masks, e.g. one row of two neighbouring blocks): x, y = pair_selector of a, b;
+/// z = nibble(a) | nibble(b) << 4 (an hw24 index byte) | (#bad quads among a, b) << 16.
+struct QuadPairEntry {
+  unsigned x, y, z;
+};
+constexpr QuadPairEntry quad_pair_entry(unsigned key) {
+  const unsigned qa = key & 0xfu, qb = (key >> 4) & 0xfu;
+  const unsigned na = unsigned(kQuadNibbles >> (4 * qa)) & 0xfu, nb = unsigned(kQuadNibbles >> (4 * qb)) & 0xfu;
+  const unsigned bad = ((kQuadBad >> qa) & 1u) + ((kQuadBad >> qb) & 1u);
+  return QuadPairEntry{pair_selector(na), pair_selector(nb), na | (nb << 4) | (bad << 16)};
 }
 /// Column c (0..3) of a 16-bit block mask as a 4-bit quad (bit r = row r): the bits c, c+4,
 /// c+8, c+12 gathered by one multiply (the partial products land on distinct bits).

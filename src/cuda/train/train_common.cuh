@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "cuda/train/philox.hpp"
@@ -87,10 +88,18 @@ struct Mask24Args {
   std::uint32_t* violations = nullptr;
   std::int64_t batch = 1;  ///< matrices stored back to back (blockIdx.z), each rows x cols
   bool aligned = false;    ///< shapes and pointers allow the vector path on interior tiles
-  /// Use the persistent cp.async kernel where every tile qualifies. Off by default: measured
-  /// slower than one CTA per tile (docs/PERF-train.md, results at 45ca19c); kept for the bench.
-  bool pipelined = false;
+  /// Which kernel: 0 = the default for the dtype and mode (mask24_default_variant); 1 = the
+  /// session-2 kernel (mask24_s2.cuh, one 4 x 8 region per thread, S(W)^T through shared
+  /// memory); 2 = the session-3 kernel (mask24.cuh, one 8 x 8 region per thread, table-driven
+  /// compression). Outputs are identical; the bench times the non-default one in the same run.
+  int variant = 0;
 };
+
+/// The measured-faster kernel per dtype size and mode (H200, results at 829fe99,
+/// docs/PERF-train.md "Session 3"): the session-3 kernel for 16-bit searches (1.06-1.08x on the
+/// batched mask refresh), the session-2 kernel for apply (the session-3 kernel measured
+/// 0.83-0.97x there) and for f32 searches (0.93-0.96x).
+inline int mask24_default_variant(std::size_t elem_size, bool search) { return (search && elem_size == 2) ? 2 : 1; }
 
 struct Mvue24Args {
   const void* g = nullptr;

@@ -1,0 +1,271 @@
+// sparsenm — EW-N:M SpMV / small batch on tensor cores: Y^T (n x m) = W (n x k) * X^T (k x m) for
+// m <= 8 (padded to the n8 of mma.sync.m16n8k16; f16 / bf16 inputs, fp32 accumulate). The condensed
+// weight is decoded in registers into dense A fragments; the tensor cores multiply the zeros too
+// (at m = 8 they have > 10x headroom over the HBM stream at 25 % density), so the design problem is
+// the decode, not the math. Replaces ew_spmv's per-value gathers of X (m x 4 B of staged fp32 X
+// per stored value, ~0.6 of the byte ratio at best at m = 8) by dense B fragments read once per
+// window from shared memory.
+//
+// Data layout (spmv_tc_layout.hpp, repacked once at plan time):
+//   W: a warp owns 16 rows; lane = 4g + t decodes window t of every 4-window chunk, for rows g and
+//      g + 8 (the rows of its A fragment). Its tile = 32 slots (16 / N chunks x 2 rows x N),
+//      [row block][tile][vec][lane][16 B] values + the canonical b-bit bitstream of its 32 fields.
+//   k permutation: inside mma step s of a chunk, physical k = 2t + e (e = 0, 1) is window t's
+//      position 4s + e and physical 2t + 8 + e is position 4s + 2 + e. A and B use the same map,
+//      so a lane's A registers for one row are simply its window's M positions in order:
+//      D[r] = {pos 2r, pos 2r + 1}, step s uses {Dg[2s], Dg8[2s], Dg[2s+1], Dg8[2s+1]}; and its B
+//      registers are M consecutive X values of row g (= column g of X^T): one 16-byte read for M = 8.
+//   X: staged per phase in shared memory as the raw 16-bit values, [8 rows][pitch] (rows >= m and
+//      columns >= k zero), so padding slots and the rows past m multiply zeros.
+// Decode (per row window, all offsets compile-time after unrolling): field j of the bitstream
+//   gives s = 16 p with one shift + one AND (a funnel shift when the field straddles two words);
+//   the value is one AND or shift of its 32-bit word; then for every 4-position pair q of the
+//   window the value can reach (positions j .. M-N+j for the j-th value), a 64-bit shift by
+//   s - 64 q (SHF.L.U32 + SHF.L.U64.HI; PTX clamps shift amounts >= 64 to a zero result, and a
+//   "negative" amount is a huge unsigned one) drops it into the right half of the right register
+//   or yields 0; N > 1 values are ORed (LOP3). No compares, no selects, no shared-memory tables.
+// Tiling: CTA = 8 warps = 128 rows x a range of tiles along k; split-k over a thread-block cluster
+//   of `ksplit` CTAs reduced through distributed shared memory (as ew_spmv). Each lane streams its
+//   tiles with two in flight (4 x LDG.128 values + b / idx_vec index loads each, evict-first).
+// Coalescing: every weight load instruction of a warp reads 512 contiguous bytes (values) or
+//   128/256/512 contiguous bytes (indices). Bank conflicts: see SpmvTcTraits::kPitchMod.
+// Limits: HBM for W where the decode fits the issue budget (~19 lane-instructions per stored fp16
+//   value at b = 3 and 4.2 TB/s; the integer pipe does half that). Per stored value at M = 8:
+//   ~2 (field) + 1 (value) + 5 (two pair shifts, one offset add) + (N - 1) / N x 4 (ORs) integer
+//   ops; M = 16 doubles the pair shifts per value (four pairs), so 2:16 / 1:16 are decode-bound.
+// NaN / Inf: the dense decode multiplies X at pruned positions by 0, so X must be finite for the
+//   product to equal FORMAT.md section 8 (0 * Inf = NaN): the plan candidate requires
+//   desc.x_finite (as cuBLAS on the dense expansion does); stored slots propagate NaN / Inf.
+#pragma once
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "cuda/ew/spmv_tc_traits.cuh"
+
+namespace sparsenm::cuda::ew {
+
+namespace tc_detail {
+
+template <class T>
+__device__ __forceinline__ void mma16816(float (&c)[4], std::uint32_t a0, std::uint32_t a1, std::uint32_t a2,
+                                         std::uint32_t a3, std::uint32_t b0, std::uint32_t b1) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+}
+
+/// w << n as 64 bits; n >= 64 (or "negative") gives 0 (PTX shl clamps the amount).
+__device__ __forceinline__ unsigned long long shl64(std::uint32_t w, std::uint32_t n) {
+  unsigned long long r;
+  asm("shl.b64 %0, %1, %2;" : "=l"(r) : "l"((unsigned long long)w), "r"(n));
+  return r;
+}
+
+/// 16 x field j of the lane's B-bit bitstream (j compile-time after unrolling).
+template <int B>
+__device__ __forceinline__ std::uint32_t field16(const std::uint32_t (&iw)[B], int j) {
+  const int bit = j * B, w = bit >> 5, s = bit & 31;
+  constexpr std::uint32_t mask = ((1u << B) - 1u) << 4;
+  if (s + B <= 32) {
+    if (s >= 4) return (iw[w] >> (s - 4)) & mask;
+    return (iw[w] << (4 - s)) & mask;
+  }
+  return (__funnelshift_r(iw[w], iw[w + 1], s) << 4) & mask;
+}
+
+/// 16-bit value j of the lane's tile, zero-extended.
+__device__ __forceinline__ std::uint32_t value16(const std::uint32_t (&v)[16], int j) {
+  const std::uint32_t word = v[j >> 1];
+  return (j & 1) ? (word >> 16) : (word & 0xffffu);
+}
+
+template <class Tr>
+struct Tile {
+  std::uint32_t v[16];
+  std::uint32_t i[Tr::B];
+};
+
+template <class Tr>
+__device__ __forceinline__ void load_tile(Tile<Tr>& tile, const SpmvTcArgs& a, int block, int lane, int t) {
+  const std::size_t gt = std::size_t(block) * a.tiles + t;
+  const uint4* vp = static_cast<const uint4*>(a.values) + gt * 4 * 32 + lane;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const uint4 u = __ldcs(vp + q * 32);  // streamed once: evict-first
+    tile.v[4 * q] = u.x, tile.v[4 * q + 1] = u.y, tile.v[4 * q + 2] = u.z, tile.v[4 * q + 3] = u.w;
+  }
+  const std::uint32_t* ip = a.indices + (gt * Tr::kIdxLoads * 32 + lane) * Tr::kIdxVec;
+#pragma unroll
+  for (int q = 0; q < Tr::kIdxLoads; ++q) {
+    if constexpr (Tr::kIdxVec == 4) {
+      const uint4 u = __ldcs(reinterpret_cast<const uint4*>(ip + q * 32 * 4));
+      tile.i[4 * q] = u.x, tile.i[4 * q + 1] = u.y, tile.i[4 * q + 2] = u.z, tile.i[4 * q + 3] = u.w;
+    } else if constexpr (Tr::kIdxVec == 2) {
+      const uint2 u = __ldcs(reinterpret_cast<const uint2*>(ip + q * 32 * 2));
+      tile.i[2 * q] = u.x, tile.i[2 * q + 1] = u.y;
+    } else {
+      tile.i[q] = __ldcs(ip + q * 32);
+    }
+  }
+}
+
+/// Reads the lane's M staged X values of one window (row g) as M / 2 half2 registers.
+template <int MM>
+__device__ __forceinline__ void load_xwin(const unsigned char* p, std::uint32_t (&xb)[MM / 2]) {
+  if constexpr (MM == 4) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    xb[0] = u.x, xb[1] = u.y;
+  } else {
+#pragma unroll
+    for (int q = 0; q < MM / 8; ++q) {
+      const uint4 u = reinterpret_cast<const uint4*>(p)[q];
+      xb[4 * q] = u.x, xb[4 * q + 1] = u.y, xb[4 * q + 2] = u.z, xb[4 * q + 3] = u.w;
+    }
+  }
+}
+
+/// acc += the tile's 16 rows x (its columns) times X^T. xw: staged X of row g at window t of the
+/// tile's first chunk.
+template <class Tr>
+__device__ __forceinline__ void compute_tile(const Tile<Tr>& tile, float (&acc)[4], const unsigned char* xw) {
+  constexpr int N = Tr::NN, M = Tr::MM, R = Tr::kRegs;
+#pragma unroll
+  for (int c = 0; c < Tr::kChunks; ++c) {
+    std::uint32_t xb[R];
+    load_xwin<M>(xw + c * Tr::kChunkCols * 2, xb);
+    std::uint32_t d[2][R];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int r = 0; r < R; ++r) d[h][r] = 0u;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        const int j = c * 2 * N + h * N + i;
+        const std::uint32_t s = field16<Tr::B>(tile.i, j);
+        const std::uint32_t w = value16(tile.v, j);
+#pragma unroll
+        for (int q = i / 4; q <= (M - N + i) / 4; ++q) {  // the pairs the i-th value can reach
+          const unsigned long long u = shl64(w, s - 64u * unsigned(q));
+          d[h][2 * q] |= std::uint32_t(u);
+          d[h][2 * q + 1] |= std::uint32_t(u >> 32);
+        }
+      }
+#pragma unroll
+    for (int st = 0; st < Tr::kSteps; ++st)
+      mma16816<typename Tr::Elem>(acc, d[0][2 * st], d[1][2 * st], d[0][2 * st + 1], d[1][2 * st + 1], xb[2 * st],
+                                  xb[2 * st + 1]);
+  }
+}
+
+__device__ __forceinline__ void store_y(void* y, std::size_t i, float v, int y_dtype) {
+  if (y_dtype == 0) static_cast<float*>(y)[i] = v;
+  else if (y_dtype == 1) static_cast<__half*>(y)[i] = __float2half_rn(v);
+  else static_cast<__nv_bfloat16*>(y)[i] = __float2bfloat16_rn(v);
+}
+
+/// Stages X[0..8)[c0, c0 + ncols) as raw 16-bit values, rows [8][pitch]; zeros past m and k.
+template <class Tr>
+__device__ __forceinline__ void stage_x(unsigned char* xs, const SpmvTcArgs& a, int c0, int ncols, int pitch) {
+  const unsigned short* x = static_cast<const unsigned short*>(a.x);
+  if (a.x_vec) {  // k % 8 == 0 and x 16-byte aligned: a vector is wholly inside or past k
+    const int nv = ncols / 8;
+    for (int e = threadIdx.x; e < 8 * nv; e += Tr::kThreads) {
+      const int r = e / nv, v = e - r * nv, col = c0 + 8 * v;
+      uint4 u = make_uint4(0u, 0u, 0u, 0u);
+      if (r < a.m && col < a.k) u = __ldg(reinterpret_cast<const uint4*>(x + std::size_t(r) * a.k + col));
+      *reinterpret_cast<uint4*>(xs + r * pitch + v * 16) = u;
+    }
+  } else {
+    for (int e = threadIdx.x; e < 8 * ncols; e += Tr::kThreads) {
+      const int r = e / ncols, c = e - r * ncols, col = c0 + c;
+      unsigned short u = 0;
+      if (r < a.m && col < a.k) u = x[std::size_t(r) * a.k + col];
+      *reinterpret_cast<unsigned short*>(xs + r * pitch + c * 2) = u;
+    }
+  }
+}
+
+}  // namespace tc_detail
+
+template <class Tr>
+__global__ void __launch_bounds__(Tr::kThreads) ew_spmv_tc_kernel(const __grid_constant__ SpmvTcArgs a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+  const int block = blockIdx.x * Tr::kWarps + warp;
+  const bool active = block < a.row_blocks;
+  const int t_begin = blockIdx.y * a.tiles_per_split;
+  const int t_end = min(a.tiles, t_begin + a.tiles_per_split);
+  const int pitch = spmv_tc_pitch(a.tiles_per_phase * Tr::kTileCols, Tr::MM);
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+
+  for (int ph = t_begin; ph < t_end; ph += a.tiles_per_phase) {
+    const int pe = min(ph + a.tiles_per_phase, t_end);
+    tc_detail::Tile<Tr> ta, tb;
+    if (active) {  // two tiles in flight while X is staged
+      tc_detail::load_tile<Tr>(ta, a, block, lane, ph);
+      if (ph + 1 < pe) tc_detail::load_tile<Tr>(tb, a, block, lane, ph + 1);
+    }
+    if (ph != t_begin) __syncthreads();  // every warp is done with the previous phase's X
+    tc_detail::stage_x<Tr>(smem, a, ph * Tr::kTileCols, (pe - ph) * Tr::kTileCols, pitch);
+    __syncthreads();
+    if (active) {
+      const unsigned char* xw = smem + g * pitch + tq * Tr::MM * 2;
+      for (int t = ph; t < pe; t += 2) {  // each buffer is refilled as soon as it is consumed
+        tc_detail::compute_tile<Tr>(ta, acc, xw + (t - ph) * Tr::kTileCols * 2);
+        if (t + 2 < pe) tc_detail::load_tile<Tr>(ta, a, block, lane, t + 2);
+        if (t + 1 < pe) {
+          tc_detail::compute_tile<Tr>(tb, acc, xw + (t + 1 - ph) * Tr::kTileCols * 2);
+          if (t + 3 < pe) tc_detail::load_tile<Tr>(tb, a, block, lane, t + 3);
+        }
+      }
+    }
+  }
+
+  // C fragment: acc[0..1] = rows g, X rows 2tq, 2tq + 1; acc[2..3] = row g + 8.
+  if (a.ksplit == 1) {
+    if (active) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = block * 16 + g + (e >> 1) * 8, xr = 2 * tq + (e & 1);
+        if (row < a.n && xr < a.m) tc_detail::store_y(a.y, std::size_t(xr) * a.n + row, acc[e], a.y_dtype);
+      }
+    }
+    return;
+  }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // clusters need sm_90; the host plans ksplit = 1 before that
+#else
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  __syncthreads();  // every thread is done reading the staged X
+  float* red = reinterpret_cast<float*>(smem);
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    red[(2 * tq + (e & 1)) * Tr::kRowsPerCta + warp * 16 + g + (e >> 1) * 8] = acc[e];
+  cluster.sync();
+  const int rank = int(cluster.block_rank()), ks = a.ksplit;
+  for (int o = rank + ks * int(threadIdx.x); o < 8 * Tr::kRowsPerCta; o += ks * Tr::kThreads) {
+    const int r = o / Tr::kRowsPerCta, rr = o - r * Tr::kRowsPerCta;
+    const int grow = blockIdx.x * Tr::kRowsPerCta + rr;
+    float s = 0.0f;
+    for (int p = 0; p < ks; ++p) s += cluster.map_shared_rank(red, p)[o];
+    if (r < a.m && grow < a.n) tc_detail::store_y(a.y, std::size_t(r) * a.n + grow, s, a.y_dtype);
+  }
+  cluster.sync();  // keep this CTA's partials alive until every peer has read them
+#endif
+}
+
+}  // namespace sparsenm::cuda::ew

@@ -1,0 +1,329 @@
+// sparsenm GPU tests — EW-N:M tensor-core SpMV (cuda:ew_spmv_tc): every compiled pattern, f16 and
+// bf16, m = 1..8, tails (n not a multiple of 16, k not a multiple of M or of the tile), both X
+// staging paths (16-byte and element), split-k clusters, multi-phase staging, poisoned outputs,
+// NaN / Inf in X (stored slots propagate; pruned positions follow the dense product, which is why
+// the plan candidate requires desc.x_finite); the plan race; and the packed layout on the CPU.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cuda/ew/spmv_tc.hpp"
+#include "ew_support.hpp"
+#include "sparsenm/error.hpp"
+#include "sparsenm/plan.hpp"
+
+namespace {
+
+using namespace sparsenm;
+using namespace ewtest;
+
+struct DeviceMem {
+  void* p = nullptr;
+  explicit DeviceMem(std::size_t bytes) { cudaMalloc(&p, bytes ? bytes : 1); }
+  ~DeviceMem() { cudaFree(p); }
+};
+
+struct TcCase {
+  Pattern pattern;
+  std::int64_t n, k;
+  int m;
+  DType t, yt;
+  int smem_budget = 0, max_split = 0;
+  bool misalign_x = false;  ///< x at a 2-byte offset: forces the element staging path
+};
+
+std::string name(const TcCase& c) {
+  return c.pattern.str() + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " m=" + std::to_string(c.m) +
+         " " + std::string(to_string(c.t)) + "->" + std::string(to_string(c.yt)) + " split<=" +
+         std::to_string(c.max_split) + " budget=" + std::to_string(c.smem_budget) + (c.misalign_x ? " misaligned x" : "");
+}
+
+int sms() {
+  int dev = 0, s = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&s, cudaDevAttrMultiProcessorCount, dev);
+  return s;
+}
+
+/// Runs the kernel with y poisoned (0xFF bytes) plus one extra row past m that must stay
+/// untouched; twice (a stale partial must not leak). Returns y (m rows) on the host.
+void run_tc(const CondensedMatrix& w, const DenseMatrix& x, const TcCase& c, std::vector<std::byte>& y,
+            int* ksplit_out = nullptr) {
+  const auto packed = cuda::ew::pack_spmv_tc(w);
+  cuda::ew::SpmvTcArgs a;
+  const auto cfg = cuda::ew::plan_spmv_tc(packed.layout, c.t, c.m, sms(), a, c.smem_budget, c.max_split);
+  if (ksplit_out) *ksplit_out = a.ksplit;
+  const auto fn = cuda::ew::find_spmv_tc(c.t, c.pattern.n, c.pattern.m);
+  ASSERT_NE(fn, nullptr);
+  DeviceMem dv(packed.values.size()), di(packed.indices.size() * 4), dx(x.size_bytes() + 16);
+  const std::size_t ybytes = std::size_t(c.m * c.n) * dtype_size(c.yt), extra = std::size_t(c.n) * dtype_size(c.yt);
+  DeviceMem dy(ybytes + extra);
+  void* xp = static_cast<char*>(dx.p) + (c.misalign_x ? 2 : 0);
+  EW_CUDA(cudaMemcpy(dv.p, packed.values.data(), packed.values.size(), cudaMemcpyHostToDevice));
+  EW_CUDA(cudaMemcpy(di.p, packed.indices.data(), packed.indices.size() * 4, cudaMemcpyHostToDevice));
+  EW_CUDA(cudaMemcpy(xp, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
+  for (int rep = 0; rep < 2; ++rep) {
+    EW_CUDA(cudaMemset(dy.p, 0xFF, ybytes + extra));
+    a.values = dv.p;
+    a.indices = static_cast<const std::uint32_t*>(di.p);
+    a.x = xp;
+    a.y = dy.p;
+    a.y_dtype = c.yt == DType::f32 ? 0 : c.yt == DType::f16 ? 1 : 2;
+    a.x_vec = cuda::ew::spmv_tc_x_vec(xp, c.k);
+    if (c.misalign_x) EXPECT_EQ(a.x_vec, 0);
+    fn(a, cfg, nullptr);
+    EW_CUDA(cudaGetLastError());
+    EW_CUDA(cudaDeviceSynchronize());
+  }
+  std::vector<std::byte> all(ybytes + extra);
+  EW_CUDA(cudaMemcpy(all.data(), dy.p, all.size(), cudaMemcpyDeviceToHost));
+  for (std::size_t i = ybytes; i < all.size(); ++i) ASSERT_EQ(all[i], std::byte{0xFF}) << "wrote past row m-1";
+  y.assign(all.begin(), all.begin() + std::ptrdiff_t(ybytes));
+}
+
+void check_case(const TcCase& c, std::uint64_t seed) {
+  SCOPED_TRACE(name(c));
+  const auto w = random_ew(c.pattern, c.n, c.k, c.t, seed);
+  const auto x = random_matrix(c.t, c.m, c.k, seed + 1);
+  ASSERT_EQ(cuda::ew::spmv_tc_unsupported(w.layout, c.t, c.m), "");
+  std::vector<std::byte> y;
+  run_tc(w, x, c, y);
+  if (::testing::Test::HasFatalFailure()) return;
+  const auto cmp = compare(y, c.yt, oracle(x, w));
+  EXPECT_EQ(cmp.unwritten, 0);
+  EXPECT_EQ(cmp.class_mismatch, 0);
+  EXPECT_LT(cmp.rel_err, tolerance(c.yt));
+}
+
+const std::vector<Pattern>& compiled() {
+  static const std::vector<Pattern> p = {Pattern::element(2, 4), Pattern::element(4, 8),  Pattern::element(2, 8),
+                                         Pattern::element(1, 8), Pattern::element(2, 16), Pattern::element(1, 16)};
+  return p;
+}
+
+TEST(EwSpmvTcLayout, PackRoundTripsEveryField) {
+  for (const Pattern& p : compiled())
+    for (DType t : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(p.str());
+      const auto w = random_ew(p, 45, 301, t, 7);
+      const auto packed = cuda::ew::pack_spmv_tc(w);
+      const auto& l = packed.layout;
+      EXPECT_EQ(l.tiles, (w.layout.value_cols + 63) / 64);
+      EXPECT_EQ(l.row_blocks, 3);
+      EXPECT_EQ(l.tile_cols, 64 * p.m / p.n);
+      // Every (row, slot) lands on a distinct packed position, and reads back.
+      std::vector<char> seen(l.value_bytes() / 2, 0);
+      for (std::int64_t r = 0; r < w.rows(); ++r)
+        for (std::int64_t s = 0; s < w.layout.value_cols; ++s) {
+          const std::size_t off = l.value_offset(r, s);
+          ASSERT_LT(off, seen.size());
+          ASSERT_EQ(seen[off], 0) << "r=" << r << " s=" << s;
+          seen[off] = 1;
+          ASSERT_EQ(cuda::ew::unpack_spmv_tc_index(packed, r, s),
+                    get_packed(w.indices.data() + r * w.layout.index_row_bytes, s, w.layout.index_bits));
+          ASSERT_EQ(std::memcmp(packed.values.data() + off * 2, w.values.data() + std::size_t(r * w.layout.value_cols + s) * 2, 2), 0);
+        }
+      // The lane owns window t of each 4-window chunk, rows g and g + 8.
+      EXPECT_EQ(l.lane_of(9, 0), 4 * 1 + 0);
+      EXPECT_EQ(l.lane_of(3, std::int64_t(p.n) * 2), 4 * 3 + 2);
+      EXPECT_EQ(l.lane_slot_of(11, std::int64_t(p.n) * 4), 2 * p.n + p.n);  // chunk 1, row g + 8
+      // Footprint: exactly the canonical bytes of the row / slot tails' padded shape ...
+      EXPECT_EQ(packed.values.size(), std::size_t(l.row_blocks * 16 * l.tiles * 64 * 2));
+      EXPECT_EQ(packed.indices.size() * 4, std::size_t(l.row_blocks * 16 * l.tiles * 64 * l.bits / 8));
+      // ... so without tails (rows % 16 == 0, slots % 64 == 0) it equals the canonical footprint.
+      const auto w2 = random_ew(p, 32, 2 * 64 * p.m / p.n, t, 8);
+      const auto packed2 = cuda::ew::pack_spmv_tc(w2);
+      EXPECT_EQ(packed2.values.size() + packed2.indices.size() * 4, w2.values.size() + w2.indices.size());
+    }
+}
+
+TEST(EwSpmvTcLayout, RejectsWhatItDoesNotServe) {
+  const auto l28 = ew_layout(Pattern::element(2, 8), 8, 64);
+  EXPECT_THROW(cuda::ew::SpmvTcLayout::of(l28, DType::f32), InvalidArgument);
+  EXPECT_NE(cuda::ew::spmv_tc_unsupported(l28, DType::f32, 1), "");
+  EXPECT_NE(cuda::ew::spmv_tc_unsupported(l28, DType::f16, 9), "");
+  EXPECT_NE(cuda::ew::spmv_tc_unsupported(l28, DType::f16, 0), "");
+  EXPECT_EQ(cuda::ew::spmv_tc_unsupported(l28, DType::f16, 8), "");
+  for (auto p : {Pattern::element(3, 32), Pattern::element(8, 32), Pattern::element(3, 8), Pattern::element(5, 7),
+                 Pattern::element(1, 2)}) {
+    SCOPED_TRACE(p.str());
+    const auto l = ew_layout(p, 8, 64);
+    EXPECT_THROW(cuda::ew::SpmvTcLayout::of(l, DType::f16), InvalidArgument);
+    EXPECT_NE(cuda::ew::spmv_tc_unsupported(l, DType::f16, 4).find("ew_spmv serves it"), std::string::npos);
+  }
+  EXPECT_NE(cuda::ew::spmv_tc_unsupported(ew_layout(Pattern::element(4, 16), 8, 64), DType::f16, 4).find("not compiled"),
+            std::string::npos);
+  FormatLayout v = l28;
+  v.pattern = Pattern::vector(2, 8, 4);
+  EXPECT_THROW(cuda::ew::SpmvTcLayout::of(v, DType::f16), InvalidArgument);
+}
+
+TEST(EwSpmvTc, EveryPatternMAndDtype) {
+  EW_REQUIRE_DEVICE();
+  std::uint64_t seed = 1000;
+  for (const Pattern& p : compiled())
+    for (DType t : {DType::f16, DType::bf16})
+      for (int m = 1; m <= 8; ++m) {
+        check_case({p, 261, 517, m, t, t}, ++seed);   // element staging (k % 8 != 0), all tails
+        check_case({p, 300, 1032, m, t, t}, ++seed);  // 16-byte staging, k not a tile multiple
+      }
+}
+
+TEST(EwSpmvTc, Hw24AndOutputDtypes) {
+  EW_REQUIRE_DEVICE();
+  check_case({Pattern::hw24(), 77, 130, 3, DType::f16, DType::f16}, 2001);
+  check_case({Pattern::element(2, 8), 100, 256, 2, DType::f16, DType::f32}, 2002);
+  check_case({Pattern::element(1, 16), 100, 250, 8, DType::bf16, DType::f16}, 2003);
+  check_case({Pattern::element(2, 16), 100, 1024, 5, DType::f16, DType::bf16}, 2004);
+}
+
+TEST(EwSpmvTc, TailsSplitKPhasesAndMisalignedX) {
+  EW_REQUIRE_DEVICE();
+  std::uint64_t seed = 3000;
+  for (auto shape : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 9}, {15, 4099}, {17, 8192}, {129, 3001},
+                                                                       {1000, 2056}})
+    for (int split : {1, 3, 8})
+      for (auto p : {Pattern::element(2, 8), Pattern::element(1, 16)})
+        check_case({p, shape.first, shape.second, split == 3 ? 8 : (split == 8 ? 4 : 1), DType::f16, DType::f16, 0,
+                    split},
+                   ++seed);
+  // Several X phases (small shared budget), with and without a split.
+  for (int m : {1, 6, 8}) {
+    check_case({Pattern::element(2, 16), 500, 5008, m, DType::f16, DType::f16, 9000, 2}, ++seed);
+    check_case({Pattern::element(1, 8), 300, 6000, m, DType::bf16, DType::bf16, 4000, 1}, ++seed);
+  }
+  // x not 16-byte aligned: the element staging path even though k % 8 == 0.
+  check_case({Pattern::element(2, 8), 200, 1024, 8, DType::f16, DType::f16, 0, 0, true}, ++seed);
+  check_case({Pattern::element(4, 8), 33, 2048, 7, DType::bf16, DType::f32, 5000, 3, true}, ++seed);
+}
+
+TEST(EwSpmvTc, SplitIsUsedForFewRows) {
+  EW_REQUIRE_DEVICE();
+  const auto w = random_ew(Pattern::element(2, 8), 64, 8192, DType::f16, 4001);
+  const auto x = random_matrix(DType::f16, 8, 8192, 4002);
+  std::vector<std::byte> y;
+  int ks = 0;
+  TcCase c{Pattern::element(2, 8), 64, 8192, 8, DType::f16, DType::f16};
+  run_tc(w, x, c, y, &ks);
+  if (::testing::Test::HasFatalFailure()) return;
+  EXPECT_GT(ks, 1);  // 1 CTA of rows: the plan splits k over a cluster
+  const auto cmp = compare(y, DType::f16, oracle(x, w));
+  EXPECT_EQ(cmp.unwritten, 0);
+  EXPECT_LT(cmp.rel_err, tolerance(DType::f16));
+}
+
+TEST(EwSpmvTc, LargeShape) {
+  EW_REQUIRE_DEVICE();
+  check_case({Pattern::element(2, 8), 4096, 4096, 8, DType::f16, DType::f16}, 5001);
+  check_case({Pattern::element(1, 16), 2100, 11008, 4, DType::bf16, DType::bf16}, 5002);
+}
+
+/// The dense product (what tensor cores on decoded fragments compute): 0 * Inf = NaN at pruned
+/// positions too.
+std::vector<double> dense_oracle(const DenseMatrix& x, const CondensedMatrix& w) {
+  const DenseMatrix d = expand(w);
+  std::vector<double> y(std::size_t(x.rows() * w.rows()), 0.0);
+  for (std::int64_t i = 0; i < x.rows(); ++i)
+    for (std::int64_t r = 0; r < w.rows(); ++r) {
+      double s = 0.0;
+      for (std::int64_t c = 0; c < w.cols(); ++c) s += double(d.at(r, c)) * double(x.at(i, c));
+      y[std::size_t(i * w.rows() + r)] = s;
+    }
+  return y;
+}
+
+TEST(EwSpmvTc, NanInfPropagateFromStoredSlots) {
+  EW_REQUIRE_DEVICE();
+  for (DType t : {DType::f16, DType::bf16}) {
+    const Pattern p = Pattern::element(2, 8);
+    const std::int64_t n = 64, k = 203;
+    const auto w = random_ew(p, n, k, t, 6001);
+    auto x = random_matrix(t, 3, k, 6002);
+    const auto& l = w.layout;
+    const std::int64_t col_kept = get_packed(w.indices.data() + 5 * l.index_row_bytes, 0, l.index_bits);
+    x.set(0, col_kept, INFINITY);  // row 5 stores this column
+    x.set(1, k - 1, NAN);          // in the partial last window
+    x.set(2, 100, -INFINITY);
+    TcCase c{p, n, k, 3, t, t};
+    std::vector<std::byte> y;
+    run_tc(w, x, c, y);
+    if (::testing::Test::HasFatalFailure()) return;
+    const auto ref = dense_oracle(x, w);
+    const auto cmp = compare(y, t, ref);
+    EXPECT_EQ(cmp.class_mismatch, 0);
+    EXPECT_EQ(cmp.unwritten, 0);
+    EXPECT_LT(cmp.rel_err, tolerance(t));
+    EXPECT_FALSE(std::isfinite(load_as_float(t, y.data(), 5)));  // stored slot x Inf
+    // Pruned positions: the dense product is NaN in rows that do not store the Inf column, the
+    // condensed one is not (this is the x_finite contract); both agree wherever X is finite.
+    const auto cond = oracle(x, w);
+    std::int64_t cond_bad = 0, dense_bad = 0;
+    for (std::size_t i = 0; i < cond.size(); ++i) cond_bad += !std::isfinite(cond[i]), dense_bad += !std::isfinite(ref[i]);
+    EXPECT_GT(cond_bad, 0);
+    EXPECT_GT(dense_bad, cond_bad);
+  }
+}
+
+/// The plan: ew_spmv_tc is in the race for its patterns (and picked only by measured time), is
+/// left out with a reason for other patterns and for x_finite = false; forced, it is correct.
+TEST(EwSpmvTcPlan, RaceReasonsAndForcedRun) {
+  EW_REQUIRE_DEVICE();
+  const std::int64_t n = 300, k = 1024;
+  const auto w = random_ew(Pattern::element(2, 8), n, k, DType::f16, 7001);
+  MatmulDesc d;
+  d.m = 8;
+  d.x_dtype = DType::f16;
+  d.y_dtype = DType::f16;
+  const Plan autoplan = Plan::create(w, d);
+  EXPECT_NE(autoplan.reason().find("cuda:ew_spmv_tc "), std::string::npos) << autoplan.reason();
+  EXPECT_NE(autoplan.reason().find("cuda:ew_spmv "), std::string::npos) << autoplan.reason();
+  std::printf("  2:8 m=8 automatic: %s -- %s\n", autoplan.kernel().c_str(), autoplan.reason().c_str());
+
+  MatmulDesc nf = d;
+  nf.x_finite = false;
+  const Plan finite_off = Plan::create(w, nf);
+  EXPECT_NE(finite_off.kernel(), "cuda:ew_spmv_tc");
+  EXPECT_NE(finite_off.reason().find("cuda:ew_spmv_tc (desc.x_finite is false"), std::string::npos) << finite_off.reason();
+  MatmulDesc forced_nf = nf;
+  forced_nf.kernel = "cuda:ew_spmv_tc";
+  EXPECT_THROW(Plan::create(w, forced_nf), Unsupported);
+
+  const auto w332 = random_ew(Pattern::element(3, 32), n, k, DType::f16, 7002);
+  const Plan other = Plan::create(w332, d);
+  EXPECT_NE(other.kernel(), "cuda:ew_spmv_tc");
+  EXPECT_NE(other.reason().find("cuda:ew_spmv_tc (ew_spmv_tc serves N:M with M in"), std::string::npos) << other.reason();
+  const auto w416 = random_ew(Pattern::element(4, 16), n, k, DType::f16, 7004);
+  const Plan other2 = Plan::create(w416, d);
+  EXPECT_NE(other2.kernel(), "cuda:ew_spmv_tc");
+  EXPECT_NE(other2.reason().find("ew_spmv_tc: pattern 4:16 is not compiled"), std::string::npos) << other2.reason();
+
+  MatmulDesc forced = d;
+  forced.kernel = "cuda:ew_spmv_tc";
+  const Plan plan = Plan::create(w, forced);
+  EXPECT_EQ(plan.kernel(), "cuda:ew_spmv_tc");
+  const auto x = random_matrix(DType::f16, 8, k, 7003);
+  DeviceMem dx(x.size_bytes()), dy(std::size_t(8 * n) * 2);
+  EW_CUDA(cudaMemcpy(dx.p, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
+  EW_CUDA(cudaMemset(dy.p, 0xFF, std::size_t(8 * n) * 2));
+  plan.run(dx.p, dy.p, nullptr);
+  EW_CUDA(cudaGetLastError());
+  EW_CUDA(cudaDeviceSynchronize());
+  std::vector<std::byte> y(std::size_t(8 * n) * 2);
+  EW_CUDA(cudaMemcpy(y.data(), dy.p, y.size(), cudaMemcpyDeviceToHost));
+  const auto cmp = compare(y, DType::f16, oracle(x, w));
+  EXPECT_EQ(cmp.unwritten, 0);
+  EXPECT_LT(cmp.rel_err, tolerance(DType::f16));
+}
+
+// Small cases for compute-sanitizer (memcheck / racecheck): split-k clusters, phases, tails,
+// both staging paths.
+TEST(EwSpmvTcSmoke, SanitizerSmoke) {
+  EW_REQUIRE_DEVICE();
+  check_case({Pattern::element(2, 8), 33, 4099, 3, DType::f16, DType::f16, 0, 8}, 9101);
+  check_case({Pattern::element(1, 16), 70, 3008, 8, DType::bf16, DType::f32, 9000, 4}, 9102);
+  check_case({Pattern::element(2, 4), 129, 515, 1, DType::f16, DType::f16, 0, 1}, 9103);
+  check_case({Pattern::element(4, 8), 40, 1024, 8, DType::f16, DType::f16, 0, 2, true}, 9104);
+}
+
+}  // namespace
