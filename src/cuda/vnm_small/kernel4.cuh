@@ -33,9 +33,9 @@
 //     tile) and feeds both tiles' mma.sp. Block = ceil(tiles per group / 2) warps; hw24 group =
 //     256 rows (8 warps), venom group = one slab of V rows.
 //   * Weight stream: batches of one pair x 2 tiles (2 records, 2.3 KB per warp) in a register
-//     ring of kStreamDepth (4 at m <= 16, 3 above): the loads of batch j + D - 1 are issued
-//     before batch j is consumed, so a warp keeps 3 (2) batches = 6.9 (4.6) KB in flight while
-//     it computes (16 warps per SM: 74-110 KB).
+//     ring of depth 3: the loads of batch j + 2 are issued before batch j is consumed, so a warp
+//     keeps 2 batches = 4.6 KB in flight while it computes (16 warps per SM: ~74 KB). Depth 4
+//     spilled (48-56 bytes at NT = 1, 2) under the 128-register cap of 2 blocks per SM.
 //   * X chunks of chunk_pairs pairs, two buffers; the copies of chunk c + 1 are issued right
 //     after the barrier that opens chunk c (one __syncthreads per chunk; the weight loads of the
 //     next batch are already in flight across it).
@@ -58,10 +58,10 @@ namespace sparsenm::cuda::vnm_small {
 inline constexpr int kStreamTw = 2;  ///< row tiles per warp (variant 7)
 inline constexpr int kStreamU = 1;   ///< pairs per register batch (variant 7)
 /// Register ring depth of variant 7: kD - 1 batches (of kStreamU pairs x kStreamTw tiles) stay in
-/// flight while one is consumed. 4 (6 records, 6.9 KB per warp) at m <= 16, 3 (4 records) above,
-/// where the accumulators need the registers (ptxas: 128 registers, no spills, at each NT).
+/// flight while one is consumed. 3 at every NT (ptxas sm_90a: 94-128 registers, no spills; 4
+/// spilled at NT = 1, 2).
 template <int NT>
-inline constexpr int kStreamDepth = NT <= 2 ? 3 : 3;
+inline constexpr int kStreamDepth = 3;
 
 __device__ __forceinline__ uint4 ldsm_x4(std::uint32_t addr) {
   uint4 v;
