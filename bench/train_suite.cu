@@ -85,13 +85,20 @@ struct Shape {
   std::int64_t rows, cols;
 };
 
-/// The mask kernels with the NON-default kernel selected (Mask24Args::variant; the API runs
-/// mask24_default_variant): the session-2 kernel (mask24_s2.cuh, 4 x 8 region per thread) or the
-/// session-3 kernel (mask24.cuh, 8 x 8 region per thread), for a same-run comparison. Returns
-/// the row's kernel label. Shapes and pointers of the suite satisfy the vector path's alignment
-/// (rows, cols multiples of 32, cudaMalloc).
-const char* mask24_other_variant(DType t, bool search, const void* w, std::int64_t batch, std::int64_t rows, std::int64_t cols,
-                                 std::uint16_t* mask, train::Compressed24View w24, train::Compressed24View wt24) {
+/// Mask kernel variants (Mask24Args::variant): 1 = session-2 kernel (mask24_s2.cuh, 4 x 8 region
+/// per thread), 2 = session-3 kernel (mask24.cuh, 8 x 8 region per thread), 3 = its persistent
+/// prefetching form. The bench times every variant other than the API's default
+/// (mask24_default_variant) in the same run.
+constexpr int kMaskVariants[] = {1, 2, 3};
+const char* mask24_variant_label(int v) {
+  return v == 1 ? "session2_kernel" : v == 2 ? "session3_kernel" : "persistent_kernel";
+}
+
+/// The mask kernels with kernel `variant` selected, for a same-run comparison. Returns the row's
+/// kernel label. Shapes and pointers of the suite satisfy the vector path's alignment (rows, cols
+/// multiples of 32, cudaMalloc).
+const char* mask24_other_variant(int variant, DType t, bool search, const void* w, std::int64_t batch, std::int64_t rows,
+                                 std::int64_t cols, std::uint16_t* mask, train::Compressed24View w24, train::Compressed24View wt24) {
   train::detail::Mask24Args a;
   a.w = w;
   a.rows = rows;
@@ -104,11 +111,22 @@ const char* mask24_other_variant(DType t, bool search, const void* w, std::int64
   a.wt_values = wt24.values;
   a.wt_indices = wt24.indices;
   a.aligned = true;
-  a.variant = train::detail::mask24_default_variant(dtype_size(t), search) == 1 ? 2 : 1;
+  a.variant = variant;
   if (t == DType::f16) train::detail::launch_mask24<__half>(a, search, nullptr);
   else if (t == DType::bf16) train::detail::launch_mask24<__nv_bfloat16>(a, search, nullptr);
   else train::detail::launch_mask24<float>(a, search, nullptr);
-  return a.variant == 1 ? "session2_kernel" : "session3_kernel";
+  return mask24_variant_label(variant);
+}
+
+/// MVUE with kernel `variant` (Mvue24Args::variant: 1 = one chunk / tile per thread / CTA,
+/// 2 = persistent prefetching), the arguments the API builds.
+void mvue24_variant(int variant, DType t, const void* g, std::int64_t T, std::int64_t n, train::GradLayout layout,
+                    std::uint64_t seed, train::Compressed24View out) {
+  train::detail::Mvue24Args a = train::detail::make_mvue24_args(g, T, n, layout, seed, out);
+  a.variant = variant;
+  if (t == DType::f16) train::detail::launch_mvue24<__half>(a, nullptr);
+  else if (t == DType::bf16) train::detail::launch_mvue24<__nv_bfloat16>(a, nullptr);
+  else train::detail::launch_mvue24<float>(a, nullptr);
 }
 
 }  // namespace
@@ -195,11 +213,13 @@ Suite train_suite() {
           SPARSENM_CUDA_CHECK(cudaMemcpy(got_v.data(), b.at(0, 2), vb, cudaMemcpyDeviceToHost));
           emit("mask24_apply", std::string(to_string(t)), 0, R, C, "apply_mask24", ta, search_bytes, slots,
                got_v == ref_v ? "apply(search mask) == search: ok" : "apply(search mask) != search: MISMATCH");
-          if (t == dt16 || w.rows == 4 * d) {  // same-run comparison with the other kernel
-            for (bool srch : {true, false}) {
+          if (t == dt16 || w.rows == 4 * d) {  // same-run comparison with the other kernels
+            for (bool srch : {true, false})
+            for (int variant : kMaskVariants) {
+              if (variant == train::detail::mask24_default_variant(dtype_size(t), srch)) continue;
               const char* label = "";
               auto call = [&](int i) {
-                label = mask24_other_variant(t, srch, b.at(i, 0), 1, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
+                label = mask24_other_variant(variant, t, srch, b.at(i, 0), 1, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
                                              {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
                                              {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
               };
@@ -243,10 +263,12 @@ Suite train_suite() {
           };
           emit("mask24_apply_batched", std::string(to_string(t)), B, R, C, "apply_mask24_batched",
                time_calls(apply, slots, warmup, reps), bytes, slots, what);
-          for (bool srch : {true, false}) {
+          for (bool srch : {true, false})
+          for (int variant : kMaskVariants) {
+            if (variant == train::detail::mask24_default_variant(dtype_size(t), srch)) continue;
             const char* label = "";
             auto call = [&](int i) {
-              label = mask24_other_variant(t, srch, b.at(i, 0), B, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
+              label = mask24_other_variant(variant, t, srch, b.at(i, 0), B, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
                                            {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
                                            {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
             };
@@ -280,6 +302,18 @@ Suite train_suite() {
             emit(tm ? "mvue24_token_major" : "mvue24_feature_major", std::string(to_string(t)), T, n, 0, "mvue24",
                  time_calls(call, slots, warmup, reps),
                  bytes, slots, tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)");
+            // same-run comparison: the other kernel variant (token-major f32 has one kernel)
+            const int dflt = train::detail::mvue24_default_variant(dtype_size(t), tm);
+            for (int variant : {1, 2}) {
+              if (variant == dflt || (tm && t == DType::f32)) continue;
+              auto other = [&](int i) {
+                mvue24_variant(variant, t, b.at(i, 0), T, n, layout, seed++, {b.at(i, 1), static_cast<std::uint8_t*>(b.at(i, 2))});
+              };
+              emit(tm ? "mvue24_token_major" : "mvue24_feature_major", std::string(to_string(t)), T, n, 0,
+                   variant == 1 ? "mvue24:chunk_kernel" : "mvue24:persistent_kernel", time_calls(other, slots, warmup, reps),
+                   bytes, slots, std::string(tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)") +
+                                     "; opt-in non-default kernel, same run");
+            }
           }
         }
       }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cuda/train/philox.hpp"
+#include "cuda/train/train_common.cuh"
 #include "sparsenm/error.hpp"
 #include "sparsenm/train.hpp"
 #include "support/mvue_reference.hpp"
@@ -54,14 +55,25 @@ HostMat transpose(const HostMat& m) {
   return t;
 }
 
+/// variant 0: the API (sparsenm::train::mvue24); 1, 2: that kernel variant (Mvue24Args::variant)
+/// with the arguments the API builds.
 std::pair<std::vector<std::byte>, std::vector<std::uint8_t>> run_gpu(const HostMat& g, train::GradLayout layout,
                                                                      std::int64_t tokens, std::int64_t features,
-                                                                     std::uint64_t seed) {
+                                                                     std::uint64_t seed, int variant = 0) {
   const std::size_t vb = std::size_t(features * train::hw24_value_cols(tokens)) * g.esz();
   const std::size_t ib = std::size_t(features * train::hw24_index_row_bytes(tokens));
   auto dg = upload(g.bytes.data(), g.bytes.size());
   auto dv = poisoned(vb), di = poisoned(ib);
-  train::mvue24(g.dtype, dg.get(), tokens, features, layout, seed, {dv.get(), di.as<std::uint8_t>()});
+  if (variant == 0) {
+    train::mvue24(g.dtype, dg.get(), tokens, features, layout, seed, {dv.get(), di.as<std::uint8_t>()});
+  } else {
+    train::detail::Mvue24Args a =
+        train::detail::make_mvue24_args(dg.get(), tokens, features, layout, seed, {dv.get(), di.as<std::uint8_t>()});
+    a.variant = variant;
+    if (g.dtype == DType::f16) train::detail::launch_mvue24<__half>(a, nullptr);
+    else if (g.dtype == DType::bf16) train::detail::launch_mvue24<__nv_bfloat16>(a, nullptr);
+    else train::detail::launch_mvue24<float>(a, nullptr);
+  }
   SPARSENM_CUDA_CHECK(cudaGetLastError());
   return {download<std::byte>(dv, vb), download<std::uint8_t>(di, ib)};
 }
@@ -150,6 +162,33 @@ TEST(Mvue24Special, AllGroupKindsBitExactBothLayouts) {
       expect_hw24_equal(ref, v1, i1, g.esz(), (what + " token_major").c_str());
       const auto [v2, i2] = run_gpu(transpose(g), train::GradLayout::feature_major, T, N, seed);
       expect_hw24_equal(ref, v2, i2, g.esz(), (what + " feature_major").c_str());
+    }
+}
+
+TEST(Mvue24Variants, EveryKernelBitExactBothLayouts) {
+  // Variant 1 (one chunk / tile per thread / CTA) and variant 2 (persistent, prefetching with
+  // cp.async; token-major f32 runs variant 1) against the host rule: shapes with more tiles than
+  // resident CTAs (the persistent kernels walk several tiles per CTA), edge tiles, the 16-token
+  // feature-major path (tokens % 32 == 16), the scalar path (tokens % 16 != 0), and every group
+  // kind (special_groups: the full rule inside the persistent loop).
+  SPARSENM_REQUIRE_GPU();
+  const Case cases[] = {Case{DType::f16, 2048, 2200}, Case{DType::bf16, 256, 2000}, Case{DType::f32, 1024, 1000},
+                        Case{DType::f16, 80, 12},     Case{DType::bf16, 70, 45},    Case{DType::bf16, 1056, 1028}};
+  for (int special = 0; special < 2; ++special)
+    for (const auto& [t, T, N] : cases) {
+      if (special && T * N > 600000) continue;
+      const HostMat g = special ? special_groups(t, T, N, 11 + std::uint64_t(T)) : random_mat(t, T, N, 13 + std::uint64_t(T + N));
+      const std::uint64_t seed = 0xabcdef01ull + std::uint64_t(N);
+      const Hw24 ref = host_mvue24(g, seed);
+      const HostMat gt = transpose(g);
+      for (int variant = 1; variant <= 2; ++variant) {
+        const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N) + " variant " +
+                                 std::to_string(variant) + (special ? " special" : "");
+        const auto [v1, i1] = run_gpu(g, train::GradLayout::token_major, T, N, seed, variant);
+        expect_hw24_equal(ref, v1, i1, g.esz(), (what + " token_major").c_str());
+        const auto [v2, i2] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, variant);
+        expect_hw24_equal(ref, v2, i2, g.esz(), (what + " feature_major").c_str());
+      }
     }
 }
 

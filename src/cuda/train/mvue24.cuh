@@ -25,6 +25,7 @@
 #include "cuda/train/mvue_rule.hpp"
 #include "cuda/train/pattern24.cuh"
 #include "cuda/train/philox.hpp"
+#include "cuda/train/prefetch.cuh"
 #include "cuda/train/train_common.cuh"
 
 namespace sparsenm::train::detail {
@@ -114,70 +115,153 @@ __device__ __forceinline__ void mvue_words(const PhiloxKeys& keys, std::uint64_t
   }
 }
 
+/// Feature-major chunk (feature f, tokens t0 .. t0 + kTok - 1), guarded element loads (tails,
+/// unaligned shapes): elements past the matrix read as 0.
+template <class T, int kTok>
+__device__ __forceinline__ void mvue_fm_load_guarded(const Mvue24Args& args, std::int64_t f, std::int64_t t0,
+                                                     std::uint32_t (&w)[sizeof(typename Elem<T>::Raw) == 2 ? kTok / 2 : kTok]) {
+  using Raw = typename Elem<T>::Raw;
+  constexpr bool k16 = sizeof(Raw) == 2;
+  constexpr int kWords = k16 ? kTok / 2 : kTok;
+  const std::int64_t T_ = args.tokens;
+  const Raw* src = static_cast<const Raw*>(args.g) + f * T_ + t0;
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) {
+    if constexpr (k16) {
+      const std::uint32_t lo = t0 + 2 * i < T_ ? src[2 * i] : 0u, hi = t0 + 2 * i + 1 < T_ ? src[2 * i + 1] : 0u;
+      w[i] = lo | (hi << 16);
+    } else {
+      w[i] = t0 + i < T_ ? src[i] : 0u;
+    }
+  }
+}
+
+/// Feature-major chunk: MVUE of the words w (vec: a whole aligned chunk) and its stores.
+template <class T, int kTok>
+__device__ __forceinline__ void mvue_fm_chunk(const Mvue24Args& args, std::int64_t f, std::int64_t t0, bool vec,
+                                              const std::uint32_t (&w)[sizeof(typename Elem<T>::Raw) == 2 ? kTok / 2 : kTok]) {
+  using Raw = typename Elem<T>::Raw;
+  constexpr bool k16 = sizeof(Raw) == 2;
+  constexpr int G = kTok / 4, kOut = k16 ? G : 2 * G;
+  const std::int64_t T_ = args.tokens;
+  const std::int64_t windows = (T_ + 3) / 4, vcols = 2 * windows, irb = (windows + 1) / 2;
+  Raw* __restrict__ out = static_cast<Raw*>(args.values);
+  std::uint32_t rnd[G], pair[kOut], nibs;
+  mvue_words<G / 4>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16), rnd);
+  if constexpr (k16) mvue_row16<kIsBf16<T>, G>(w, rnd, pair, nibs, vec);
+  else mvue_row32<G>(w, rnd, pair, nibs, vec);
+  const std::int64_t w0 = t0 / 4;
+  if (vec) {
+    if (out) {
+#pragma unroll
+      for (int v = 0; v < kOut / 4; ++v)
+        __stcs(reinterpret_cast<uint4*>(out + f * vcols + 2 * w0) + v,
+               make_uint4(pair[4 * v], pair[4 * v + 1], pair[4 * v + 2], pair[4 * v + 3]));
+    }
+    if (args.indices) {
+      if constexpr (G == 8) __stcs(reinterpret_cast<unsigned int*>(args.indices + f * irb + w0 / 2), nibs);
+      else *reinterpret_cast<std::uint16_t*>(args.indices + f * irb + w0 / 2) = std::uint16_t(nibs);
+    }
+  } else {
+#pragma unroll
+    for (int b = 0; b < G; ++b) {
+      if (w0 + b >= windows) break;
+      if (out) {
+        Raw* o = out + f * vcols + 2 * (w0 + b);
+        if constexpr (k16) o[0] = Raw(pair[b] & 0xffffu), o[1] = Raw(pair[b] >> 16);
+        else o[0] = pair[2 * b], o[1] = pair[2 * b + 1];
+      }
+      if (args.indices && b % 2 == 0)
+        args.indices[f * irb + (w0 + b) / 2] =
+            std::uint8_t(w0 + b + 1 < windows ? (nibs >> (4 * b)) & 0xffu : (nibs >> (4 * b)) & 0xfu);
+    }
+  }
+}
+
 template <class T, int kTok>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   constexpr bool k16 = sizeof(Raw) == 2;
-  constexpr int G = kTok / 4, kWords = k16 ? kTok / 2 : kTok, kOut = k16 ? G : 2 * G;
+  constexpr int kWords = k16 ? kTok / 2 : kTok;
   const std::int64_t T_ = args.tokens, N = args.features;
-  const std::int64_t windows = (T_ + 3) / 4, vcols = 2 * windows, irb = (windows + 1) / 2;
   const std::int64_t t0 = (std::int64_t(blockIdx.x) * Mvue24Traits::kRowThreads + threadIdx.x) * kTok;
   if (t0 >= T_) return;
   const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
-  Raw* __restrict__ out = static_cast<Raw*>(args.values);
   const bool vec = kMvueProbe || (args.aligned && t0 + kTok <= T_);
   for (std::int64_t f = std::int64_t(blockIdx.y) * Mvue24Traits::kRowFeatures + threadIdx.y; f < N;
        f += std::int64_t(gridDim.y) * Mvue24Traits::kRowFeatures) {
     std::uint32_t w[kWords];
-    const Raw* src = g + f * T_ + t0;
     if (vec) {
+      const Raw* src = g + f * T_ + t0;
 #pragma unroll
       for (int v = 0; v < kWords / 4; ++v) {
         const uint4 q = __ldcs(reinterpret_cast<const uint4*>(src) + v);
         w[4 * v] = q.x, w[4 * v + 1] = q.y, w[4 * v + 2] = q.z, w[4 * v + 3] = q.w;
       }
     } else {
-#pragma unroll
-      for (int i = 0; i < kWords; ++i) {
-        if constexpr (k16) {
-          const std::uint32_t lo = t0 + 2 * i < T_ ? src[2 * i] : 0u, hi = t0 + 2 * i + 1 < T_ ? src[2 * i + 1] : 0u;
-          w[i] = lo | (hi << 16);
-        } else {
-          w[i] = t0 + i < T_ ? src[i] : 0u;
-        }
-      }
+      mvue_fm_load_guarded<T, kTok>(args, f, t0, w);
     }
-    std::uint32_t rnd[G], pair[kOut], nibs;
-    mvue_words<G / 4>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16), rnd);
-    if constexpr (k16) mvue_row16<kIsBf16<T>, G>(w, rnd, pair, nibs, vec);
-    else mvue_row32<G>(w, rnd, pair, nibs, vec);
-    const std::int64_t w0 = t0 / 4;
-    if (vec) {
-      if (out) {
-#pragma unroll
-        for (int v = 0; v < kOut / 4; ++v)
-          __stcs(reinterpret_cast<uint4*>(out + f * vcols + 2 * w0) + v,
-                 make_uint4(pair[4 * v], pair[4 * v + 1], pair[4 * v + 2], pair[4 * v + 3]));
-      }
-      if (args.indices) {
-        if constexpr (G == 8) __stcs(reinterpret_cast<unsigned int*>(args.indices + f * irb + w0 / 2), nibs);
-        else *reinterpret_cast<std::uint16_t*>(args.indices + f * irb + w0 / 2) = std::uint16_t(nibs);
-      }
-    } else {
-#pragma unroll
-      for (int b = 0; b < G; ++b) {
-        if (w0 + b >= windows) break;
-        if (out) {
-          Raw* o = out + f * vcols + 2 * (w0 + b);
-          if constexpr (k16) o[0] = Raw(pair[b] & 0xffffu), o[1] = Raw(pair[b] >> 16);
-          else o[0] = pair[2 * b], o[1] = pair[2 * b + 1];
-        }
-        if (args.indices && b % 2 == 0)
-          args.indices[f * irb + (w0 + b) / 2] =
-              std::uint8_t(w0 + b + 1 < windows ? (nibs >> (4 * b)) & 0xffu : (nibs >> (4 * b)) & 0xfu);
-      }
-    }
+    mvue_fm_chunk<T, kTok>(args, f, t0, vec, w);
   }
+}
+
+/// Persistent feature-major kernel (variant 2): CTA tiles of 64 chunks x 4 features walked with a
+/// grid stride (TileWalk: x = chunk group, y = feature group); each thread copies its next
+/// chunk (kTok tokens, 16-byte cp.async) into its own shared-memory slot before computing the
+/// current one, so every thread keeps one chunk of loads in flight while it computes.
+/// Dynamic shared memory: 2 buffers x kWords / 4 x 256 uint4.
+template <class T, int kTok>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_pf_kernel(Mvue24Args args, TileWalk walk) {
+  using Raw = typename Elem<T>::Raw;
+  constexpr bool k16 = sizeof(Raw) == 2;
+  constexpr int kWords = k16 ? kTok / 2 : kTok, kVec = kWords / 4, kT = Mvue24Traits::kThreads;
+  extern __shared__ uint4 pf_fm[];
+  const int tid = threadIdx.y * Mvue24Traits::kRowThreads + threadIdx.x;
+  const std::int64_t T_ = args.tokens, N = args.features;
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+  auto chunk_of = [&](const TilePos& p, std::int64_t& f, std::int64_t& t0) {
+    t0 = (std::int64_t(p.x) * Mvue24Traits::kRowThreads + threadIdx.x) * kTok;
+    f = std::int64_t(p.y) * Mvue24Traits::kRowFeatures + threadIdx.y;
+  };
+  auto issue = [&](const TilePos& p, int buf) {
+    if (!p.valid(walk)) return;
+    std::int64_t f, t0;
+    chunk_of(p, f, t0);
+    if (!(args.aligned && t0 + kTok <= T_ && f < N)) return;
+    const uint4* src = reinterpret_cast<const uint4*>(g + f * T_ + t0);
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) cp_async16(&pf_fm[(buf * kVec + v) * kT + tid], src + v);
+  };
+  TilePos pos = TilePos::at(walk, blockIdx.x);
+  issue(pos, 0);
+  cp_async_commit();
+  int buf = 0;
+  while (pos.valid(walk)) {
+    TilePos next = pos;
+    next.advance(walk);
+    issue(next, buf ^ 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    std::int64_t f, t0;
+    chunk_of(pos, f, t0);
+    if (t0 < T_ && f < N) {
+      const bool vec = args.aligned && t0 + kTok <= T_;
+      std::uint32_t w[kWords];
+      if (vec) {
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) {
+          const uint4 q = pf_fm[(buf * kVec + v) * kT + tid];
+          w[4 * v] = q.x, w[4 * v + 1] = q.y, w[4 * v + 2] = q.z, w[4 * v + 3] = q.w;
+        }
+      } else {
+        mvue_fm_load_guarded<T, kTok>(args, f, t0, w);
+      }
+      mvue_fm_chunk<T, kTok>(args, f, t0, vec, w);
+    }
+    pos = next;
+    buf ^= 1;
+  }
+  cp_async_wait<0>();
 }
 
 /// 128 feature rows x 32 windows of hw24 output in shared memory: value words with 16-byte
@@ -243,48 +327,42 @@ struct Tile24 {
   }
 };
 
-template <class T>
-__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_token_major_kernel(Mvue24Args args) {
-  using Raw = typename Elem<T>::Raw;
-  using Traits = Mvue24Traits;
-  constexpr bool k16 = sizeof(Raw) == 2;
-  constexpr int kWpr = k16 ? 2 : 4;  // words per token row per thread (4 features)
-  __shared__ Tile24<Raw> tile;
-  const std::int64_t T_ = args.tokens, N = args.features, windows = (T_ + 3) / 4;
-  const int tid = threadIdx.x, fp = tid % 32, tg = tid / 32;
-  const std::int64_t f_tile = blockIdx.x, t_tile = blockIdx.y;
-  const std::int64_t f0 = f_tile * Traits::kTileFeatures + 4 * fp, t0 = t_tile * Traits::kTileTokens + 16 * tg;
-  const bool fast =
-      kMvueProbe || (args.aligned && (f_tile + 1) * Traits::kTileFeatures <= N && (t_tile + 1) * Traits::kTileTokens <= T_);
-  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+/// Words per token row per thread in the token-major kernels (4 features).
+template <class Raw>
+constexpr int kTmWords = sizeof(Raw) == 2 ? 2 : 4;
 
-  std::uint32_t x[16][kWpr];  // x[t][j]: token t0 + t, features f0 + (k16 ? 2j, 2j+1 : j)
-  if (fast) {
+/// Token-major: the thread's 16 tokens x 4 features by guarded element loads (edge tiles,
+/// unaligned shapes); elements past the matrix read as 0.
+template <class T>
+__device__ __forceinline__ void mvue_tm_load_guarded(const Mvue24Args& args, std::int64_t f0, std::int64_t t0,
+                                                     std::uint32_t (&x)[16][kTmWords<typename Elem<T>::Raw>]) {
+  using Raw = typename Elem<T>::Raw;
+  constexpr bool k16 = sizeof(Raw) == 2;
+  const std::int64_t T_ = args.tokens, N = args.features;
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
 #pragma unroll
-    for (int t = 0; t < 16; ++t) {
+  for (int t = 0; t < 16; ++t)
+#pragma unroll
+    for (int j = 0; j < kTmWords<Raw>; ++j) {
       if constexpr (k16) {
-        const uint2 p = __ldcs(reinterpret_cast<const uint2*>(g + (t0 + t) * N + f0));
-        x[t][0] = p.x, x[t][1] = p.y;
+        const std::int64_t f = f0 + 2 * j;
+        const std::uint32_t lo = (t0 + t < T_ && f < N) ? g[(t0 + t) * N + f] : 0u;
+        const std::uint32_t hi = (t0 + t < T_ && f + 1 < N) ? g[(t0 + t) * N + f + 1] : 0u;
+        x[t][j] = lo | (hi << 16);
       } else {
-        const uint4 p = __ldcs(reinterpret_cast<const uint4*>(g + (t0 + t) * N + f0));
-        x[t][0] = p.x, x[t][1] = p.y, x[t][2] = p.z, x[t][3] = p.w;
+        x[t][j] = (t0 + t < T_ && f0 + j < N) ? g[(t0 + t) * N + f0 + j] : 0u;
       }
     }
-  } else {
-#pragma unroll
-    for (int t = 0; t < 16; ++t)
-#pragma unroll
-      for (int j = 0; j < kWpr; ++j) {
-        if constexpr (k16) {
-          const std::int64_t f = f0 + 2 * j;
-          const std::uint32_t lo = (t0 + t < T_ && f < N) ? g[(t0 + t) * N + f] : 0u;
-          const std::uint32_t hi = (t0 + t < T_ && f + 1 < N) ? g[(t0 + t) * N + f + 1] : 0u;
-          x[t][j] = lo | (hi << 16);
-        } else {
-          x[t][j] = (t0 + t < T_ && f0 + j < N) ? g[(t0 + t) * N + f0 + j] : 0u;
-        }
-      }
-  }
+}
+
+/// Token-major: MVUE of the thread's 4 features x 16 tokens (x) and their deposit into the tile
+/// (row 4 fp + k, window chunk tg).
+template <class T>
+__device__ __forceinline__ void mvue_tm_compute(const Mvue24Args& args, std::int64_t f0, std::int64_t t0, int fp, int tg,
+                                                const std::uint32_t (&x)[16][kTmWords<typename Elem<T>::Raw>],
+                                                Tile24<typename Elem<T>::Raw>& tile) {
+  using Raw = typename Elem<T>::Raw;
+  constexpr bool k16 = sizeof(Raw) == 2;
 #pragma unroll
   for (int k = 0; k < 4; ++k) {  // feature f0 + k
     std::uint32_t rnd[4], nibs;
@@ -307,27 +385,151 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_token_major_ker
     }
     tile.nib[row * Tile24<Raw>::kNibPitch + tg] = std::uint16_t(nibs);
   }
+}
+
+template <class T>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_token_major_kernel(Mvue24Args args) {
+  using Raw = typename Elem<T>::Raw;
+  using Traits = Mvue24Traits;
+  constexpr bool k16 = sizeof(Raw) == 2;
+  __shared__ Tile24<Raw> tile;
+  const std::int64_t T_ = args.tokens, N = args.features, windows = (T_ + 3) / 4;
+  const int tid = threadIdx.x, fp = tid % 32, tg = tid / 32;
+  const std::int64_t f_tile = blockIdx.x, t_tile = blockIdx.y;
+  const std::int64_t f0 = f_tile * Traits::kTileFeatures + 4 * fp, t0 = t_tile * Traits::kTileTokens + 16 * tg;
+  const bool fast =
+      kMvueProbe || (args.aligned && (f_tile + 1) * Traits::kTileFeatures <= N && (t_tile + 1) * Traits::kTileTokens <= T_);
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+
+  std::uint32_t x[16][kTmWords<Raw>];  // x[t][j]: token t0 + t, features f0 + (k16 ? 2j, 2j+1 : j)
+  if (fast) {
+#pragma unroll
+    for (int t = 0; t < 16; ++t) {
+      if constexpr (k16) {
+        const uint2 p = __ldcs(reinterpret_cast<const uint2*>(g + (t0 + t) * N + f0));
+        x[t][0] = p.x, x[t][1] = p.y;
+      } else {
+        const uint4 p = __ldcs(reinterpret_cast<const uint4*>(g + (t0 + t) * N + f0));
+        x[t][0] = p.x, x[t][1] = p.y, x[t][2] = p.z, x[t][3] = p.w;
+      }
+    }
+  } else {
+    mvue_tm_load_guarded<T>(args, f0, t0, x);
+  }
+  mvue_tm_compute<T>(args, f0, t0, fp, tg, x, tile);
   __syncthreads();
   tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * Traits::kTileFeatures,
              t_tile * (Traits::kTileTokens / 4), N, windows, fast);
 }
 
+/// Persistent token-major kernel (variant 2, 16-bit types): 128 x 128 tiles walked with a grid
+/// stride (TileWalk: x = feature tile, y = token tile); each thread copies its 16 x 8 bytes of
+/// the next interior tile (cp.async) into its own shared-memory slots before computing the
+/// current tile, so the next tile's loads are in flight during the compute and the write-out.
+/// Dynamic shared memory: 2 buffers x 16 x 256 uint2 (64 KB) + the static output tile: 2 CTAs
+/// (16 warps) per SM. Two barriers per tile (tile filled; tile written out).
+template <class T>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads, 2) mvue24_token_major_pf_kernel(Mvue24Args args, TileWalk walk) {
+  using Raw = typename Elem<T>::Raw;
+  using Traits = Mvue24Traits;
+  static_assert(sizeof(Raw) == 2, "16-bit types only");
+  constexpr int kT = Traits::kThreads;
+  __shared__ Tile24<Raw> tile;
+  extern __shared__ uint2 pf_tm[];
+  const std::int64_t T_ = args.tokens, N = args.features, windows = (T_ + 3) / 4;
+  const int tid = threadIdx.x, fp = tid % 32, tg = tid / 32;
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+  auto fast_tile = [&](const TilePos& p) {
+    return args.aligned && (std::int64_t(p.x) + 1) * Traits::kTileFeatures <= N && (std::int64_t(p.y) + 1) * Traits::kTileTokens <= T_;
+  };
+  auto issue = [&](const TilePos& p, int buf) {
+    if (!p.valid(walk) || !fast_tile(p)) return;
+    const std::int64_t f0 = std::int64_t(p.x) * Traits::kTileFeatures + 4 * fp, t0 = std::int64_t(p.y) * Traits::kTileTokens + 16 * tg;
+    const Raw* src = g + t0 * N + f0;
+#pragma unroll
+    for (int t = 0; t < 16; ++t) cp_async8(&pf_tm[(buf * 16 + t) * kT + tid], src + t * N);
+  };
+  TilePos pos = TilePos::at(walk, blockIdx.x);
+  issue(pos, 0);
+  cp_async_commit();
+  int buf = 0;
+  while (pos.valid(walk)) {
+    TilePos next = pos;
+    next.advance(walk);
+    issue(next, buf ^ 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    const bool fast = fast_tile(pos);
+    const std::int64_t f0 = std::int64_t(pos.x) * Traits::kTileFeatures + 4 * fp, t0 = std::int64_t(pos.y) * Traits::kTileTokens + 16 * tg;
+    std::uint32_t x[16][2];
+    if (fast) {
+#pragma unroll
+      for (int t = 0; t < 16; ++t) {
+        const uint2 p = pf_tm[(buf * 16 + t) * kT + tid];
+        x[t][0] = p.x, x[t][1] = p.y;
+      }
+    } else {
+      mvue_tm_load_guarded<T>(args, f0, t0, x);
+    }
+    mvue_tm_compute<T>(args, f0, t0, fp, tg, x, tile);
+    __syncthreads();
+    tile.write(static_cast<Raw*>(args.values), args.indices, std::int64_t(pos.x) * Traits::kTileFeatures,
+               std::int64_t(pos.y) * (Traits::kTileTokens / 4), N, windows, fast);
+    __syncthreads();  // the tile is free for the next deposits
+    pos = next;
+    buf ^= 1;
+  }
+  cp_async_wait<0>();
+}
+
+template <class K>
+void launch_persistent(K kernel, ResidentCtas& cache, dim3 block, std::size_t smem, std::int64_t nx, std::int64_t ny,
+                       const Mvue24Args& a, cudaStream_t s) {
+  const std::int64_t grid = cache.grid(kernel, int(block.x * block.y), smem, nx * ny);
+  kernel<<<unsigned(grid), block, smem, s>>>(a, make_tile_walk(nx, ny, 1, grid));
+}
+
 template <class T>
 void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   using Traits = Mvue24Traits;
+  constexpr bool k16 = sizeof(typename Elem<T>::Raw) == 2;
+  const int variant = a.variant != 0 ? a.variant : mvue24_default_variant(sizeof(typename Elem<T>::Raw), a.token_major);
+  const bool pf = variant == 2;
   if (a.token_major) {
-    const dim3 grid(unsigned((a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures),
-                    unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
-    mvue24_token_major_kernel<T><<<grid, Traits::kThreads, 0, s>>>(a);
+    const std::int64_t nx = (a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures,
+                       ny = (a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens;
+    if constexpr (k16) {
+      if (pf) {
+        static ResidentCtas cache;
+        launch_persistent(mvue24_token_major_pf_kernel<T>, cache, dim3(Traits::kThreads), 2 * 16 * Traits::kThreads * sizeof(uint2),
+                          nx, ny, a, s);
+        SPARSENM_CUDA_CHECK_LAUNCH("mvue24_token_major_pf_kernel");
+        return;
+      }
+    }
+    mvue24_token_major_kernel<T><<<dim3(unsigned(nx), unsigned(ny)), Traits::kThreads, 0, s>>>(a);
   } else {
     const dim3 block(Traits::kRowThreads, Traits::kRowFeatures);
-    const unsigned fy = unsigned(std::min<std::int64_t>((a.features + Traits::kRowFeatures - 1) / Traits::kRowFeatures, 65535));
+    const std::int64_t ny = (a.features + Traits::kRowFeatures - 1) / Traits::kRowFeatures;
+    const unsigned fy = unsigned(std::min<std::int64_t>(ny, 65535));
     if (a.tokens % 32 == 0) {
-      const dim3 grid(unsigned((a.tokens / 32 + Traits::kRowThreads - 1) / Traits::kRowThreads), fy);
-      mvue24_feature_major_kernel<T, 32><<<grid, block, 0, s>>>(a);
+      const std::int64_t nx = (a.tokens / 32 + Traits::kRowThreads - 1) / Traits::kRowThreads;
+      if (pf) {
+        static ResidentCtas cache;
+        launch_persistent(mvue24_feature_major_pf_kernel<T, 32>, cache, block, 2 * (k16 ? 4 : 8) * Traits::kThreads * sizeof(uint4),
+                          nx, ny, a, s);
+      } else {
+        mvue24_feature_major_kernel<T, 32><<<dim3(unsigned(nx), fy), block, 0, s>>>(a);
+      }
     } else {
-      const dim3 grid(unsigned(((a.tokens + 15) / 16 + Traits::kRowThreads - 1) / Traits::kRowThreads), fy);
-      mvue24_feature_major_kernel<T, 16><<<grid, block, 0, s>>>(a);
+      const std::int64_t nx = ((a.tokens + 15) / 16 + Traits::kRowThreads - 1) / Traits::kRowThreads;
+      if (pf) {
+        static ResidentCtas cache;
+        launch_persistent(mvue24_feature_major_pf_kernel<T, 16>, cache, block, 2 * (k16 ? 2 : 4) * Traits::kThreads * sizeof(uint4),
+                          nx, ny, a, s);
+      } else {
+        mvue24_feature_major_kernel<T, 16><<<dim3(unsigned(nx), fy), block, 0, s>>>(a);
+      }
     }
   }
   SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cuda/train/philox.hpp"
+#include "sparsenm/train.hpp"
 
 namespace sparsenm::train::detail {
 
@@ -110,7 +111,19 @@ struct Mvue24Args {
   void* values = nullptr;
   std::uint8_t* indices = nullptr;
   bool aligned = false;
+  /// Which kernels: 0 = the default (mvue24_default_variant); 1 = the session-3 kernels (one
+  /// chunk / tile per thread / CTA); 2 = the persistent kernels that prefetch the next chunk /
+  /// tile with cp.async into thread-private shared memory while computing the current one
+  /// (token-major: 16-bit types only, f32 runs variant 1). Outputs are identical.
+  int variant = 0;
 };
+
+/// The MVUE kernels the API runs per dtype size and layout (docs/PERF-train.md "Session 3b").
+inline int mvue24_default_variant(std::size_t elem_size, bool token_major) {
+  (void)elem_size;
+  (void)token_major;
+  return 1;
+}
 
 struct DecayArgs {
   void* grad = nullptr;
@@ -133,6 +146,10 @@ struct GluArgs {
 };
 
 template <class T> void launch_mask24(const Mask24Args& a, bool search, cudaStream_t s);
+/// The launch arguments sparsenm::train::mvue24 builds (api.cu; variant 0), for tests and the
+/// bench that select a kernel variant.
+Mvue24Args make_mvue24_args(const void* g, std::int64_t tokens, std::int64_t features, GradLayout layout,
+                            std::uint64_t seed, Compressed24View out);
 template <class T> void launch_mvue24(const Mvue24Args& a, cudaStream_t s);
 template <class T> void launch_masked_decay(const DecayArgs& a, cudaStream_t s);
 template <class T> void launch_glu(const GluArgs& a, bool backward, cudaStream_t s);
