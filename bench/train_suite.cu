@@ -216,7 +216,7 @@ Suite train_suite() {
           if (t == dt16 || w.rows == 4 * d) {  // same-run comparison with the other kernels
             for (bool srch : {true, false})
             for (int variant : kMaskVariants) {
-              if (variant == train::detail::mask24_default_variant(dtype_size(t), srch)) continue;
+              if (variant == train::detail::mask24_default_variant(dtype_size(t), srch, 1, R, C)) continue;
               const char* label = "";
               auto call = [&](int i) {
                 label = mask24_other_variant(variant, t, srch, b.at(i, 0), 1, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
@@ -265,7 +265,7 @@ Suite train_suite() {
                time_calls(apply, slots, warmup, reps), bytes, slots, what);
           for (bool srch : {true, false})
           for (int variant : kMaskVariants) {
-            if (variant == train::detail::mask24_default_variant(dtype_size(t), srch)) continue;
+            if (variant == train::detail::mask24_default_variant(dtype_size(t), srch, B, R, C)) continue;
             const char* label = "";
             auto call = [&](int i) {
               label = mask24_other_variant(variant, t, srch, b.at(i, 0), B, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),

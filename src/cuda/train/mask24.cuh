@@ -1,8 +1,9 @@
 // sparsenm — transposable 2:4 mask search and apply-mask, fused with compression of W and W^T
 // (seed 003 §3.2, §5.1; issue 5). One kernel template, two modes (kSearch: find the mask;
-// else: read it). Mask24Args::variant = 2; the default for 16-bit searches only (apply and f32
-// searches run the session-2 kernel of mask24_s2.cuh, measured faster there: train_common.cuh
-// mask24_default_variant). Session 3 design (docs/PERF-train.md): every thread owns an 8 x 8 region of W
+// else: read it). Mask24Args::variant = 2 (the default for batched 16-bit searches) and 3 (the
+// same regions walked by a persistent grid with cp.async prefetch: the default for one 16-bit
+// matrix of at most 6400 x 1600); apply and f32 searches run the session-2 kernel of
+// mask24_s2.cuh, measured faster there (train_common.cuh mask24_default_variant). Session 3 design (docs/PERF-train.md): every thread owns an 8 x 8 region of W
 // (2 x 2 blocks), so each of its 8 rows is one S(W) row piece (2 windows = 4 values + one whole
 // index byte) and each of its 8 columns one S(W)^T row piece (2 windows = 4 values + one whole
 // index byte): all outputs go straight from registers, no shared-memory transpose, no barrier
@@ -513,7 +514,7 @@ constexpr std::size_t kMask24PfSmem = 2 * (8 * kRowWords<typename Elem<T>::Raw> 
 
 template <class T>
 void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
-  const int variant = a.variant != 0 ? a.variant : mask24_default_variant(sizeof(typename Elem<T>::Raw), search);
+  const int variant = a.variant != 0 ? a.variant : mask24_default_variant(sizeof(typename Elem<T>::Raw), search, a.batch, a.rows, a.cols);
   if (variant == 1) {  // the session-2 kernel (mask24_s2.cuh)
     launch_mask24_s2<T>(a, search, s);
     return;

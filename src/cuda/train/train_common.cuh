@@ -96,11 +96,17 @@ struct Mask24Args {
   int variant = 0;
 };
 
-/// The measured-faster kernel per dtype size and mode (H200, results at 829fe99,
-/// docs/PERF-train.md "Session 3"): the session-3 kernel for 16-bit searches (1.06-1.08x on the
-/// batched mask refresh), the session-2 kernel for apply (the session-3 kernel measured
-/// 0.83-0.97x there) and for f32 searches (0.93-0.96x).
-inline int mask24_default_variant(std::size_t elem_size, bool search) { return (search && elem_size == 2) ? 2 : 1; }
+/// The measured-faster kernel per dtype size, mode and size (H200; results at 829fe99 and 9e387cb,
+/// docs/PERF-train.md "Session 3" and "Session 3b"): for 16-bit searches the session-3 kernel
+/// (1.06-1.08x on the batched mask refresh), and its persistent prefetching form (variant 3) for
+/// one matrix of at most 6400 x 1600 elements (the largest single layer measured: 1.01-1.11x over
+/// variant 2 on the five 16-bit one-layer searches; 1.5x slower on the batched refresh); the
+/// session-2 kernel for apply (the session-3 kernels measured 0.83-0.97x there) and for f32
+/// searches (0.93-0.96x; variant 3 0.59-0.73x).
+inline int mask24_default_variant(std::size_t elem_size, bool search, std::int64_t batch, std::int64_t rows, std::int64_t cols) {
+  if (!search || elem_size != 2) return 1;
+  return (batch == 1 && rows * cols <= std::int64_t(6400) * 1600) ? 3 : 2;
+}
 
 struct Mvue24Args {
   const void* g = nullptr;
@@ -118,7 +124,8 @@ struct Mvue24Args {
   int variant = 0;
 };
 
-/// The MVUE kernels the API runs per dtype size and layout (docs/PERF-train.md "Session 3b").
+/// The MVUE kernels the API runs per dtype size and layout: variant 1 everywhere (the persistent
+/// variant 2 measured 0.71-0.96x on every large shape, docs/PERF-train.md "Session 3b").
 inline int mvue24_default_variant(std::size_t elem_size, bool token_major) {
   (void)elem_size;
   (void)token_major;
