@@ -1,8 +1,8 @@
 // sparsenm bench — suite "fst": the transformer FFN forward + backward with FST linear layers
-// (include/sparsenm/fst.hpp: all six GEMMs 2:4 on the sparse tensor cores) against the same FFN
-// with dense cuBLAS GEMMs (the same FstLinear in its dense phase: identical bias / GELU / GLU /
-// bias-gradient kernels, so the difference is the GEMMs plus FST's per-step overheads: mask apply
-// + compress, MVUE + compress, repacks, transposes).
+// (include/sparsenm/fst.hpp: all six GEMMs 2:4 sparse) against the same FFN with dense cuBLAS
+// GEMMs (the same FstLinear in its dense phase: identical bias / GELU / GLU / bias-gradient
+// kernels, so the difference is the GEMMs plus FST's per-step overheads: mask apply + compress,
+// MVUE + compress, repacks, and for cuSPARSELt GEMMs the dense operands + cusparseLtSpMMACompress).
 //   gelu:  Linear d -> 4d, GELU (tanh), Linear 4d -> d
 //   geglu: Linear d -> 8d, GEGLU (train.hpp glu_forward, h = 4d), Linear 4d -> d
 // d = 1280 (GPT-2 774M) and 1600 (1.5B), tokens 8192 and 16384, f16. One "step" = begin_step of
@@ -10,14 +10,16 @@
 // mask search (begin_step at a refresh step) is timed separately and amortised over l = 40
 // steps: fst ms = step + (refresh - apply) / 40. Method: CUDA events around each call after
 // warm-up, median (BENCH.md). --quick: d = 1280, 8192 tokens only.
-// Rows "fst_gemm_race" (GELU shapes only): each distinct 2:4 GEMM shape of the FFN step timed through
-// forced plans on our wgmma kernel and on cuSPARSELt (cuda:cusparselt_24, when built), the
-// measured per-GEMM choice; the FST layer itself always uses ours (cuSPARSELt's opaque format would
-// need a compression per step, see docs/FST.md), so the note says what that choice would win.
+// Three FST rows per FFN (FstConfig::backends): "sparsenm:fst" = the default, each GEMM's backend
+// chosen at construction by the layer's own timing (its choices and timings in the note);
+// "sparsenm:fst_sptc" = every GEMM on our sparse tensor-core kernels (the layer before session 3);
+// "sparsenm:fst_lt" = every GEMM on cuSPARSELt (when available).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -26,10 +28,9 @@
 
 #include "bench.hpp"
 #include "cuda/common.cuh"
+#include "cuda/cusparselt/lt_gemm.hpp"
 #include "event_timing.cuh"
-#include "sparsenm/format.hpp"
 #include "sparsenm/fst.hpp"
-#include "sparsenm/plan.hpp"
 #include "sparsenm/train.hpp"
 
 namespace sparsenm::bench {
@@ -85,7 +86,7 @@ struct Ffn {
   train::FstLinear l1, l2;
   DeviceBuffer x, hbuf, a, y, dy, da, dh, dx;
 
-  static train::FstConfig cfg(std::int64_t in, std::int64_t out, std::int64_t T, bool dense) {
+  static train::FstConfig cfg(std::int64_t in, std::int64_t out, std::int64_t T, bool dense, train::FstBackends be) {
     train::FstConfig c;
     c.in_features = in;
     c.out_features = out;
@@ -97,10 +98,11 @@ struct Ffn {
     c.schedule.mask_interval = std::int64_t(1) << 40;  // refreshes are timed separately
     c.schedule.total_steps = dense ? 1 : 0;
     c.schedule.dense_fraction = 1.0;  // dense: every step dense
+    c.backends = be;
     return c;
   }
-  Ffn(bool gg, std::int64_t d_, std::int64_t T_, bool dense)
-      : geglu(gg), d(d_), T(T_), h(4 * d_), l1(cfg(d_, gg ? 8 * d_ : 4 * d_, T_, dense)), l2(cfg(4 * d_, d_, T_, dense)) {
+  Ffn(bool gg, std::int64_t d_, std::int64_t T_, bool dense, train::FstBackends be = {})
+      : geglu(gg), d(d_), T(T_), h(4 * d_), l1(cfg(d_, gg ? 8 * d_ : 4 * d_, T_, dense, be)), l2(cfg(4 * d_, d_, T_, dense, be)) {
     const std::int64_t h1 = geglu ? 2 * h : h;
     x = DeviceBuffer(std::size_t(T * d) * 2);
     hbuf = DeviceBuffer(std::size_t(T * h1) * 2);
@@ -157,72 +159,22 @@ struct Ffn {
   }
 };
 
-/// One GEMM shape of the FFN step (y[m][n] = x[m][k] . W^T, W 2:4 along k): forced plans on our
-/// kernel and on cuSPARSELt, timed alike; emits one row naming the faster.
-void gemm_race(Context& ctx, const std::string& what, std::int64_t n, std::int64_t k, std::int64_t m, int warmup, int reps) {
-  std::uint64_t st = 0x5eed0000ull + std::uint64_t(n * 31 + k * 7 + m);
-  auto next = [&] {
-    std::uint64_t z = (st += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
-  DenseMatrix wd(DType::f16, n, k);
-  auto* wb = static_cast<std::uint16_t*>(wd.data());
-  static const int pairs[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
-  for (std::int64_t r = 0; r < n; ++r)
-    for (std::int64_t g = 0; g < k / 4; ++g) {
-      const int* pr = pairs[next() % 6];
-      for (int q = 0; q < 2; ++q) wb[r * k + g * 4 + pr[q]] = float_to_fp16_bits((float(next() % 2001) - 1000.f) / 32000.f);
-    }
-  const CondensedMatrix w = condense(wd.view(), Pattern::hw24());
-  DeviceBuffer x(std::size_t(m * k) * 2), y(std::size_t(m * n) * 2);
-  fill(x.get(), std::size_t(m * k), 11, 1.f);
-  struct Res {
-    std::string name;
-    double ms = -1;
-    std::string why;
-  };
-  std::vector<Res> res = {{"cuda:sptc_24_wgmma"}, {"cuda:cusparselt_24"}};
-  for (Res& r : res) {
-    try {
-      MatmulDesc d;
-      d.m = m;
-      d.x_dtype = DType::f16;
-      d.y_dtype = DType::f16;
-      d.kernel = r.name;
-      const Plan plan = Plan::create(w, d);
-      r.ms = time_calls([&] { plan.run(x.get(), y.get(), nullptr); }, warmup, reps).median;
-    } catch (const Error& e) {
-      r.why = e.what();
-    }
+/// "fwd lt (sptc 0.2500 / lt 0.2200 ms) dX ... dW ..." for one layer's backend report.
+std::string choices(const train::FstLinear& l) {
+  const train::FstBackendReport& r = l.backends();
+  std::string out;
+  const char* names[3] = {"fwd", "dX", "dW"};
+  const train::FstGemmChoice* g[3] = {&r.forward, &r.grad_input, &r.grad_weight};
+  for (int i = 0; i < 3; ++i) {
+    char b[160];
+    if (std::isnan(g[i]->sptc_ms))
+      std::snprintf(b, sizeof b, "%s%s %s", i ? " " : "", names[i], train::to_string(g[i]->backend));
+    else
+      std::snprintf(b, sizeof b, "%s%s %s (sptc %.4f / lt %.4f ms)", i ? " " : "", names[i], train::to_string(g[i]->backend),
+                    g[i]->sptc_ms, g[i]->cusparselt_ms);
+    out += b;
   }
-  const bool lt_ok = res[1].ms > 0, ours_ok = res[0].ms > 0;
-  if (!ours_ok && !lt_ok) return;
-  const Res& best = (!lt_ok || (ours_ok && res[0].ms <= res[1].ms)) ? res[0] : res[1];
-  char note[768];
-  std::snprintf(note, sizeof note,
-                "%s: per-GEMM race; ours %.4f ms, cuSPARSELt %s; faster: %s%s", what.c_str(), res[0].ms,
-                lt_ok ? (std::to_string(res[1].ms) + " ms").c_str() : ("unavailable (" + res[1].why.substr(0, 200) + ")").c_str(),
-                best.name.c_str(),
-                best.name == res[0].name ? " (the layer's choice)"
-                                         : " (the layer still uses ours: cuSPARSELt would also pay a per-step compress)");
-  Row r;
-  r.suite = "fst";
-  r.op = "fst_gemm_race";
-  r.format = "hw24";
-  r.pattern = "2:4";
-  r.dtype = "f16";
-  r.m = m;
-  r.n = n;
-  r.k = k;
-  r.impl = best.name == res[0].name ? "sparsenm:sptc_24_wgmma" : "cusparselt";
-  r.ms_median = best.ms;
-  r.ms_min = best.ms;
-  r.reps = reps;
-  r.flops = 2.0 * double(m) * double(n) * double(k);  // dense-equivalent, as the FFN rows
-  r.note = note;
-  ctx.emit(r);
+  return out;
 }
 
 }  // namespace
@@ -230,7 +182,7 @@ void gemm_race(Context& ctx, const std::string& what, std::int64_t n, std::int64
 Suite fst_suite() {
   Suite s;
   s.name = "fst";
-  s.description = "FFN fwd+bwd with FST linear layers (2:4 sparse tensor cores, mask search amortised at l = 40) vs dense cuBLAS";
+  s.description = "FFN fwd+bwd with FST linear layers (2:4 GEMMs: automatic per-GEMM backend, sptc only, cuSPARSELt only; mask search amortised at l = 40) vs dense cuBLAS";
   s.needs_gpu = true;
   s.run = [](Context& ctx) {
     const int warmup = std::min(ctx.options.warmup, 10), reps = std::max(5, std::min(ctx.options.reps, 50));
@@ -240,12 +192,8 @@ Suite fst_suite() {
     else
       cases = {{1280, 8192}, {1280, 16384}, {1600, 8192}, {1600, 16384}};
     const std::int64_t l = 40;
+    const std::string lt_why = cuda::lt::unavailable_reason();
     for (auto [d, T] : cases) {
-      // the four distinct 2:4 GEMM shapes of the GELU FFN step: (n, k, m)
-      gemm_race(ctx, "fwd L1 / dX L2", 4 * d, d, T, warmup, reps);
-      gemm_race(ctx, "dX L1 / fwd L2", d, 4 * d, T, warmup, reps);
-      gemm_race(ctx, "dW L1", 4 * d, T, d, warmup, reps);
-      gemm_race(ctx, "dW L2", d, T, 4 * d, warmup, reps);
       for (bool geglu : {false, true}) {
         const std::string op = geglu ? "ffn_geglu_fwdbwd" : "ffn_gelu_fwdbwd";
         const double flops = (geglu ? 72.0 : 48.0) * double(T) * double(d) * double(d);  // dense-equivalent
@@ -272,32 +220,57 @@ Suite fst_suite() {
           Ffn f(geglu, d, T, true);
           dense_t = time_calls([&] { f.step(); }, warmup, reps);
         }
-        Ffn f(geglu, d, T, false);
-        const Timing step_t = time_calls([&] { f.step(); }, warmup, reps);
-        const Timing apply_t = time_calls([&] { f.begin(); }, warmup, reps);
-        const Timing refresh_t = time_calls(
-            [&] {
-              f.force_refresh();
-              f.begin();
-            },
-            warmup, reps);
-        const double amort = std::max(0.0, refresh_t.median - apply_t.median) / double(l);
-        const double fst_ms = step_t.median + amort;
-        char note[512];
-        std::snprintf(note, sizeof note,
-                      "FST step (mask apply+compress, fwd, bwd) %.4f ms + mask search amortised over l=%lld %.4f ms; "
-                      "speedup vs cuBLAS %.3fx; TFLOPs dense-equivalent %.0f",
-                      step_t.median, (long long)l, amort, dense_t.median / fst_ms, flops / (fst_ms * 1e9));
-        Timing fst_t{fst_ms, step_t.min + amort};
-        row(op, "sparsenm:fst", fst_t, flops, note);
+        char note[1024];
         std::snprintf(note, sizeof note, "same FFN, dense cuBLAS GEMMs (FstLinear dense phase); TFLOPs %.0f",
                       flops / (dense_t.median * 1e9));
         row(op, "cublas", dense_t, flops, note);
-        std::snprintf(note, sizeof note,
-                      "begin_step of both layers at a refresh step (transposable search + compress + repack); "
-                      "apply-only begin_step %.4f ms; per step amortised at l=%lld: %.4f ms",
-                      apply_t.median, (long long)l, amort);
-        row(geglu ? "fst_mask_refresh_geglu" : "fst_mask_refresh_gelu", "sparsenm:fst", refresh_t, 0, note);
+        using train::FstBackend;
+        struct Mode {
+          const char* impl;
+          train::FstBackends be;
+          const char* what;
+        };
+        const Mode modes[3] = {
+            {"sparsenm:fst", {}, "automatic per-GEMM backends (layer's construction-time timing)"},
+            {"sparsenm:fst_sptc", {FstBackend::sptc, FstBackend::sptc, FstBackend::sptc}, "every GEMM on our sptc kernels"},
+            {"sparsenm:fst_lt", {FstBackend::cusparselt, FstBackend::cusparselt, FstBackend::cusparselt},
+             "every GEMM on cuSPARSELt (dense operand + compress per step)"}};
+        for (const Mode& mode : modes) {
+          if (std::string(mode.impl) == "sparsenm:fst_lt" && !lt_why.empty()) {
+            std::printf("  %s skipped: cuSPARSELt unavailable (%s)\n", mode.impl, lt_why.c_str());
+            continue;
+          }
+          const auto c0 = std::chrono::steady_clock::now();
+          Ffn f(geglu, d, T, false, mode.be);
+          SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+          const double build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
+          const Timing step_t = time_calls([&] { f.step(); }, warmup, reps);
+          const Timing apply_t = time_calls([&] { f.begin(); }, warmup, reps);
+          const Timing refresh_t = time_calls(
+              [&] {
+                f.force_refresh();
+                f.begin();
+              },
+              warmup, reps);
+          const double amort = std::max(0.0, refresh_t.median - apply_t.median) / double(l);
+          const double fst_ms = step_t.median + amort;
+          std::snprintf(note, sizeof note,
+                        "%s; FST step (mask apply+compress, fwd, bwd) %.4f ms + mask search amortised over l=%lld %.4f ms; "
+                        "speedup vs cuBLAS %.3fx; TFLOPs dense-equivalent %.0f; L1: %s; L2: %s; construction %.0f ms",
+                        mode.what, step_t.median, (long long)l, amort, dense_t.median / fst_ms, flops / (fst_ms * 1e9),
+                        choices(f.l1).c_str(), choices(f.l2).c_str(), build_ms);
+          Timing fst_t{fst_ms, step_t.min + amort};
+          row(op, mode.impl, fst_t, flops, note);
+          if (std::string(mode.impl) == "sparsenm:fst") {
+            std::printf("  %s %s d=%lld T=%lld backends:\n  L1 %s\n  L2 %s\n", op.c_str(), mode.impl, (long long)d, (long long)T,
+                        f.l1.backends().to_string().c_str(), f.l2.backends().to_string().c_str());
+            std::snprintf(note, sizeof note,
+                          "begin_step of both layers at a refresh step (transposable search + compress + repack); "
+                          "apply-only begin_step %.4f ms; per step amortised at l=%lld: %.4f ms",
+                          apply_t.median, (long long)l, amort);
+            row(geglu ? "fst_mask_refresh_geglu" : "fst_mask_refresh_gelu", mode.impl, refresh_t, 0, note);
+          }
+        }
       }
     }
   };

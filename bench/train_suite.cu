@@ -85,13 +85,20 @@ struct Shape {
   std::int64_t rows, cols;
 };
 
-/// The mask kernels with the NON-default kernel selected (Mask24Args::variant; the API runs
-/// mask24_default_variant): the session-2 kernel (mask24_s2.cuh, 4 x 8 region per thread) or the
-/// session-3 kernel (mask24.cuh, 8 x 8 region per thread), for a same-run comparison. Returns
-/// the row's kernel label. Shapes and pointers of the suite satisfy the vector path's alignment
-/// (rows, cols multiples of 32, cudaMalloc).
-const char* mask24_other_variant(DType t, bool search, const void* w, std::int64_t batch, std::int64_t rows, std::int64_t cols,
-                                 std::uint16_t* mask, train::Compressed24View w24, train::Compressed24View wt24) {
+/// Mask kernel variants (Mask24Args::variant): 1 = session-2 kernel (mask24_s2.cuh, 4 x 8 region
+/// per thread), 2 = session-3 kernel (mask24.cuh, 8 x 8 region per thread), 3 = its persistent
+/// prefetching form. The bench times every variant other than the API's default
+/// (mask24_default_variant) in the same run.
+constexpr int kMaskVariants[] = {1, 2, 3};
+const char* mask24_variant_label(int v) {
+  return v == 1 ? "session2_kernel" : v == 2 ? "session3_kernel" : "persistent_kernel";
+}
+
+/// The mask kernels with kernel `variant` selected, for a same-run comparison. Returns the row's
+/// kernel label. Shapes and pointers of the suite satisfy the vector path's alignment (rows, cols
+/// multiples of 32, cudaMalloc).
+const char* mask24_other_variant(int variant, DType t, bool search, const void* w, std::int64_t batch, std::int64_t rows,
+                                 std::int64_t cols, std::uint16_t* mask, train::Compressed24View w24, train::Compressed24View wt24) {
   train::detail::Mask24Args a;
   a.w = w;
   a.rows = rows;
@@ -104,17 +111,22 @@ const char* mask24_other_variant(DType t, bool search, const void* w, std::int64
   a.wt_values = wt24.values;
   a.wt_indices = wt24.indices;
   a.aligned = true;
-  a.variant = train::detail::mask24_default_variant(dtype_size(t), search) == 1 ? 2 : 1;
+  a.variant = variant;
   if (t == DType::f16) train::detail::launch_mask24<__half>(a, search, nullptr);
   else if (t == DType::bf16) train::detail::launch_mask24<__nv_bfloat16>(a, search, nullptr);
   else train::detail::launch_mask24<float>(a, search, nullptr);
-  return a.variant == 1 ? "session2_kernel" : "session3_kernel";
+  return mask24_variant_label(variant);
 }
 
-/// SPARSENM_TRAIN_ONLY=mask runs only the mask search / apply rows (a short device run).
-bool only_masks() {
-  const char* v = std::getenv("SPARSENM_TRAIN_ONLY");
-  return v && std::string(v) == "mask";
+/// MVUE with kernel `variant` (Mvue24Args::variant: 1 = one chunk / tile per thread / CTA,
+/// 2 = persistent prefetching), the arguments the API builds.
+void mvue24_variant(int variant, DType t, const void* g, std::int64_t T, std::int64_t n, train::GradLayout layout,
+                    std::uint64_t seed, train::Compressed24View out) {
+  train::detail::Mvue24Args a = train::detail::make_mvue24_args(g, T, n, layout, seed, out);
+  a.variant = variant;
+  if (t == DType::f16) train::detail::launch_mvue24<__half>(a, nullptr);
+  else if (t == DType::bf16) train::detail::launch_mvue24<__nv_bfloat16>(a, nullptr);
+  else train::detail::launch_mvue24<float>(a, nullptr);
 }
 
 }  // namespace
@@ -155,9 +167,18 @@ Suite train_suite() {
       ctx.emit(r);
     };
     const DType dt16 = DType::f16;
+    // SPARSENM_TRAIN_ONLY (comma list of mask, mvue, decay, flip, glu): run only those sections
+    // (e.g. SPARSENM_TRAIN_ONLY=mask: a short device run of the mask rows); unset: all.
+    const char* only = std::getenv("SPARSENM_TRAIN_ONLY");
+    auto want = [&](const char* section) {
+      if (!only || !*only) return true;
+      const std::string list = std::string(",") + only + ",";
+      return list.find(std::string(",") + section + ",") != std::string::npos;
+    };
 
     for (std::int64_t d : ds) {
       // ---- weights: c_fc W [4d][d] and c_proj W [d][4d] ----
+      if (want("mask"))
       for (Shape w : {Shape{4 * d, d}, Shape{d, 4 * d}}) {
         for (DType t : {DType::f16, DType::bf16, DType::f32}) {
           if (t != dt16 && w.rows != 4 * d) continue;
@@ -192,11 +213,13 @@ Suite train_suite() {
           SPARSENM_CUDA_CHECK(cudaMemcpy(got_v.data(), b.at(0, 2), vb, cudaMemcpyDeviceToHost));
           emit("mask24_apply", std::string(to_string(t)), 0, R, C, "apply_mask24", ta, search_bytes, slots,
                got_v == ref_v ? "apply(search mask) == search: ok" : "apply(search mask) != search: MISMATCH");
-          if (t == dt16 || w.rows == 4 * d) {  // same-run comparison with the other kernel
-            for (bool srch : {true, false}) {
+          if (t == dt16 || w.rows == 4 * d) {  // same-run comparison with the other kernels
+            for (bool srch : {true, false})
+            for (int variant : kMaskVariants) {
+              if (variant == train::detail::mask24_default_variant(dtype_size(t), srch, 1, R, C)) continue;
               const char* label = "";
               auto call = [&](int i) {
-                label = mask24_other_variant(t, srch, b.at(i, 0), 1, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
+                label = mask24_other_variant(variant, t, srch, b.at(i, 0), 1, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
                                              {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
                                              {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
               };
@@ -210,7 +233,7 @@ Suite train_suite() {
       }
       // ---- aggregate: the mask refresh of every c_fc weight of the model in one batched launch
       //      (and apply), i.e. what the refresh every l steps costs; same-size copy in the note ----
-      {
+      if (want("mask")) {
         const std::int64_t layers = d == 1280 ? 36 : 48;
         for (DType t : {DType::f16, DType::bf16, DType::f32}) {
           const std::int64_t B = layers, R = 4 * d, C = d;
@@ -240,10 +263,12 @@ Suite train_suite() {
           };
           emit("mask24_apply_batched", std::string(to_string(t)), B, R, C, "apply_mask24_batched",
                time_calls(apply, slots, warmup, reps), bytes, slots, what);
-          for (bool srch : {true, false}) {
+          for (bool srch : {true, false})
+          for (int variant : kMaskVariants) {
+            if (variant == train::detail::mask24_default_variant(dtype_size(t), srch, B, R, C)) continue;
             const char* label = "";
             auto call = [&](int i) {
-              label = mask24_other_variant(t, srch, b.at(i, 0), B, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
+              label = mask24_other_variant(variant, t, srch, b.at(i, 0), B, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),
                                            {b.at(i, 2), static_cast<std::uint8_t*>(b.at(i, 3))},
                                            {b.at(i, 4), static_cast<std::uint8_t*>(b.at(i, 5))});
             };
@@ -254,13 +279,15 @@ Suite train_suite() {
           }
         }
       }
-      if (only_masks()) continue;
-      // ---- MVUE of dZ^T: dZ [tokens][n], n = 4d (c_fc output) and d (c_proj output) ----
+      // ---- MVUE of dZ^T: dZ [tokens][n], n = 4d (c_fc output) and d (c_proj output); f16 and
+      //      bf16 (the bar), f32 at the largest c_fc shape ----
+      if (want("mvue"))
+      for (DType t : {DType::f16, DType::bf16, DType::f32})
       for (std::int64_t T : tokens) {
         for (std::int64_t n : {4 * d, d}) {
           for (auto layout : {train::GradLayout::token_major, train::GradLayout::feature_major}) {
             if (layout == train::GradLayout::feature_major && n != 4 * d) continue;
-            const DType t = dt16;
+            if (t == DType::f32 && (T != tokens.back() || n != 4 * d)) continue;
             const std::size_t gb = std::size_t(T * n) * dtype_size(t), vb = std::size_t(n * train::hw24_value_cols(T)) * dtype_size(t),
                               ib = std::size_t(n * train::hw24_index_row_bytes(T));
             const double bytes = double(gb + vb + ib);
@@ -272,12 +299,26 @@ Suite train_suite() {
               train::mvue24(t, b.at(i, 0), T, n, layout, seed++, {b.at(i, 1), static_cast<std::uint8_t*>(b.at(i, 2))});
             };
             const bool tm = layout == train::GradLayout::token_major;
-            emit(tm ? "mvue24_token_major" : "mvue24_feature_major", "f16", T, n, 0, "mvue24", time_calls(call, slots, warmup, reps),
+            emit(tm ? "mvue24_token_major" : "mvue24_feature_major", std::string(to_string(t)), T, n, 0, "mvue24",
+                 time_calls(call, slots, warmup, reps),
                  bytes, slots, tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)");
+            // same-run comparison: the other kernel variant (token-major f32 has one kernel)
+            const int dflt = train::detail::mvue24_default_variant(dtype_size(t), tm);
+            for (int variant : {1, 2}) {
+              if (variant == dflt || (tm && t == DType::f32)) continue;
+              auto other = [&](int i) {
+                mvue24_variant(variant, t, b.at(i, 0), T, n, layout, seed++, {b.at(i, 1), static_cast<std::uint8_t*>(b.at(i, 2))});
+              };
+              emit(tm ? "mvue24_token_major" : "mvue24_feature_major", std::string(to_string(t)), T, n, 0,
+                   variant == 1 ? "mvue24:chunk_kernel" : "mvue24:persistent_kernel", time_calls(other, slots, warmup, reps),
+                   bytes, slots, std::string(tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)") +
+                                     "; opt-in non-default kernel, same run");
+            }
           }
         }
       }
       // ---- masked decay (f32 master grads, and f16) on c_fc W [4d][d] ----
+      if (want("decay"))
       for (DType t : {DType::f32, DType::f16}) {
         const std::int64_t R = 4 * d, C = d;
         const std::size_t wb = std::size_t(R * C) * dtype_size(t), mb = std::size_t(train::mask24_words(R, C)) * 2;
@@ -296,6 +337,7 @@ Suite train_suite() {
              "grad r/w + w + mask");
       }
       // ---- masked decay over every c_fc weight of the model in one call (stacked rows) ----
+      if (want("decay"))
       for (DType t : {DType::f32, DType::f16}) {
         const std::int64_t layers = d == 1280 ? 36 : 48;
         const std::int64_t R = layers * 4 * d, C = d;
@@ -316,7 +358,7 @@ Suite train_suite() {
              "all " + std::to_string(layers) + " c_fc weights stacked, one call; grad r/w + w + mask");
       }
       // ---- flip count: one layer's c_fc mask, and all FFN masks of the model in one buffer ----
-      {
+      if (want("flip")) {
         const std::int64_t layers = d == 1280 ? 36 : 48;
         for (Shape m : {Shape{4 * d, d}, Shape{2 * layers * 4 * d, d}}) {
           const std::size_t mb = std::size_t(train::mask24_words(m.rows, m.cols)) * 2;
@@ -336,6 +378,7 @@ Suite train_suite() {
         }
       }
       // ---- GEGLU / SwiGLU: Z [T][2h], h = 4d; row-major and column-major (Z^T) ----
+      if (want("glu"))
       for (std::int64_t T : tokens) {
         const std::int64_t h = 4 * d;
         for (bool colmajor : {false, true}) {

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -96,6 +97,29 @@ CondensedMatrix random_weight(const Pattern& p, DType t, std::int64_t n, std::in
       }
   }
   return c;
+}
+
+/// VNM_SMALL_VARIANTS="4,6,7": time only these variants (besides the plan's choice); unset: all.
+bool variant_wanted(int v) {
+  const char* e = std::getenv("VNM_SMALL_VARIANTS");
+  if (e == nullptr || *e == 0) return true;
+  const std::string list = std::string(",") + e + ",";
+  return list.find("," + std::to_string(v) + ",") != std::string::npos;
+}
+
+std::vector<int> forced_splits_v7() {
+  std::vector<int> out;
+  const char* e = std::getenv("VNM_SMALL_V7_SPLITS");
+  if (e == nullptr) return out;
+  std::string s = e;
+  std::size_t a = 0;
+  while (a < s.size()) {
+    std::size_t b = s.find(',', a);
+    if (b == std::string::npos) b = s.size();
+    if (b > a) out.push_back(std::stoi(s.substr(a, b - a)));
+    a = b + 1;
+  }
+  return out;
 }
 
 double condensed_bytes(const CondensedMatrix& c) {
@@ -282,14 +306,25 @@ void run_suite(Context& ctx) {
             r.note = note;
             ctx.emit(r);
           };
-          // ---- ours: the plan's choice, then every variant (layout.hpp kVariants) ----
+          // ---- ours: the plan's choice, then every variant (layout.hpp kVariants), or only those
+          // listed in VNM_SMALL_VARIANTS (comma separated; device time is scarce) ----
+          // Variant 7 also runs once per forced split count in VNM_SMALL_V7_SPLITS ("2,4,8"; rows
+          // "sparsenm:vnm_gemv/v7s<N>"): the split rule is the knob left to measure.
+          std::vector<std::pair<int, int>> runs;  // (variant, forced splits)
           for (int variant = -1; variant < vnm_small::kVariants; ++variant) {
+            if (variant >= 0 && !variant_wanted(variant)) continue;
+            runs.push_back({variant, 0});
+            if (variant == vnm_small::kStreamVariant)
+              for (int fs : forced_splits_v7()) runs.push_back({variant, fs});
+          }
+          for (auto [variant, forced] : runs) {
             MatmulDesc desc;
             desc.m = m;
             desc.x_dtype = dt;
             desc.y_dtype = DType::f16;
             cuda::vnm_small::Options vo;
             vo.variant = variant;
+            vo.force_splits = forced;
             const int copies = int(ours_w.size());
             std::vector<std::unique_ptr<detail::KernelInstance>> inst;
             for (int i = 0; i < copies; ++i) inst.push_back(cuda::vnm_small::create(ours_w[std::size_t(i)], w, desc, vo));
@@ -299,7 +334,9 @@ void run_suite(Context& ctx) {
             SPARSENM_CUDA_CHECK(cudaStreamSynchronize(s));
             const double err = rel_err_of(dy, m, n, ref);
             Timing t = time_runs([&](int i) { inst[std::size_t(i) % inst.size()]->run(dx.get(), dy.get(), s); }, warmup, reps, s);
-            row(variant < 0 ? std::string("sparsenm:vnm_gemv") : "sparsenm:vnm_gemv/v" + std::to_string(variant), t, err,
+            row(variant < 0 ? std::string("sparsenm:vnm_gemv")
+                            : "sparsenm:vnm_gemv/v" + std::to_string(variant) + (forced ? "s" + std::to_string(forced) : ""),
+                t, err,
                 ours_bytes + io,
                 "variant " + std::to_string(g.variant) + "; L2 rotated over " + std::to_string(copies) + " weight copies; splits " +
                     std::to_string(g.splits) + ", warps " + std::to_string(g.warps) + ", chunk " + std::to_string(g.chunk_pairs) +

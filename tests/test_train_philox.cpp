@@ -36,7 +36,7 @@ TEST(MvueUniform, FollowsTheCpuReferenceCounterLayout) {
       const std::uint64_t q = g / 4;  // one Philox call per 4 groups, word g % 4
       const Philox4 r = philox4x32_10(std::uint32_t(q), std::uint32_t(q >> 32), std::uint32_t(row),
                                       std::uint32_t(row >> 32), std::uint32_t(seed), std::uint32_t(seed >> 32));
-      const float want = float(r.v[g % 4] >> 8) * (1.0f / 16777216.0f);
+      const float want = float(r.v[g % 4] >> 9) * (1.0f / 8388608.0f);
       const float u = mvue_uniform(seed, row, g);
       EXPECT_EQ(u, want);
       EXPECT_GE(u, 0.0f);

@@ -16,6 +16,7 @@
 #include "cuda/train/mvue_rule.hpp"
 #include "cuda/train/pattern24.cuh"
 #include "cuda/train/philox.hpp"
+#include "sparsenm/dtype.hpp"
 #include "support/mvue_reference.hpp"
 
 namespace sparsenm::train {
@@ -232,6 +233,152 @@ TEST(TrainRules, MvueUnbiasedWithAnalyticVariance) {
       EXPECT_NEAR(mean, x[i], 5 * std::sqrt(var / n) + 1e-6);
       EXPECT_NEAR(sq[i] / n - mean * mean, var, 0.04 * var + 1e-6);
     }
+  }
+}
+
+TEST(TrainRules, MvueSelectorAndNibbleArithmetic) {
+  // counts as sums of FSET.BF words (0x3f800000 each), all 9 (first, second - 1) combinations
+  for (std::uint32_t f = 0; f < 3; ++f)
+    for (std::uint32_t s1 = 0; s1 < 3; ++s1) {
+      const std::uint32_t tf = f * 0x3f800000u, ts = s1 * 0x3f800000u, s = s1 + 1;
+      const std::uint32_t want_sel = (2 * f) | ((2 * f + 1) << 4) | ((2 * s) << 8) | ((2 * s + 1) << 12);
+      EXPECT_EQ(detail::mvue_selector(tf, ts), want_sel) << f << "," << s;
+      EXPECT_EQ(detail::mvue_first(tf), int(f));
+      EXPECT_EQ(detail::mvue_second(ts), int(s));
+      for (int pos = 0; pos < 4; ++pos) {
+        const std::uint32_t acc = 0x4444u ^ (0x4u << (4 * pos));  // other nibbles: 4
+        EXPECT_EQ(detail::mvue_nibble_add(0x4444u, tf, ts, pos), acc | ((f | (s << 2)) << (4 * pos)));
+      }
+      // the selector picks halves f and s of (x0 | x1 << 16, x2 | x3 << 16)
+      const std::uint32_t w01 = 0x11110000u, w23 = 0x33332222u;
+      const std::uint32_t pair = detail::prmt(w01, w23, detail::mvue_selector(tf, ts));
+      EXPECT_EQ(pair & 0xffffu, 0x1111u * f);
+      EXPECT_EQ(pair >> 16, 0x1111u * s);
+    }
+}
+
+/// Random 16-bit / 32-bit words with the special cases of the MVUE windows: zeros (0-4 per
+/// group), subnormals, equal values, a dominant element, huge values (sum overflow for bf16 /
+/// f32), NaN and +-inf.
+std::uint32_t special_word(std::mt19937& g, int mode, bool bf16, bool f32) {
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  float v = d(g);
+  switch (mode) {
+    case 1: v = (g() % 2) ? 0.f : v; break;
+    case 2: v = (g() % 4 == 0) ? v : ((g() & 1) ? -0.f : 0.f); break;
+    case 3: v = float(int(g() % 3) - 1); break;
+    case 4: v = (g() % 4 == 0) ? v * 1000.f : v * 1e-3f; break;
+    case 5: v = std::ldexp(v, f32 ? -140 : (bf16 ? -130 : -20)); break;  // subnormals
+    case 6: v = (g() % 2 ? 1.f : -1.f) * (f32 || bf16 ? 3.0e38f : 60000.f) * (0.5f + 0.5f * std::fabs(v)); break;
+    case 7: v = (g() % 5 == 0) ? NAN : ((g() % 5 == 0) ? -INFINITY : ((g() % 7 == 0) ? INFINITY : v)); break;
+    case 8: v = std::ldexp(v, int(g() % 60) - 30); break;
+    default: break;
+  }
+  if (f32) {
+    std::uint32_t u;
+    std::memcpy(&u, &v, 4);
+    return u;
+  }
+  return bf16 ? float_to_bf16_bits(v) : float_to_fp16_bits(v);
+}
+
+/// The reference window: ref_mvue on the float values, stored in the dtype, condensed.
+void reference_window(const std::uint32_t (&raw)[4], int kind, std::uint32_t v, std::uint32_t& lo_raw,
+                      std::uint32_t& hi_raw, std::uint32_t& nib) {
+  float x[4], y[4];
+  for (int i = 0; i < 4; ++i) {
+    if (kind == 2) std::memcpy(&x[i], &raw[i], 4);
+    else x[i] = kind == 1 ? bf16_bits_to_float(std::uint16_t(raw[i])) : fp16_bits_to_float(std::uint16_t(raw[i]));
+  }
+  sparsenm::test::ref_mvue(x, mvue_u23(v), y);
+  std::uint32_t r[4];
+  for (int i = 0; i < 4; ++i) {
+    if (kind == 2) std::memcpy(&r[i], &y[i], 4);
+    else r[i] = kind == 1 ? float_to_bf16_bits(y[i]) : float_to_fp16_bits(y[i]);
+  }
+  const std::uint32_t mag = kind == 2 ? 0x7fffffffu : 0x7fffu;
+  int pos[2], n = 0;
+  for (int i = 0; i < 4 && n < 2; ++i)
+    if (r[i] & mag) pos[n++] = i;
+  for (int i = 0; i < 4 && n < 2; ++i)
+    if (!(r[i] & mag) && (n == 0 || pos[0] != i)) pos[n++] = i;
+  std::sort(pos, pos + 2);
+  lo_raw = r[pos[0]];
+  hi_raw = r[pos[1]];
+  nib = unsigned(pos[0]) | (unsigned(pos[1]) << 2);
+}
+
+TEST(TrainRules, MvueWindowsFastAndFullMatchTheReference) {
+  // The kernels' per-window code (host emulation of the 16-bit helpers: same arithmetic): the
+  // fast path wherever it claims validity, and the full path always, equal the reference.
+  std::mt19937 g(21);
+  for (int kind = 0; kind < 3; ++kind) {  // f16, bf16, f32
+    int bad_full = 0, bad_fast = 0, fast = 0, random_fast = 0, random_total = 0, bad_fast2 = 0, fast2 = 0;
+    std::uint32_t prev_w01 = 0x3c003c00u, prev_w23 = 0x3c003c00u, prev_v = 0, prev_pair = 0, prev_nib = 0;
+    if (kind != 2) {  // a valid previous group to start with: (1, 1, 1, 1) -> kept (f, s) by v = 0
+      std::uint32_t lo0, hi0;
+      const std::uint32_t one = kind == 1 ? 0x3f80u : 0x3c00u, r0[4] = {one, one, one, one};
+      prev_w01 = prev_w23 = one | (one << 16);
+      reference_window(r0, kind, prev_v, lo0, hi0, prev_nib);
+      prev_pair = lo0 | (hi0 << 16);
+    }
+    for (int it = 0; it < 120000; ++it) {
+      const int mode = it % 9;
+      std::uint32_t raw[4];
+      for (auto& r : raw) r = special_word(g, mode, kind == 1, kind == 2);
+      const std::uint32_t v = std::uint32_t(g());
+      std::uint32_t want_lo, want_hi, want_nib;
+      reference_window(raw, kind, v, want_lo, want_hi, want_nib);
+      std::uint32_t lo, hi, nib, acc = 0x4444u;
+      bool ok;
+      if (kind == 2) {
+        detail::mvue_window32_full(raw, v, lo, hi, nib);
+        bad_full += lo != want_lo || hi != want_hi || nib != want_nib;
+        ok = detail::mvue_window32(raw, v, lo, hi, acc, it % 4);
+      } else {
+        const std::uint32_t w01 = raw[0] | (raw[1] << 16), w23 = raw[2] | (raw[3] << 16);
+        std::uint32_t pair;
+        if (kind == 1) detail::mvue_window16_full<true>(w01, w23, v, pair, nib);
+        else detail::mvue_window16_full<false>(w01, w23, v, pair, nib);
+        bad_full += (pair & 0xffffu) != want_lo || (pair >> 16) != want_hi || nib != want_nib;
+        ok = kind == 1 ? detail::mvue_window16<true>(w01, w23, v, pair, acc, it % 4)
+                       : detail::mvue_window16<false>(w01, w23, v, pair, acc, it % 4);
+        lo = pair & 0xffffu;
+        hi = pair >> 16;
+        // the kernels' two-window form (one F2FP for both levels): this group as a (position
+        // pos) and the previous one as b (position pos ^ 1)
+        std::uint32_t pa, pb, acc2 = 0x4444u;
+        const int pos = it % 4;
+        const bool ok2 = kind == 1 ? detail::mvue_window16x2<true>(w01, w23, v, prev_w01, prev_w23, prev_v, pa, pb, acc2, pos, pos ^ 1)
+                                   : detail::mvue_window16x2<false>(w01, w23, v, prev_w01, prev_w23, prev_v, pa, pb, acc2, pos, pos ^ 1);
+        if (ok2) {
+          ++fast2;
+          const std::uint32_t want_acc = (0x4444u & ~(0xfu << (4 * pos)) & ~(0xfu << (4 * (pos ^ 1)))) |
+                                         (want_nib << (4 * pos)) | (prev_nib << (4 * (pos ^ 1)));
+          bad_fast2 += pa != (want_lo | (want_hi << 16)) || pb != prev_pair || acc2 != want_acc;
+        }
+        prev_w01 = w01, prev_w23 = w23, prev_v = v, prev_pair = want_lo | (want_hi << 16), prev_nib = want_nib;
+      }
+      if (mode == 0) ++random_total, random_fast += ok;
+      if (ok) {
+        ++fast;
+        const int pos = it % 4;
+        const std::uint32_t got_nib = (acc >> (4 * pos)) & 0xfu;
+        const bool bad = lo != want_lo || hi != want_hi || got_nib != want_nib ||
+                         (acc & ~(0xfu << (4 * pos))) != (0x4444u & ~(0xfu << (4 * pos)));
+        if (bad && bad_fast < 5)
+          ADD_FAILURE() << "kind " << kind << " mode " << mode << ": raw " << std::hex << raw[0] << " " << raw[1]
+                        << " " << raw[2] << " " << raw[3] << " v " << v << " got " << lo << "/" << hi << "/"
+                        << got_nib << " want " << want_lo << "/" << want_hi << "/" << want_nib;
+        bad_fast += bad;
+      }
+    }
+    EXPECT_EQ(bad_full, 0) << "kind " << kind;
+    EXPECT_EQ(bad_fast, 0) << "kind " << kind;
+    EXPECT_EQ(bad_fast2, 0) << "kind " << kind;
+    if (kind != 2) EXPECT_GT(fast2, 50000) << "kind " << kind;
+    EXPECT_GT(fast, 60000) << "kind " << kind;
+    EXPECT_GE(random_fast, random_total - 2) << "kind " << kind;  // random groups: the fast path
   }
 }
 

@@ -5,6 +5,7 @@
 // writing: 0 mismatches in 300000 random / tie / NaN / wide-range cases.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -96,23 +97,30 @@ TEST(TrainVsPrune, MvueUniformAndGroupBitForBit) {
     prune_detail::mvue_group(x, u1, y1);
     train::detail::mvue_group_dense(xs, u1, y2);
     bad_v += std::memcmp(y1, y2, sizeof y1) != 0;
-    // the kernels' fast path: same pair and values on finite groups with >= 3 nonzeros
-    int lo = -1, hi = -1, nonzero = 0;
+    // the kernels' fast path (mvue_pick): where it claims validity, the same pair and values
+    int nonzero = 0;
     bool finite = true;
     for (int i = 0; i < 4; ++i) {
       nonzero += xs[i] != 0.f;
       finite = finite && std::isfinite(xs[i]);
     }
-    float vlo = 0.f, vhi = 0.f;
-    const bool fast = train::detail::mvue_group_pair(xs, u1, lo, hi, vlo, vhi);
+    float c = 0.f;
+    std::uint32_t tf = 0, ts = 0;
+    const std::uint32_t word = std::uint32_t(u1 * 8388608.0f) << 9;  // the Philox word behind u1
+    ASSERT_EQ(train::mvue_u23(word), u1);
+    const bool fast = train::detail::mvue_pick(xs[0], xs[1], xs[2], xs[3], word, c, tf, ts);
     if (!(finite && nonzero >= 2)) ASSERT_FALSE(fast) << it;
     fast_candidates += finite && nonzero >= 2;
     if (fast) {
       ++fast_groups;
-      float y3[4] = {0.f, 0.f, 0.f, 0.f};
+      const int lo = train::detail::mvue_first(tf), hi = train::detail::mvue_second(ts);
       ASSERT_LT(lo, hi);
-      y3[lo] = vlo;
-      y3[hi] = vhi;
+      ASSERT_LE(hi, 3);
+      float y3[4] = {0.f, 0.f, 0.f, 0.f};
+      for (int i : {lo, hi}) y3[i] = std::copysign(std::max(std::fabs(xs[i]), c), xs[i]);
+      if (nonzero == 2)  // unchanged, zeros included
+        for (int i = 0; i < 4; ++i)
+          if (xs[i] == 0.f) y3[i] = xs[i];
       bad_fast += std::memcmp(y1, y3, sizeof y1) != 0;
     }
   }

@@ -4,6 +4,8 @@
 // on them equals the fp64 product of the condensed weight.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstring>
 
@@ -125,7 +127,10 @@ TEST(VnmSmallLayout, LayoutAndGeometryValues) {
       const sv::Geometry g = sv::choose_geometry(l, m, 132, variant);
       EXPECT_EQ(g.variant, variant);
       EXPECT_EQ(g.n_tiles, (m + 7) / 8);
-      EXPECT_EQ(g.smem_words_per_row % 32, 16) << "bank-conflict-free stride";
+      if (variant == sv::kStreamVariant)  // row-major X read by ldmatrix: pitch 16 mod 128 bytes
+        EXPECT_EQ(g.smem_words_per_row % 32, 4) << "bank-conflict-free ldmatrix stride";
+      else
+        EXPECT_EQ(g.smem_words_per_row % 32, 16) << "bank-conflict-free stride";
       EXPECT_EQ(g.buffers, sv::two_buffer_variant(variant) ? 2 : 1);
       EXPECT_LE(g.smem_bytes() / std::size_t(g.buffers), 48u * 1024u);
       EXPECT_LE(g.smem_bytes(), 227u * 1024u / 2) << "two blocks per SM";
@@ -154,6 +159,7 @@ TEST(VnmSmallLayout, GatherUnitsCoverChunkOnceAndStayInBounds) {
     const sv::Layout& l = pk.layout;
     for (int m : {1, 3, 8, 9, 16, 17, 20, 24, 25, 32})
       for (int variant = 0; variant < sv::kVariants; ++variant) {
+        if (variant == sv::kStreamVariant) continue;  // no word gather (StreamedStaging... below)
         SCOPED_TRACE(pat.str() + " m=" + std::to_string(m) + " variant=" + std::to_string(variant));
         const sv::Geometry g = sv::choose_geometry(l, m, 132, variant, 2);
         const int threads = 32 * g.warps, rows = 8 * g.n_tiles, S = g.smem_words_per_row;
@@ -297,6 +303,79 @@ TEST(VnmSmallLayout, TransposedGatherCoversChunkOnceConflictFree) {
           }
       }
   }
+}
+
+// Variant 7 (kernel4.cuh), hw24 staging and reads replayed on the host for every geometry of a
+// few shapes: the 16-byte units of a chunk (rows < m) are written once, inside the chunk's buffer,
+// never over the zero rows m..8 NT-1 (which the prologue fills completely); every ldmatrix row a
+// lane addresses lies in a staged (or zero) row and a staged column of the chunk; every 8-lane
+// phase hits 8 distinct 16-byte bank groups; the cluster reduce's partial tile fits in the two
+// buffers and its row slices cover the group's rows once; chunks hold whole register batches.
+TEST(VnmSmallLayout, StreamedStagingCoversChunkOnceAndReadsConflictFree) {
+  for (Pattern pat : {Pattern::hw24(), Pattern::venom(32, 8), Pattern::venom(64, 5), Pattern::venom(128, 16),
+                      Pattern::venom(256, 32)})
+    for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{150, 261}, {517, 3176}, {12288, 12288}, {28672, 8192}})
+      for (int m : {1, 7, 8, 9, 16, 17, 24, 25, 32})
+        for (int bps : {1, 2, 4}) {
+          SCOPED_TRACE(pat.str() + " n=" + std::to_string(n) + " k=" + std::to_string(k) + " m=" + std::to_string(m));
+          const sv::Layout l = sv::Layout::of(FormatLayout::of(pat, n, k));
+          const sv::Geometry g = sv::choose_geometry(l, m, 132, sv::kStreamVariant, bps);
+          const int rows = 8 * g.n_tiles, S = g.smem_words_per_row, threads = 32 * g.warps;
+          const int pitch = S * 4, buf = rows * pitch;
+          ASSERT_EQ(g.chunk_pairs % 2, 0);
+          ASSERT_EQ(pitch % 128, 16) << "ldmatrix rows 16 mod 128 bytes apart";
+          ASSERT_GE(2 * g.warps, g.tiles_per_group);
+          ASSERT_LE(g.splits, sv::kStreamMaxSplits);
+          ASSERT_EQ(g.splits & (g.splits - 1), 0) << "cluster sizes are powers of two (run dd6d33a: 3 and 5 ran slow)";
+          ASSERT_LE(g.smem_bytes(), sv::max_smem_bytes(g.n_tiles));
+          ASSERT_EQ(g.smem_bytes(), std::size_t(2) * std::size_t(buf));
+          const int grows = g.tiles_per_group * sv::kTileRows;
+          ASSERT_LE(std::size_t(rows) * std::size_t(grows + 4) * 4, g.smem_bytes()) << "partial tile fits";
+          ASSERT_EQ(g.groups, (l.row_tiles + g.tiles_per_group - 1) / g.tiles_per_group);
+          ASSERT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
+          ASSERT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
+          std::vector<int> rowcover(std::size_t(grows), 0);
+          for (int z = 0; z < g.splits; ++z) {
+            const int slice = (grows + g.splits - 1) / g.splits, rb = z * slice, re = std::min(grows, rb + slice);
+            for (int r = rb; r < re; ++r) ++rowcover[std::size_t(r)];
+          }
+          for (int c : rowcover) ASSERT_EQ(c, 1);
+          if (l.venom) continue;  // venom stages the transposed X (xt_unit, tested above)
+          // one chunk per split start (the widest chunk of the split)
+          for (std::int64_t c0 = 0; c0 < l.pairs; c0 += g.pairs_per_split) {
+            const int npairs = int(std::min<std::int64_t>({std::int64_t(g.chunk_pairs), l.pairs - c0, g.pairs_per_split}));
+            const int upr = npairs * 8;
+            std::vector<int> written(std::size_t(buf / 16), 0);
+            for (int tid = 0; tid < threads; ++tid)
+              for (int u = tid; u < m * upr; u += threads) {
+                const int i = u / upr, cu = u - i * upr;
+                ASSERT_LT(i, m);
+                const int dst = i * pitch + cu * 16;
+                ASSERT_LT(dst + 16, buf + 1);
+                ++written[std::size_t(dst / 16)];
+              }
+            const int per = (rows - m) * (pitch / 16);  // prologue zero fill of rows m..rows-1
+            for (int idx = 0; idx < per; ++idx) ++written[std::size_t((m * pitch) / 16 + idx)];
+            for (int i = 0; i < rows; ++i)
+              for (int cu = 0; cu < upr; ++cu) ASSERT_EQ(written[std::size_t((i * pitch + cu * 16) / 16)], 1) << i << " " << cu;
+            for (int lp = 0; lp < npairs; ++lp)
+              for (int h = 0; h < 2; ++h)
+                for (int nt = 0; nt < g.n_tiles; ++nt)
+                  for (int q = 0; q < 4; ++q) {  // ldmatrix phase q: lanes 8q..8q+7
+                    std::vector<int> groups16;
+                    for (int r = 0; r < 8; ++r) {
+                      const int lane = 8 * q + r;
+                      const int off = (8 * nt + (lane & 7)) * pitch + (lane >> 3) * 16 + lp * 128 + h * 64;
+                      const int row = off / pitch, colb = off % pitch;
+                      ASSERT_LT(row, rows);
+                      ASSERT_LT(colb + 16, upr * 16 + 1) << "reads a staged column of the chunk";
+                      groups16.push_back((off / 16) % 8);
+                    }
+                    std::sort(groups16.begin(), groups16.end());
+                    ASSERT_TRUE(std::adjacent_find(groups16.begin(), groups16.end()) == groups16.end()) << "bank conflict";
+                  }
+          }
+        }
 }
 
 TEST(VnmSmallLayout, EveryGeometryFitsTheLaunchersSharedMemoryLimit) {

@@ -9,7 +9,8 @@
 // S is the transposable 2:4 mask of the dense master weight W (STE: dW goes to the dense W),
 // searched every `mask_interval` optimizer steps, applied to the current W at every step.
 // Masked decay (seed 003 eq. 10): dW += lambda * (!mask . W). The last `dense_fraction` of the
-// steps run dense (cuBLAS) without masks (dense fine-tune, seed 003 §4.4).
+// steps run dense (cuBLAS) without masks (dense fine-tune, seed 003 §4.4). Each sparse GEMM runs
+// on our sparse tensor-core kernels or on cuSPARSELt, per GEMM (FstConfig::backends, backends()).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -53,6 +54,50 @@ struct FstSchedule {
   }
 };
 
+/// Which kernels run one of the layer's three 2:4 GEMMs in the sparse phase (docs/FST.md "GEMM
+/// backends"): our sparse tensor-core kernels (src/cuda/sptc) or cuSPARSELt (when the build found
+/// it and the library loads). cuSPARSELt's compressed format is opaque, so a cuSPARSELt GEMM also
+/// pays, per step, a dense write of its sparse operand (S(W) = W . mask once per step for both
+/// weight GEMMs; MVUE(dZ^T) per backward) and cusparseLtSpMMACompress of it.
+enum class FstBackend {
+  automatic,   ///< decided once at construction: timed on the device with the layer's shapes
+  sptc,        ///< our kernels (the only backend without cuSPARSELt)
+  cusparselt,  ///< cuSPARSELt: needs in, out, max_tokens multiples of 16; throws if impossible
+};
+inline const char* to_string(FstBackend b) noexcept {
+  return b == FstBackend::automatic ? "automatic" : b == FstBackend::sptc ? "sptc" : "cusparselt";
+}
+
+/// Per-GEMM backend request (FstConfig::backends).
+struct FstBackends {
+  FstBackend forward = FstBackend::automatic;      ///< Z = X . S(W)^T
+  FstBackend grad_input = FstBackend::automatic;   ///< dX = dZ . S(W)
+  FstBackend grad_weight = FstBackend::automatic;  ///< dW = MVUE(dZ^T) . X
+};
+
+/// What the layer uses for one GEMM, decided at construction (FstLinear::backends()). A
+/// cuSPARSELt GEMM is planned for tokens == max_tokens: calls with fewer tokens, or with operands
+/// that are not 16-byte aligned, run on our kernels (same results up to fp32 summation order).
+struct FstGemmChoice {
+  FstBackend backend = FstBackend::sptc;  ///< sptc or cusparselt (never automatic)
+  std::string reason;                     ///< forced, why cuSPARSELt is out, or the timing that decided
+  /// Timed per-step cost with this GEMM on each backend (automatic choice with both possible; NaN
+  /// otherwise), everything the step pays for it included: weight GEMMs: S(W) preparation + forward
+  /// + dX GEMMs, the other weight GEMM at its chosen backend; dW: MVUE + packing or dense write +
+  /// compress + GEMM. Milliseconds at tokens = max_tokens.
+  double sptc_ms = std::numeric_limits<double>::quiet_NaN();
+  double cusparselt_ms = std::numeric_limits<double>::quiet_NaN();
+};
+struct FstBackendReport {
+  FstGemmChoice forward, grad_input, grad_weight;
+  /// One line per GEMM: "forward: cusparselt (reason)".
+  std::string to_string() const {
+    return "forward: " + std::string(sparsenm::train::to_string(forward.backend)) + " (" + forward.reason + ")\n" +
+           "grad_input: " + sparsenm::train::to_string(grad_input.backend) + " (" + grad_input.reason + ")\n" +
+           "grad_weight: " + sparsenm::train::to_string(grad_weight.backend) + " (" + grad_weight.reason + ")";
+  }
+};
+
 struct FstConfig {
   std::int64_t in_features = 0, out_features = 0;  ///< >= 1 each, < 2^31
   std::int64_t max_tokens = 0;                     ///< largest `tokens` of forward/backward (buffers)
@@ -61,6 +106,7 @@ struct FstConfig {
   float decay = 0.f;                               ///< masked decay lambda (0: off)
   std::uint64_t seed = 0;                          ///< MVUE seeds derive from it (mvue_seed())
   FstSchedule schedule;
+  FstBackends backends;                            ///< per-GEMM backend (default: timed at construction)
 };
 
 /// What begin_step() did.
@@ -79,11 +125,21 @@ struct FstPackedView {
   const std::uint32_t* meta = nullptr;
   std::int64_t rows = 0, rows_pad = 0, k = 0, k_pad = 0;
 };
+/// A dense row-major 16-bit matrix on the device (the operands cuSPARSELt compresses).
+struct FstDenseView {
+  const void* values = nullptr;
+  std::int64_t rows = 0, cols = 0, ld = 0;
+};
 struct FstDebugView {
   const std::uint16_t* mask = nullptr;  ///< current transposable mask of W [out][in] (train.hpp layout)
+  /// Packed operands of our kernels; values == nullptr when not current (S(W): both weight GEMMs
+  /// ran on cuSPARSELt this step; MVUE: the last sparse backward's dW ran on cuSPARSELt).
   FstPackedView w;                      ///< S(W): rows = out, k = in
   FstPackedView wt;                     ///< S(W)^T: rows = in, k = out
   FstPackedView grad;                   ///< MVUE(dZ^T) of the last sparse backward: rows = out, k = tokens
+  /// Dense operands compressed for cuSPARSELt; values == nullptr when not current.
+  FstDenseView w_dense;                 ///< S(W) [out][in] of this step (a weight GEMM on cuSPARSELt)
+  FstDenseView grad_dense;              ///< MVUE(dZ^T) [out][tokens] of the last backward (dW on cuSPARSELt)
 };
 
 /// The FST linear layer. Owns W, b, dW, db and every workspace on the current device. Usage per
@@ -132,6 +188,8 @@ class FstLinear {
   double last_flip_rate();
 
   FstDebugView debug_view() const noexcept;
+  /// Which backend each sparse GEMM uses, and why (decided at construction).
+  const FstBackendReport& backends() const noexcept;
 
  private:
   struct Impl;

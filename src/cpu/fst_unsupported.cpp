@@ -11,6 +11,7 @@ namespace sparsenm::train {
 
 struct FstLinear::Impl {
   FstConfig cfg;
+  FstBackendReport report;
 };
 
 FstLinear::FstLinear(const FstConfig& config) {
@@ -37,6 +38,7 @@ std::uint64_t FstLinear::mvue_seed() const noexcept { return 0; }
 std::int64_t FstLinear::last_flip_count() { return -1; }
 double FstLinear::last_flip_rate() { return std::numeric_limits<double>::quiet_NaN(); }
 FstDebugView FstLinear::debug_view() const noexcept { return {}; }
+const FstBackendReport& FstLinear::backends() const noexcept { return impl_->report; }
 
 }  // namespace sparsenm::train
 #endif

@@ -130,8 +130,10 @@ void choose(const CondensedMatrix& w, const MatmulDesc& desc, Backend backend, P
     const KernelCandidate* pick = it != ok.end() ? *it : ok.front();
     impl.kernel = pick->name;
     impl.instance = pick->create(w, desc);
+    const std::string what = impl.instance->describe();
     impl.reason = (backend == Backend::cpu ? "cpu backend: " + pick->name + " (CPU kernels are not timed)"
                                            : "only supported candidate: " + pick->name) +
+                  (what.empty() ? "" : " [" + what + "]") +
                   tail;
     return;
   }
@@ -143,6 +145,7 @@ void choose(const CondensedMatrix& w, const MatmulDesc& desc, Backend backend, P
   struct Timed {
     const KernelCandidate* c;
     double ms;
+    std::string what;  // the instance's describe()
   };
   std::vector<Timed> timed;
   std::string failed;
@@ -152,7 +155,7 @@ void choose(const CondensedMatrix& w, const MatmulDesc& desc, Backend backend, P
     try {
       std::unique_ptr<KernelInstance> inst = c->create(w, desc);
       const double ms = timer(*inst);
-      timed.push_back({c, ms});
+      timed.push_back({c, ms, inst->describe()});
       if (!best || ms < best_ms) {
         best = std::move(inst);
         best_ms = ms;
@@ -165,7 +168,8 @@ void choose(const CondensedMatrix& w, const MatmulDesc& desc, Backend backend, P
   if (timed.empty()) throw Unsupported("every supported cuda kernel failed: " + failed);
   std::stable_sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) { return a.ms < b.ms; });
   std::string list;
-  for (const Timed& t : timed) list += (list.empty() ? "" : ", ") + t.c->name + " " + format_ms(t.ms);
+  for (const Timed& t : timed)
+    list += (list.empty() ? "" : ", ") + t.c->name + (t.what.empty() ? "" : " [" + t.what + "]") + " " + format_ms(t.ms);
   impl.instance = std::move(best);
   impl.reason = "fastest of " + std::to_string(timed.size()) + " candidates: " + list +
                 (failed.empty() ? "" : "; failed: " + failed) + tail;

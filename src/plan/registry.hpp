@@ -26,6 +26,9 @@ class KernelInstance {
   virtual void run(const void* x, void* y, void* stream) const = 0;
   /// Device (or host) bytes held besides the packed weight.
   virtual std::size_t workspace_bytes() const { return 0; }
+  /// What this instance runs inside its candidate (e.g. a kernel variant and its launch shape);
+  /// the plan's reason names it next to the candidate. Empty when there is nothing to add.
+  virtual std::string describe() const { return {}; }
 };
 
 /// FORMAT.md section 8 for kernels that multiply explicit zeros at pruned positions (a dense

@@ -1,6 +1,7 @@
 // sparsenm prune — MVUE 2:4 on the CPU (the estimator and its arithmetic: mvue.hpp).
 #include "prune/mvue.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -39,52 +40,43 @@ void mvue_group(const float x[4], float u, float out[4]) noexcept {
     for (int i = 0; i < 4; ++i) out[i] = x[i];
     return;
   }
-  const float S = ((a[0] + a[1]) + a[2]) + a[3];
-  int t = 0;
-  for (int i = 1; i < 4; ++i)
-    if (a[i] > a[t]) t = i;
-  float R = 0.0f;
-  for (int i = 0; i < 4; ++i)
-    if (i != t) R += a[i];
-  if (a[t] > R) {  // x_t kept with probability 1; one of the others with probability a_i / R
-    const float p = u * R;
-    float end = 0.0f;
-    int chosen = -1, last = -1;
-    for (int i = 0; i < 4; ++i) {
-      if (i == t || a[i] == 0.0f) continue;
-      end += a[i];
-      last = i;
-      if (chosen < 0 && p < end) chosen = i;
-    }
-    if (chosen < 0) chosen = last;
-    out[t] = x[t];
-    out[chosen] = std::copysign(R, x[chosen]);
-    return;
+  // The level c (sum_i min(a_i, c) = 2c) from the three smaller magnitudes R and the largest.
+  float scale = 1.0f, R = 0.0f, S = 0.0f;
+  auto sums = [&] {
+    const float m01 = std::max(a[0], a[1]), n01 = std::min(a[0], a[1]);
+    const float m23 = std::max(a[2], a[3]), n23 = std::min(a[2], a[3]);
+    R = (n01 + n23) + std::min(m01, m23);
+    S = R + std::max(m01, m23);
+  };
+  sums();
+  if (std::isinf(S)) {  // finite values whose sum overflows: the rule on a / 4, values times 4
+    scale = 4.0f;
+    for (float& v : a) v *= 0.25f;
+    sums();
   }
-  const float L = 0.5f * S;
-  const float p1 = u * L;
-  const float p2 = p1 + L;
-  float end = 0.0f;
-  int first = -1, second = -1, last = -1;
-  for (int i = 0; i < 4; ++i) {
-    if (a[i] == 0.0f) continue;
-    end += a[i];
-    last = i;
-    if (first < 0 && p1 < end) first = i;
-    if (second < 0 && p2 < end) second = i;
+  const float c = std::min(0.5f * S, R);  // > 0: at least 3 nonzeros
+  float end[4];
+  end[0] = std::min(a[0], c);
+  for (int i = 1; i < 4; ++i) end[i] = end[i - 1] + std::min(a[i], c);
+  const float p1 = u * c, p2 = p1 + c;
+  auto select = [&](float p) {  // the first of intervals 0..3 whose end (ends 0..2 checked) exceeds p
+    int k = 0;
+    while (k < 3 && end[k] <= p) ++k;
+    return k;
+  };
+  int second = 3;
+  if (p2 < end[3]) {
+    second = select(p2);
+  } else {  // only by rounding: the last nonzero element
+    while (a[second] == 0.0f) --second;
   }
-  if (first < 0) first = last;
-  if (second < 0) second = last;
-  if (second == first) {  // only by rounding: take the next candidate (or the previous one)
-    int alt = -1;
-    for (int i = first + 1; i < 4 && alt < 0; ++i)
-      if (a[i] > 0.0f) alt = i;
-    for (int i = first - 1; i >= 0 && alt < 0; --i)
-      if (a[i] > 0.0f) alt = i;
-    second = alt;
+  int first = select(p1);
+  if (first >= second) {  // only by rounding: the last nonzero element before the second
+    first = second - 1;
+    while (a[first] == 0.0f) --first;
   }
-  out[first] = std::copysign(L, x[first]);
-  out[second] = std::copysign(L, x[second]);
+  out[first] = std::copysign(std::max(a[first], c) * scale, x[first]);
+  out[second] = std::copysign(std::max(a[second], c) * scale, x[second]);
 }
 
 void mvue_probabilities(const double a[4], double p[4]) noexcept {

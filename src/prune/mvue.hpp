@@ -14,20 +14,28 @@
 // toolkit's default `MVUE24_approx` (successive sampling proportional to |x| with Horvitz-
 // Thompson values) is unbiased too but has a larger variance (tested).
 //
-// The kept pair is drawn by systematic sampling, which realises these marginals exactly with
-// one uniform u in [0, 1): lay the intervals a_0, a_1, a_2, a_3 (of the candidates) end to end
-// in index order and keep the elements whose intervals contain the points u*L and u*L + L,
-// L = S/2 (main regime); in the a_t > R regime x_t is kept and one more element is the one
-// whose interval (among the other three, total R) contains u*R. Since no candidate interval is
-// longer than L, the two points never fall in the same one (a rounding collision is resolved
-// by taking the next candidate). The joint law of the pair does not change any element's
-// distribution, so the estimator is unbiased with the minimum variance.
+// Water-filling form: the level c solves sum_i min(a_i, c) = 2c; element i is kept with
+// probability p_i = min(a_i, c) / c and then has the value sign(x_i) * max(a_i, c) (= x_i / p_i).
+// In the main regime c = S/2; in the a_t > R regime c = R, so x_t is kept exactly.
 //
-// Arithmetic (reproducible bit for bit by a GPU version): f32, in this order:
-//   S = ((a0 + a1) + a2) + a3; t = first index of the largest a; R = sum of the other a_i in
-//   index order starting from 0; main regime iff a_t <= R; L = 0.5f * S; points u*L, u*L + L
-//   (or u*R); interval ends are running sums in index order over elements with a_i > 0; a
-//   point p selects the first element whose end is > p; if none, the last element with a > 0.
+// The kept pair is drawn by systematic sampling, which realises these marginals exactly with
+// one uniform u in [0, 1): lay the intervals b_i = min(a_i, c) end to end in index order (total
+// 2c) and keep the elements whose intervals contain the points u*c and u*c + c. No interval is
+// longer than c, so the two points never fall in the same one. The joint law of the pair does
+// not change any element's distribution, so the estimator is unbiased with the minimum
+// variance (up to the resolution of u: 23 bits per decision, |P(keep i) - p_i| < 2^-23).
+//
+// Arithmetic (reproducible bit for bit by a GPU version, session 3; no argmax needed): f32, in
+// this order:
+//   m01 = max(a0, a1), n01 = min(a0, a1), m23 = max(a2, a3), n23 = min(a2, a3);
+//   R = (n01 + n23) + min(m01, m23); S = R + max(m01, m23); c = min(0.5f * S, R);
+//   ends B_k = B_{k-1} + min(a_k, c) (B_0 = min(a_0, c)); points p1 = u * c, p2 = p1 + c;
+//   a point p selects the first k with B_k > p among k = 0..2, else 3;
+//   the second kept element is select(p2) if p2 < B_3, else (rounding only) the last nonzero;
+//   the first is select(p1), unless that is not below the second (rounding only): then the last
+//   nonzero element before the second. Kept values: copysign(max(a_i, c), x_i).
+//   If S overflows (finite values): the same on a_i * 0.25, kept values times 4 (inf where the
+//   estimate itself is not representable).
 // The uniform comes from Philox-4x32-10 (philox.hpp, mvue_uniform): key = seed, counter =
 // (column / 16, row), one call per 4 consecutive groups; group j uses output word j % 4. Groups past the last column are padded with zeros.
 // Non-finite groups (any NaN or +-inf): not estimable; the two largest |x| are kept unscaled

@@ -46,15 +46,15 @@ SPARSENM_PHILOX_FN void philox4x32_10(const std::uint32_t ctr[4], const std::uin
 
 /// The MVUE uniform of group `group` (column / 4) of row `row` under `seed`: one Philox-4x32-10
 /// call serves 4 consecutive groups. Key = (seed low, seed high), counter = (q low, q high, row
-/// low, row high) with q = group / 4; output word group % 4, its top 24 bits scaled by 2^-24: a
-/// float in [0, 1).
+/// low, row high) with q = group / 4; output word group % 4, its top 23 bits scaled by 2^-23: a
+/// float in [0, 1) with 23 bits per decision (exactly representable: u * c rounds once).
 SPARSENM_PHILOX_FN float mvue_uniform(std::uint64_t seed, std::uint64_t row, std::uint64_t group) noexcept {
   const std::uint64_t q = group >> 2;
   const std::uint32_t key[2] = {std::uint32_t(seed), std::uint32_t(seed >> 32)};
   const std::uint32_t ctr[4] = {std::uint32_t(q), std::uint32_t(q >> 32), std::uint32_t(row), std::uint32_t(row >> 32)};
   std::uint32_t out[4];
   philox4x32_10(ctr, key, out);
-  return float(out[group & 3u] >> 8) * (1.0f / 16777216.0f);
+  return float(out[group & 3u] >> 9) * (1.0f / 8388608.0f);
 }
 
 }  // namespace sparsenm::prune_detail

@@ -1,8 +1,9 @@
 // GPU tests of the FST linear layer (include/sparsenm/fst.hpp): forward / backward against fp64
 // host references built from the layer's own downloaded masks and compressed operands (S(W),
-// S(W)^T, MVUE(dZ^T) unpacked from the tensor-core layout), tails in tokens / in / out, the step
-// state machine (mask refresh every l steps, flip count, apply between refreshes, dense
-// fine-tune switch), and the argument errors.
+// S(W)^T, MVUE(dZ^T) unpacked from the tensor-core layout, or the dense operands a cuSPARSELt
+// GEMM compressed), tails in tokens / in / out, the step state machine (mask refresh every l
+// steps, flip count, apply between refreshes, dense fine-tune switch), each GEMM forced on each
+// backend (sptc, cuSPARSELt), the automatic choice's report, and the argument errors.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/cusparselt/lt_gemm.hpp"
 #include "cuda/sptc/layout.hpp"
 #include "gpu/train_test_util.hpp"
 #include "sparsenm/error.hpp"
@@ -22,6 +24,7 @@
 namespace sparsenm::test {
 namespace {
 
+using train::FstBackend;
 using train::FstConfig;
 using train::FstLinear;
 using train::FstPhase;
@@ -81,6 +84,17 @@ std::vector<double> unpack(const train::FstPackedView& v, DType t) {
       }
     }
   EXPECT_EQ(bad, 0) << "malformed packed operand (descending positions or nonzero padding)";
+  return d;
+}
+
+/// A dense operand of a cuSPARSELt GEMM (debug view), as doubles [rows][cols].
+std::vector<double> download_dense(const train::FstDenseView& v, DType t) {
+  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<std::uint16_t> raw(std::size_t(v.rows * v.ld));
+  SPARSENM_CUDA_CHECK(cudaMemcpy(raw.data(), v.values, raw.size() * 2, cudaMemcpyDeviceToHost));
+  std::vector<double> d(std::size_t(v.rows * v.cols));
+  for (std::int64_t r = 0; r < v.rows; ++r)
+    for (std::int64_t c = 0; c < v.cols; ++c) d[std::size_t(r * v.cols + c)] = bits_to_float(t, raw[std::size_t(r * v.ld + c)]);
   return d;
 }
 
@@ -163,13 +177,47 @@ void check_sparse_step(FstLinear& layer, const HostMat& W, const HostMat& b, con
 
   const train::FstDebugView dv = layer.debug_view();
   const std::vector<int> M = unpack_mask(dv.mask, out, in);
-  const std::vector<double> SW = unpack(dv.w, t), SWt = unpack(dv.wt, t), G = unpack(dv.grad, t);
-  ASSERT_EQ(dv.w.rows, out);
-  ASSERT_EQ(dv.w.k, in);
-  ASSERT_EQ(dv.wt.rows, in);
-  ASSERT_EQ(dv.wt.k, out);
-  ASSERT_EQ(dv.grad.rows, out);
-  ASSERT_EQ(dv.grad.k, tokens);
+  // which operands are current: the layer's backends, and whether this call could use cuSPARSELt
+  // (planned for tokens == max_tokens and 16-byte aligned operands; else ours)
+  const train::FstBackendReport& rep = layer.backends();
+  const bool lt_f = rep.forward.backend == FstBackend::cusparselt, lt_d = rep.grad_input.backend == FstBackend::cusparselt,
+             lt_w = rep.grad_weight.backend == FstBackend::cusparselt;
+  const bool full = tokens == c.max_tokens && x_offset == 0;
+  EXPECT_EQ(dv.w_dense.values != nullptr, lt_f || lt_d) << "dense S(W) exists iff a weight GEMM is on cuSPARSELt";
+  if (lt_f && lt_d && full && !expect_refresh) EXPECT_EQ(dv.w.values, nullptr) << "both weight GEMMs on cuSPARSELt: no apply";
+  if (!(lt_f && lt_d)) EXPECT_NE(dv.w.values, nullptr);
+  EXPECT_EQ(dv.grad_dense.values != nullptr, lt_w && full) << "dW on cuSPARSELt for full, aligned calls only";
+  EXPECT_EQ(dv.grad.values != nullptr, !(lt_w && full));
+  std::vector<double> SW, SWt, G;
+  if (dv.w.values) {
+    ASSERT_EQ(dv.w.rows, out);
+    ASSERT_EQ(dv.w.k, in);
+    ASSERT_EQ(dv.wt.rows, in);
+    ASSERT_EQ(dv.wt.k, out);
+    SW = unpack(dv.w, t);
+    SWt = unpack(dv.wt, t);
+  }
+  if (dv.w_dense.values) {
+    ASSERT_EQ(dv.w_dense.rows, out);
+    ASSERT_EQ(dv.w_dense.cols, in);
+    const std::vector<double> D = download_dense(dv.w_dense, t);
+    if (!SW.empty()) EXPECT_EQ(D, SW) << "dense and packed S(W) differ";
+    SW = D;
+    SWt.assign(SW.size(), 0.0);
+    for (std::int64_t o = 0; o < out; ++o)
+      for (std::int64_t i = 0; i < in; ++i) SWt[std::size_t(i * out + o)] = SW[std::size_t(o * in + i)];
+  }
+  ASSERT_FALSE(SW.empty()) << "neither the packed nor the dense S(W) is current";
+  if (dv.grad.values) {
+    ASSERT_EQ(dv.grad.rows, out);
+    ASSERT_EQ(dv.grad.k, tokens);
+    G = unpack(dv.grad, t);
+  } else {
+    ASSERT_NE(dv.grad_dense.values, nullptr) << "neither the packed nor the dense MVUE operand is current";
+    ASSERT_EQ(dv.grad_dense.rows, out);
+    ASSERT_EQ(dv.grad_dense.cols, tokens);
+    G = download_dense(dv.grad_dense, t);
+  }
   // S(W) = W . M exactly, S(W)^T its transpose
   std::int64_t bad = 0;
   for (std::int64_t o = 0; o < out; ++o)
@@ -316,6 +364,205 @@ TEST(FstLinear, UnalignedInputTakesTheTransposingPath) {
   check_sparse_step(layer, W, b, X, dZ, 133, false, 2);
 }
 
+// ---- GEMM backends (FstConfig::backends, FstLinear::backends()) ----
+
+std::string lt_missing() { return cuda::lt::unavailable_reason(); }
+#define FST_REQUIRE_LT()                                                          \
+  FST_REQUIRE_SM80();                                                             \
+  if (const std::string why = lt_missing(); !why.empty())                         \
+  GTEST_SKIP() << "cuSPARSELt unavailable (" << why << "): cuSPARSELt FST test skipped"
+
+struct Forced {
+  FstBackend f, d, w;
+  const char* name;
+};
+
+class FstForcedBackends : public ::testing::TestWithParam<std::tuple<Forced, DType>> {};
+
+// Each GEMM forced on each backend: gradients equal the fp64 reference computed with the layer's own
+// mask and MVUE sample, over three steps (refresh, apply, refresh with l = 2), a full call
+// (tokens == max_tokens: cuSPARSELt runs), a shorter micro-batch and an unaligned X (both fall back
+// to ours, the packed S(W) applied on demand when both weight GEMMs are on cuSPARSELt).
+TEST_P(FstForcedBackends, GradientsEqualReference) {
+  const auto [fb, t] = GetParam();
+  if (fb.f == FstBackend::cusparselt || fb.d == FstBackend::cusparselt || fb.w == FstBackend::cusparselt) {
+    FST_REQUIRE_LT();
+  } else {
+    FST_REQUIRE_SM80();
+  }
+  SCOPED_TRACE(std::string(fb.name) + " " + std::string(to_string(t)));
+  const std::int64_t out = 96, in = 80, T = 128;
+  FstConfig c;
+  c.in_features = in;
+  c.out_features = out;
+  c.max_tokens = T;
+  c.dtype = t;
+  c.bias = true;
+  c.decay = 0.02f;
+  c.seed = 4242;
+  c.schedule.mask_interval = 2;
+  c.backends = {fb.f, fb.d, fb.w};
+  FstLinear layer(c);
+  const train::FstBackendReport& rep = layer.backends();
+  EXPECT_EQ(rep.forward.backend, fb.f);
+  EXPECT_EQ(rep.grad_input.backend, fb.d);
+  EXPECT_EQ(rep.grad_weight.backend, fb.w);
+  for (const train::FstGemmChoice* g : {&rep.forward, &rep.grad_input, &rep.grad_weight}) {
+    EXPECT_NE(g->reason.find("forced"), std::string::npos) << g->reason;
+    EXPECT_TRUE(std::isnan(g->sptc_ms) && std::isnan(g->cusparselt_ms)) << "nothing is timed when forced";
+  }
+  for (int step = 0; step < 3; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const std::uint64_t sd = 9000 + 10 * std::uint64_t(step);
+    const HostMat W = random_mat(t, out, in, sd + 1), b = random_mat(t, 1, out, sd + 2), X = random_mat(t, T, in, sd + 3),
+                  dZ = random_mat(t, T, out, sd + 4, -2.f, 2.f);
+    check_sparse_step(layer, W, b, X, dZ, T, step % 2 == 0);
+    if (step == 1) {
+      // same step, other micro-batches: fewer tokens, then an unaligned X (both run on ours)
+      const HostMat X2 = random_mat(t, T - 24, in, sd + 5), dZ2 = random_mat(t, T - 24, out, sd + 6);
+      check_sparse_step(layer, W, b, X2, dZ2, T - 24, false);
+      check_sparse_step(layer, W, b, X, dZ, T, false, 2);
+    }
+    layer.end_step();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Backends, FstForcedBackends,
+    ::testing::Combine(::testing::Values(Forced{FstBackend::sptc, FstBackend::sptc, FstBackend::sptc, "sptc/sptc/sptc"},
+                                         Forced{FstBackend::cusparselt, FstBackend::cusparselt, FstBackend::cusparselt,
+                                                "lt/lt/lt"},
+                                         Forced{FstBackend::cusparselt, FstBackend::sptc, FstBackend::sptc, "lt/sptc/sptc"},
+                                         Forced{FstBackend::sptc, FstBackend::cusparselt, FstBackend::cusparselt,
+                                                "sptc/lt/lt"}),
+                       ::testing::Values(DType::f16, DType::bf16)));
+
+// The automatic choice: a shape cuSPARSELt can take is timed (both times reported, the faster by
+// >= 1 % chosen) and the layer's gradients still equal the reference; a shape it cannot take stays on
+// ours with the rule as the reason; a schedule without sparse steps times nothing.
+TEST(FstLinear, AutomaticChoiceIsReported) {
+  FST_REQUIRE_SM80();
+  const bool lt = lt_missing().empty();
+  FstConfig c;
+  c.in_features = 128;
+  c.out_features = 192;
+  c.max_tokens = 256;
+  c.dtype = DType::f16;
+  c.seed = 5;
+  {
+    FstLinear layer(c);
+    const train::FstBackendReport& rep = layer.backends();
+    std::printf("automatic choice, out 192 in 128 tokens 256:\n%s\n", rep.to_string().c_str());
+    for (const train::FstGemmChoice* g : {&rep.forward, &rep.grad_input, &rep.grad_weight}) {
+      EXPECT_NE(g->backend, FstBackend::automatic);
+      if (!lt) {
+        EXPECT_EQ(g->backend, FstBackend::sptc);
+        EXPECT_NE(g->reason.find("unavailable"), std::string::npos) << g->reason;
+        continue;
+      }
+      EXPECT_NE(g->reason.find("timed"), std::string::npos) << g->reason;
+      ASSERT_TRUE(std::isfinite(g->sptc_ms) && std::isfinite(g->cusparselt_ms) && g->sptc_ms > 0 && g->cusparselt_ms > 0);
+      const bool want_lt = g->cusparselt_ms * 1.01 < g->sptc_ms;
+      if (g == &rep.grad_weight) EXPECT_EQ(g->backend == FstBackend::cusparselt, want_lt);
+    }
+    const HostMat W = random_mat(c.dtype, 192, 128, 71), b = random_mat(c.dtype, 1, 192, 72),
+                  X = random_mat(c.dtype, 256, 128, 73), dZ = random_mat(c.dtype, 256, 192, 74, -2.f, 2.f);
+    check_sparse_step(layer, W, b, X, dZ, 256, true);
+  }
+  {
+    FstConfig d = c;
+    d.in_features = 120;  // not a multiple of 16
+    FstLinear layer(d);
+    for (const train::FstGemmChoice* g : {&layer.backends().forward, &layer.backends().grad_input, &layer.backends().grad_weight}) {
+      EXPECT_EQ(g->backend, FstBackend::sptc);
+      EXPECT_NE(g->reason.find(lt ? "multiples of 16" : "unavailable"), std::string::npos) << g->reason;
+      EXPECT_TRUE(std::isnan(g->sptc_ms));
+    }
+  }
+  {
+    FstConfig d = c;
+    d.schedule.total_steps = 10;
+    d.schedule.dense_fraction = 1.0;  // dense from step 0: no sparse GEMM ever runs
+    FstLinear layer(d);
+    EXPECT_EQ(layer.backends().forward.backend, FstBackend::sptc);
+    if (lt) EXPECT_NE(layer.backends().forward.reason.find("no sparse step"), std::string::npos) << layer.backends().forward.reason;
+  }
+}
+
+// A second automatic layer of the same shape takes the first one's decision without timing (a
+// process-wide cache: GPT-2 has 36-48 identical layers) and says so; its gradients stay right.
+TEST(FstLinear, AutomaticDecisionIsReusedForIdenticalLayers) {
+  FST_REQUIRE_SM80();
+  FstConfig c;
+  c.in_features = 160;  // a shape no other test uses, so the first layer below is timed here
+  c.out_features = 224;
+  c.max_tokens = 272;
+  c.dtype = DType::f16;
+  c.seed = 9;
+  FstLinear first(c);
+  ASSERT_EQ(first.backends().forward.reason.find("reused"), std::string::npos) << first.backends().forward.reason;
+  c.seed = 10;  // the seed is not part of the decision
+  FstLinear second(c);
+  const train::FstBackendReport &a = first.backends(), &b = second.backends();
+  const train::FstGemmChoice* ga[3] = {&a.forward, &a.grad_input, &a.grad_weight};
+  const train::FstGemmChoice* gb[3] = {&b.forward, &b.grad_input, &b.grad_weight};
+  for (int g = 0; g < 3; ++g) {
+    EXPECT_EQ(ga[g]->backend, gb[g]->backend) << g;
+    EXPECT_EQ(gb[g]->reason.rfind(ga[g]->reason, 0), 0u) << gb[g]->reason;  // the first reason, then the note
+    EXPECT_NE(gb[g]->reason.find("reused from an identical layer"), std::string::npos) << gb[g]->reason;
+  }
+  // a different request is a different decision
+  FstConfig d = c;
+  d.backends.grad_weight = FstBackend::sptc;
+  FstLinear third(d);
+  EXPECT_EQ(third.backends().grad_weight.backend, FstBackend::sptc);
+  EXPECT_EQ(third.backends().forward.reason.find("reused"), std::string::npos) << third.backends().forward.reason;
+  const HostMat W = random_mat(c.dtype, 224, 160, 81), bias = random_mat(c.dtype, 1, 224, 82),
+                X = random_mat(c.dtype, 272, 160, 83), dZ = random_mat(c.dtype, 272, 224, 84, -2.f, 2.f);
+  check_sparse_step(second, W, bias, X, dZ, 272, true);
+}
+
+TEST(FstLinear, ImpossibleBackendRequests) {
+  FST_REQUIRE_SM80();
+  FstConfig c;
+  c.in_features = 64;
+  c.out_features = 64;
+  c.max_tokens = 64;
+  auto expect_arg = [&](FstConfig d, const char* arg) {
+    try {
+      FstLinear l(d);
+      ADD_FAILURE() << "no exception for " << arg;
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(e.argument(), arg) << e.what();
+    }
+  };
+  FstConfig d = c;
+  d.backends.forward = static_cast<FstBackend>(7);
+  expect_arg(d, "backends.forward");
+  if (!lt_missing().empty()) {
+    d = c;
+    d.backends.grad_weight = FstBackend::cusparselt;
+    EXPECT_THROW(FstLinear l(d), Unsupported) << "cuSPARSELt forced without cuSPARSELt";
+    GTEST_SKIP() << "cuSPARSELt unavailable (" << lt_missing() << "): shape-rule cases skipped";
+  }
+  d = c;
+  d.in_features = 72;  // % 16 != 0
+  d.backends.forward = FstBackend::cusparselt;
+  expect_arg(d, "backends.forward");
+  d = c;
+  d.out_features = 40;
+  d.backends.grad_input = FstBackend::cusparselt;
+  expect_arg(d, "backends.grad_input");
+  d = c;
+  d.max_tokens = 100;
+  d.backends.grad_weight = FstBackend::cusparselt;
+  expect_arg(d, "backends.grad_weight");
+  // the same shapes on ours or automatic are fine
+  d.backends = {};
+  EXPECT_NO_THROW(FstLinear l(d));
+  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 TEST(FstLinear, StateMachine) {
   FST_REQUIRE_SM80();
   const DType t = DType::f16;
@@ -364,8 +611,9 @@ TEST(FstLinear, StateMachine) {
         EXPECT_EQ(layer.last_flip_count(), flips);
         EXPECT_DOUBLE_EQ(layer.last_flip_rate(), double(flips) / double(out * in));
       }
-      // S(W) is the CURRENT W under the current mask (apply path between refreshes)
-      const std::vector<double> SW = unpack(dv.w, t);
+      // S(W) is the CURRENT W under the current mask (apply path between refreshes; the dense
+      // operand when the weight GEMMs run on cuSPARSELt)
+      const std::vector<double> SW = dv.w_dense.values ? download_dense(dv.w_dense, t) : unpack(dv.w, t);
       std::int64_t bad = 0;
       for (std::int64_t o = 0; o < out; ++o)
         for (std::int64_t i = 0; i < in; ++i)

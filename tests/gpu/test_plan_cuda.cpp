@@ -115,6 +115,29 @@ TEST(PlanCuda, AutomaticChoiceIsCorrectAndExplained) {
   }
 }
 
+// A 2:4 decode plan races cuda:vnm_gemv (small m) against cuBLAS and the others; its reason names
+// the variant and launch shape the vnm_gemv instance runs (KernelInstance::describe), and the
+// result is right whichever candidate wins.
+TEST(PlanCuda, Hw24DecodeReasonNamesTheVnmGemvVariant) {
+  REQUIRE_DEVICE();
+  for (std::int64_t m : {1, 16, 32}) {
+    SCOPED_TRACE("m = " + std::to_string(m));
+    const CondensedMatrix w = weight("2:4/hw", DType::f16, 1040, 2048, 90 + std::uint64_t(m));
+    MatmulDesc d;
+    d.m = m;
+    d.x_dtype = DType::f16;
+    d.y_dtype = DType::f16;
+    const Plan plan = Plan::create(w, d);
+    const std::string& why = plan.reason();
+    EXPECT_NE(why.find("cuda:vnm_gemv [variant "), std::string::npos) << why;
+    EXPECT_NE(why.find("cuda:cublas_dense"), std::string::npos) << why;
+    std::printf("  m=%lld: %s -- %s\n", (long long)m, plan.kernel().c_str(), why.c_str());
+    const DenseMatrix x = random_matrix(DType::f16, m, 2048, 21);
+    const DenseMatrix y = run_on_device(plan, x, DType::f16, 1040);
+    EXPECT_LE(relative_error(y.view(), reference_matmul_f64(x.view(), w)), 2e-3);
+  }
+}
+
 // desc.x_finite = false: only kernels that honour FORMAT.md section 8 for any X may be chosen
 // (cuBLAS on the dense expansion and the zero-filled 2:4 repack of a 2:8 weight may not), and the
 // product has NaN exactly where a stored slot meets the NaN column of X, nowhere else.

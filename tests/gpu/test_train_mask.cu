@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -320,15 +321,18 @@ TEST(Mask24Batched, EachMatrixEqualsTheSingleCall) {
   EXPECT_THROW(train::apply_mask24_batched(DType::f16, &dummy, 65536, 4, 4, m, {&dummy, nullptr}, {}), InvalidArgument);
 }
 
-TEST(Mask24Variants, BothKernelsWriteTheSameOutputs) {
-  // The session-2 kernel (Mask24Args::variant = 1, mask24_s2.cuh) and the session-3 kernel
-  // (variant = 2, mask24.cuh) must write exactly the same outputs (the API picks one per dtype
-  // and mode, mask24_default_variant; the other is the bench's same-run comparison): aligned
-  // shapes (vector paths of both) and tails (guarded paths), search and apply (a valid mask from
-  // the search, and arbitrary mostly-invalid masks with their violation counts), batched.
+TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
+  // The session-2 kernel (Mask24Args::variant = 1, mask24_s2.cuh), the session-3 kernel
+  // (variant = 2, mask24.cuh) and its persistent prefetching form (variant = 3) must write
+  // exactly the same outputs (the API picks one per dtype and mode, mask24_default_variant; the
+  // others are the bench's same-run comparison): aligned shapes (vector paths) and tails (guarded
+  // paths), search and apply (a valid mask from the search, and arbitrary mostly-invalid masks
+  // with their violation counts), batched; the large cases have more tiles than resident CTAs,
+  // so the persistent kernel walks several tiles per CTA, across matrices of the batch.
   SPARSENM_REQUIRE_GPU();
   for (const auto& [t, R, C] : {Case{DType::f16, 2048, 1024}, Case{DType::bf16, 160, 96}, Case{DType::f32, 256, 64},
-                                Case{DType::f16, 37, 45}, Case{DType::f32, 130, 70}}) {
+                                Case{DType::f16, 37, 45}, Case{DType::f32, 130, 70}, Case{DType::f32, 1056, 2080},
+                                Case{DType::bf16, 1000, 1000}}) {
     const bool aligned = R % 32 == 0 && C % 32 == 0;
     for (int mode = 0; mode < 3; ++mode) {  // search, apply (valid mask), apply (random masks)
       const bool search = mode == 0;
@@ -350,11 +354,12 @@ TEST(Mask24Variants, BothKernelsWriteTheSameOutputs) {
         for (std::size_t i = 0; i < mw; ++i) m[i] = i % 3 == 0 ? mask_of(patterns90()[rng() % 90]) : std::uint16_t(rng() & 0xffffu);
         dmask.upload(m.data(), mw * 2);
       }
-      std::vector<std::uint16_t> masks[2];
-      std::vector<std::byte> vals[2], tvals[2];
-      std::vector<std::uint8_t> idx[2], tidx[2];
-      std::uint32_t viol[2] = {0, 0};
-      for (int variant = 0; variant < 2; ++variant) {
+      constexpr int kVariants = 3;
+      std::vector<std::uint16_t> masks[kVariants];
+      std::vector<std::byte> vals[kVariants], tvals[kVariants];
+      std::vector<std::uint8_t> idx[kVariants], tidx[kVariants];
+      std::uint32_t viol[kVariants] = {};
+      for (int variant = 0; variant < kVariants; ++variant) {
         auto dv = poisoned(vb), di = poisoned(ib), dtv = poisoned(tvb), dti = poisoned(tib);
         cuda::DeviceBuffer dviol(4);
         SPARSENM_CUDA_CHECK(cudaMemset(dviol.get(), 0, 4));
@@ -383,14 +388,18 @@ TEST(Mask24Variants, BothKernelsWriteTheSameOutputs) {
         tidx[variant] = download<std::uint8_t>(dti, tib);
         viol[variant] = download<std::uint32_t>(dviol, 1)[0];
       }
-      EXPECT_EQ(viol[0], viol[1]) << R << "x" << C << " mode " << mode;
       if (mode == 2) EXPECT_GT(viol[0], 0u);
       if (mode == 1) EXPECT_EQ(viol[0], 0u);
-      EXPECT_EQ(masks[0], masks[1]) << R << "x" << C << " search " << search;
-      EXPECT_EQ(vals[0], vals[1]) << R << "x" << C << " search " << search;
-      EXPECT_EQ(idx[0], idx[1]) << R << "x" << C << " search " << search;
-      EXPECT_EQ(tvals[0], tvals[1]) << R << "x" << C << " search " << search;
-      EXPECT_EQ(tidx[0], tidx[1]) << R << "x" << C << " search " << search;
+      for (int v = 1; v < kVariants; ++v) {
+        const std::string what = std::to_string(R) + "x" + std::to_string(C) + " mode " + std::to_string(mode) +
+                                 " variant " + std::to_string(v + 1) + " vs 1";
+        EXPECT_EQ(viol[0], viol[v]) << what;
+        EXPECT_EQ(masks[0], masks[v]) << what;
+        EXPECT_EQ(vals[0], vals[v]) << what;
+        EXPECT_EQ(idx[0], idx[v]) << what;
+        EXPECT_EQ(tvals[0], tvals[v]) << what;
+        EXPECT_EQ(tidx[0], tidx[v]) << what;
+      }
     }
   }
 }

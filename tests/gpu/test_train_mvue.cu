@@ -6,10 +6,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include "cuda/train/philox.hpp"
+#include "cuda/train/train_common.cuh"
 #include "sparsenm/error.hpp"
 #include "sparsenm/train.hpp"
 #include "support/mvue_reference.hpp"
@@ -51,14 +55,25 @@ HostMat transpose(const HostMat& m) {
   return t;
 }
 
+/// variant 0: the API (sparsenm::train::mvue24); 1, 2: that kernel variant (Mvue24Args::variant)
+/// with the arguments the API builds.
 std::pair<std::vector<std::byte>, std::vector<std::uint8_t>> run_gpu(const HostMat& g, train::GradLayout layout,
                                                                      std::int64_t tokens, std::int64_t features,
-                                                                     std::uint64_t seed) {
+                                                                     std::uint64_t seed, int variant = 0) {
   const std::size_t vb = std::size_t(features * train::hw24_value_cols(tokens)) * g.esz();
   const std::size_t ib = std::size_t(features * train::hw24_index_row_bytes(tokens));
   auto dg = upload(g.bytes.data(), g.bytes.size());
   auto dv = poisoned(vb), di = poisoned(ib);
-  train::mvue24(g.dtype, dg.get(), tokens, features, layout, seed, {dv.get(), di.as<std::uint8_t>()});
+  if (variant == 0) {
+    train::mvue24(g.dtype, dg.get(), tokens, features, layout, seed, {dv.get(), di.as<std::uint8_t>()});
+  } else {
+    train::detail::Mvue24Args a =
+        train::detail::make_mvue24_args(dg.get(), tokens, features, layout, seed, {dv.get(), di.as<std::uint8_t>()});
+    a.variant = variant;
+    if (g.dtype == DType::f16) train::detail::launch_mvue24<__half>(a, nullptr);
+    else if (g.dtype == DType::bf16) train::detail::launch_mvue24<__nv_bfloat16>(a, nullptr);
+    else train::detail::launch_mvue24<float>(a, nullptr);
+  }
   SPARSENM_CUDA_CHECK(cudaGetLastError());
   return {download<std::byte>(dv, vb), download<std::uint8_t>(di, ib)};
 }
@@ -90,11 +105,130 @@ TEST_P(Mvue24, BitExactAgainstHostForBothLayouts) {
   if (T * N >= 256) EXPECT_NE(i4, i1);
 }
 
+// Shapes cover: token_major interior 128 x 128 tiles (tokens % 32 == 0, features % 4 == 0) and
+// edge tiles; feature_major 32 tokens per thread (tokens % 32 == 0), 16 (tokens % 32 == 16) and
+// the scalar path (tokens % 16 != 0); tails in both dimensions.
 INSTANTIATE_TEST_SUITE_P(Shapes, Mvue24,
                          ::testing::Values(Case{DType::f16, 256, 128}, Case{DType::f16, 128, 64}, Case{DType::f16, 70, 45},
                                            Case{DType::f16, 160, 66}, Case{DType::f16, 3, 5}, Case{DType::f16, 40, 33},
                                            Case{DType::bf16, 256, 192}, Case{DType::bf16, 33, 17},
-                                           Case{DType::f32, 128, 128}, Case{DType::f32, 50, 9}, Case{DType::f32, 48, 16}));
+                                           Case{DType::f32, 128, 128}, Case{DType::f32, 50, 9}, Case{DType::f32, 48, 16},
+                                           Case{DType::f16, 384, 260}, Case{DType::f16, 80, 12}, Case{DType::bf16, 512, 256},
+                                           Case{DType::bf16, 208, 132}, Case{DType::f32, 256, 260}, Case{DType::f32, 96, 8}));
+
+/// Every kind of group the rule distinguishes, at the positions of both fast layouts (token_major
+/// interior tiles, feature_major 32-token threads): 0-4 nonzeros (signed zeros), equal values,
+/// a dominant element, subnormals, values whose sum overflows (bf16 / f32), NaN and +-inf.
+HostMat special_groups(DType t, std::int64_t T, std::int64_t N, std::uint64_t seed) {
+  HostMat g = random_mat(t, T, N, seed);
+  std::mt19937_64 r(seed ^ 0x5eedu);
+  const float huge = t == DType::f16 ? 60000.f : 3.0e38f, tiny = t == DType::f16 ? 6e-8f : (t == DType::bf16 ? 1e-39f : 1e-44f);
+  for (std::int64_t f = 0; f < N; ++f)
+    for (std::int64_t w = 0; w < T / 4; ++w) {
+      const int kind = int(r() % 16);
+      if (kind >= 10) continue;  // random group
+      for (int i = 0; i < 4; ++i) {
+        const std::int64_t tok = 4 * w + i;
+        const float x = g.at(tok, f);
+        float v = x;
+        switch (kind) {
+          case 0: v = (r() & 1) ? -0.f : 0.f; break;                     // zeros (some groups all zero)
+          case 1: v = i == int(r() % 4) ? x : 0.f; break;                // <= 1 nonzero (mostly)
+          case 2: v = (i == 1 || i == 3) ? x : -0.f; break;              // exactly 2 nonzeros
+          case 3: v = i == 2 ? 0.f : x; break;                           // 3 nonzeros
+          case 4: v = 0.5f; break;                                       // all equal
+          case 5: v = i == 0 ? 8.f * (x < 0 ? -1.f : 1.f) : x * 0.01f; break;  // dominant element
+          case 6: v = x * tiny; break;                                   // subnormal range
+          case 7: v = (i % 2 ? -huge : huge) * (0.6f + 0.4f * std::fabs(x)); break;  // sum overflows
+          case 8: v = i == int(r() % 4) ? NAN : x; break;
+          default: v = i == 3 ? ((r() & 1) ? INFINITY : -INFINITY) : x; break;
+        }
+        g.set(tok, f, v);
+      }
+    }
+  return g;
+}
+
+TEST(Mvue24Special, AllGroupKindsBitExactBothLayouts) {
+  SPARSENM_REQUIRE_GPU();
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {{256, 256}, {96, 132}, {48, 20}};
+  for (DType t : {DType::f16, DType::bf16, DType::f32})
+    for (const auto& [T, N] : shapes) {
+      const HostMat g = special_groups(t, T, N, 7 + std::uint64_t(T + N));
+      const std::uint64_t seed = 0xfeedull + std::uint64_t(T);
+      const Hw24 ref = host_mvue24(g, seed);
+      const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N);
+      const auto [v1, i1] = run_gpu(g, train::GradLayout::token_major, T, N, seed);
+      expect_hw24_equal(ref, v1, i1, g.esz(), (what + " token_major").c_str());
+      const auto [v2, i2] = run_gpu(transpose(g), train::GradLayout::feature_major, T, N, seed);
+      expect_hw24_equal(ref, v2, i2, g.esz(), (what + " feature_major").c_str());
+    }
+}
+
+TEST(Mvue24Variants, EveryKernelBitExactBothLayouts) {
+  // Variant 1 (one chunk / tile per thread / CTA) and variant 2 (persistent, prefetching with
+  // cp.async; token-major f32 runs variant 1) against the host rule: shapes with more tiles than
+  // resident CTAs (the persistent kernels walk several tiles per CTA), edge tiles, the 16-token
+  // feature-major path (tokens % 32 == 16), the scalar path (tokens % 16 != 0), and every group
+  // kind (special_groups: the full rule inside the persistent loop).
+  SPARSENM_REQUIRE_GPU();
+  const Case cases[] = {Case{DType::f16, 2048, 2200}, Case{DType::bf16, 256, 2000}, Case{DType::f32, 1024, 1000},
+                        Case{DType::f16, 80, 12},     Case{DType::bf16, 70, 45},    Case{DType::bf16, 1056, 1028}};
+  for (int special = 0; special < 2; ++special)
+    for (const auto& [t, T, N] : cases) {
+      if (special && T * N > 600000) continue;
+      const HostMat g = special ? special_groups(t, T, N, 11 + std::uint64_t(T)) : random_mat(t, T, N, 13 + std::uint64_t(T + N));
+      const std::uint64_t seed = 0xabcdef01ull + std::uint64_t(N);
+      const Hw24 ref = host_mvue24(g, seed);
+      const HostMat gt = transpose(g);
+      for (int variant = 1; variant <= 2; ++variant) {
+        const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N) + " variant " +
+                                 std::to_string(variant) + (special ? " special" : "");
+        const auto [v1, i1] = run_gpu(g, train::GradLayout::token_major, T, N, seed, variant);
+        expect_hw24_equal(ref, v1, i1, g.esz(), (what + " token_major").c_str());
+        const auto [v2, i2] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, variant);
+        expect_hw24_equal(ref, v2, i2, g.esz(), (what + " feature_major").c_str());
+      }
+    }
+}
+
+TEST(Mvue24Special, UnalignedPointersTakeTheScalarPath) {
+  SPARSENM_REQUIRE_GPU();
+  // the input one element past a 16-byte boundary: every tile / thread takes the scalar loads
+  const std::int64_t T = 128, N = 132;
+  const HostMat g = special_groups(DType::f16, T, N, 3);
+  const Hw24 ref = host_mvue24(g, 5);
+  for (auto layout : {train::GradLayout::token_major, train::GradLayout::feature_major}) {
+    const HostMat src = layout == train::GradLayout::token_major ? g : transpose(g);
+    std::vector<std::byte> shifted(src.bytes.size() + 2);
+    std::memcpy(shifted.data() + 2, src.bytes.data(), src.bytes.size());
+    auto dg = upload(shifted.data(), shifted.size());
+    const std::size_t vb = std::size_t(N * train::hw24_value_cols(T)) * 2, ib = std::size_t(N * train::hw24_index_row_bytes(T));
+    auto dv = poisoned(vb), di = poisoned(ib);
+    train::mvue24(DType::f16, static_cast<const std::byte*>(dg.get()) + 2, T, N, layout, 5, {dv.get(), di.as<std::uint8_t>()});
+    SPARSENM_CUDA_CHECK(cudaGetLastError());
+    expect_hw24_equal(ref, download<std::byte>(dv, vb), download<std::uint8_t>(di, ib), 2,
+                      layout == train::GradLayout::token_major ? "unaligned token_major" : "unaligned feature_major");
+  }
+}
+
+TEST(Mvue24Special, ValuesOrIndicesAlone) {
+  SPARSENM_REQUIRE_GPU();
+  const std::int64_t T = 256, N = 128;
+  const HostMat g = random_mat(DType::bf16, T, N, 17);
+  const auto [v_ref, i_ref] = run_gpu(g, train::GradLayout::token_major, T, N, 9);
+  for (auto layout : {train::GradLayout::token_major, train::GradLayout::feature_major}) {
+    const HostMat src = layout == train::GradLayout::token_major ? g : transpose(g);
+    auto dg = upload(src.bytes.data(), src.bytes.size());
+    const std::size_t vb = std::size_t(N * train::hw24_value_cols(T)) * 2, ib = std::size_t(N * train::hw24_index_row_bytes(T));
+    auto dv = poisoned(vb), di = poisoned(ib);
+    train::mvue24(DType::bf16, dg.get(), T, N, layout, 9, {dv.get(), nullptr});
+    train::mvue24(DType::bf16, dg.get(), T, N, layout, 9, {nullptr, di.as<std::uint8_t>()});
+    SPARSENM_CUDA_CHECK(cudaGetLastError());
+    EXPECT_EQ(download<std::byte>(dv, vb), v_ref);
+    EXPECT_EQ(download<std::uint8_t>(di, ib), i_ref);
+  }
+}
 
 TEST(Mvue24Stats, UnbiasedWithTheAnalyticVariance) {
   SPARSENM_REQUIRE_GPU();

@@ -72,6 +72,7 @@ Problem make_problem(const Pattern& p, DType t, std::int64_t m, std::int64_t n, 
 /// Runs the kernel (the given variant, or every variant when opt.variant < 0) twice on poisoned
 /// y, checks every element.
 void run_and_check_one(const Problem& pr, DType y_dtype, const vs::Options& opt, const std::string& what);
+void run_and_check_at(const Problem& pr, DType y_dtype, const vs::Options& opt, const std::string& what, std::size_t x_offset);
 void run_and_check(const Problem& pr, DType y_dtype, const vs::Options& opt = {}, const std::string& what = "") {
   if (opt.variant >= 0) return run_and_check_one(pr, y_dtype, opt, what);
   for (int v = 0; v < vnm_small::kVariants; ++v) {
@@ -81,6 +82,11 @@ void run_and_check(const Problem& pr, DType y_dtype, const vs::Options& opt = {}
   }
 }
 void run_and_check_one(const Problem& pr, DType y_dtype, const vs::Options& opt, const std::string& what) {
+  run_and_check_at(pr, y_dtype, opt, what, 0);
+}
+/// x_offset: bytes between a 256-byte aligned allocation and X (2: X not 16-byte aligned, so
+/// the streamed variant must take its scalar staging path even when k % 8 == 0).
+void run_and_check_at(const Problem& pr, DType y_dtype, const vs::Options& opt, const std::string& what, std::size_t x_offset) {
   SCOPED_TRACE(what);
   const std::int64_t m = pr.x.rows(), n = pr.w.rows();
   MatmulDesc desc;
@@ -88,8 +94,12 @@ void run_and_check_one(const Problem& pr, DType y_dtype, const vs::Options& opt,
   desc.x_dtype = pr.w.dtype;
   desc.y_dtype = y_dtype;
   auto inst = vs::create(pr.w, desc, opt);
-  cuda::DeviceBuffer dx(pr.x.size_bytes());
-  dx.upload(pr.x.data(), pr.x.size_bytes());
+  cuda::DeviceBuffer dxa(pr.x.size_bytes() + x_offset);
+  SPARSENM_CUDA_CHECK(cudaMemcpy(static_cast<char*>(dxa.get()) + x_offset, pr.x.data(), pr.x.size_bytes(), cudaMemcpyHostToDevice));
+  struct XView {
+    const void* p;
+    const void* get() const { return p; }
+  } dx{static_cast<const char*>(dxa.get()) + x_offset};
   const std::size_t ybytes = std::size_t(m * n) * dtype_size(y_dtype);
   cuda::DeviceBuffer dy(ybytes);
   std::vector<std::byte> host(ybytes);
@@ -107,7 +117,9 @@ void run_and_check_one(const Problem& pr, DType y_dtype, const vs::Options& opt,
         const double got = load_as_float(y_dtype, host.data(), o);
         const double want = pr.ref[o];
         const double tol = 1e-5 * pr.scale[o] + out_eps * std::fabs(want) + 1e-30;
-        if (!(std::fabs(got - want) <= tol) && bad++ < 5)
+        // NaN / Inf in X reach y exactly through the stored slots (fp64 reference, same IEEE rules)
+        const bool ok = std::isnan(want) ? std::isnan(got) : std::isinf(want) ? got == want : std::fabs(got - want) <= tol;
+        if (!ok && bad++ < 5)
           ADD_FAILURE() << "y[" << i << "][" << r << "] = " << got << ", want " << want << " (tol " << tol << ")";
       }
     EXPECT_EQ(bad, 0) << "elements wrong of " << m * n << " (run " << rep + 1 << " of 2)";
@@ -186,6 +198,10 @@ TEST(VnmSmallGpu, TinyPipeline) {
   REQUIRE_DEVICE();
   Problem pr = make_problem(Pattern::venom(32, 8), DType::f16, 9, 40, 8 * 16 * 10 + 3, 1300);
   for (int splits : {1, 2}) run_and_check(pr, DType::f32, {splits, -1}, "32:2:8 splits=" + std::to_string(splits));
+  // hw24 with k % 8 == 0: variant 7's cp.async staging, 2 groups of 256 rows, 3 chunks of 4 pairs
+  // per split at m = 25 (clusters of 2 at splits = 2)
+  Problem ph = make_problem(Pattern::hw24(), DType::f16, 25, 300, 64 * 22 + 8, 1301);
+  for (int splits : {1, 2}) run_and_check(ph, DType::f32, {splits, -1}, "hw24 splits=" + std::to_string(splits));
 }
 
 TEST(VnmSmallGpu, PrunedPositionsIgnoreInfInX) {
@@ -200,6 +216,55 @@ TEST(VnmSmallGpu, PrunedPositionsIgnoreInfInX) {
     if (!used[std::size_t(c)])
       for (std::int64_t i = 0; i < 4; ++i) pr.x.set(i, c, INFINITY);
   run_and_check(pr, DType::f32, {}, "Inf in unselected columns");
+}
+
+TEST(VnmSmallGpu, Hw24AlignedXEveryMBothDtypes) {
+  // k % 8 == 0 with 16-byte aligned X: the streamed variant stages X with 16-byte cp.async (every
+  // other test has odd k or k % 8 != 0: its scalar path). k = 8 * 397: the last pair of windows
+  // is partial; n = 517: a partial 256-row group and a partial row tile; default and forced splits.
+  REQUIRE_DEVICE();
+  for (DType t : {DType::f16, DType::bf16})
+    for (std::int64_t m = 1; m <= 32; m += (m < 9 ? 1 : 5)) {
+      Problem pr = make_problem(Pattern::hw24(), t, m, 517, 8 * 397, 2000 + std::uint64_t(m) + (t == DType::bf16 ? 100 : 0));
+      const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m);
+      run_and_check(pr, t, {}, "hw24 k%8==0 " + tag);
+      run_and_check(pr, DType::f32, {3, vnm_small::kStreamVariant}, "hw24 k%8==0 splits=3 " + tag);
+      run_and_check_at(pr, DType::f32, {0, vnm_small::kStreamVariant}, "hw24 k%8==0, X misaligned " + tag, 2);
+    }
+}
+
+TEST(VnmSmallGpu, NanInfInXPropagateThroughStoredSlotsOnly) {
+  // NaN, +Inf and -Inf in X: y is NaN / +-Inf exactly where the fp64 product over the stored
+  // slots is (a stored slot times NaN is NaN even when the stored value is 0; 2:4 columns a row
+  // did not keep must not leak, although the hardware kernel stages them in its B fragments).
+  REQUIRE_DEVICE();
+  std::uint64_t seed = 2500;
+  for (Pattern pat : {Pattern::hw24(), Pattern::venom(64, 8)})
+    for (DType t : {DType::f16, DType::bf16})
+      for (std::int64_t m : {1, 13, 32}) {
+        const std::int64_t n = 150, k = 8 * 70;
+        Problem pr = make_problem(pat, t, m, n, k, ++seed);
+        const float specials[3] = {NAN, INFINITY, -INFINITY};
+        for (int q = 0; q < 6; ++q) pr.x.set((q * 7) % m, (q * 97 + 13) % k, specials[q % 3]);
+        // recompute the fp64 reference with the specials (same loop as make_problem)
+        for (std::int64_t r = 0; r < n; ++r)
+          for (std::int64_t i = 0; i < m; ++i) {
+            double acc = 0, sc = 0;
+            for (std::int64_t s2 = 0; s2 < pr.w.layout.value_cols; ++s2) {
+              const std::int64_t c = pr.w.column_of(r, s2);
+              if (c >= k) continue;
+              const double v = double(pr.w.value(r, s2)), xv = pr.x.at(i, c);
+              acc += v * xv;
+              sc += std::fabs(v * xv);
+            }
+            pr.ref[std::size_t(i * n + r)] = acc;
+            pr.scale[std::size_t(i * n + r)] = sc;
+          }
+        int specials_in_ref = 0;
+        for (double v : pr.ref) specials_in_ref += !std::isfinite(v);
+        ASSERT_GT(specials_in_ref, 0) << "the test must produce non-finite outputs";
+        run_and_check(pr, DType::f32, {}, pat.str() + " " + std::string(to_string(t)) + " m=" + std::to_string(m));
+      }
 }
 
 TEST(VnmSmallGpu, Rejects) {

@@ -1,5 +1,6 @@
 // sparsenm tests — a host reference of the MVUE 2:4 rule for one group of four (the CPU
-// reference's dense rule, src/prune/mvue.hpp text, written out here independently of src/):
+// reference's dense rule as docs/PRUNE.md and src/prune/mvue.hpp state it: water-filling level
+// c, systematic sampling over min(a_i, c), corner rules; written out here independently of src/):
 // shared by the CPU rule test (tests/test_train_rules.cpp) and the GPU MVUE test
 // (tests/gpu/test_train_mvue.cu).
 //
@@ -36,47 +37,42 @@ inline void ref_mvue(const float x[4], float u, float out[4]) {
     for (int i = 0; i < 4; ++i) out[i] = x[i];
     return;
   }
-  const int t = int(std::max_element(a, a + 4) - a);
-  float R = 0.f;
-  for (int i = 0; i < 4; ++i)
-    if (i != t) R += a[i];
-  std::vector<int> cand;
-  if (a[t] > R) {
-    const float p = u * R;
-    float end = 0.f;
-    int chosen = -1;
-    for (int i = 0; i < 4; ++i)
-      if (i != t && a[i] > 0.f) {
-        end += a[i];
-        cand.push_back(i);
-        if (chosen < 0 && p < end) chosen = i;
-      }
-    if (chosen < 0) chosen = cand.back();
-    out[t] = x[t];
-    out[chosen] = std::copysign(R, x[chosen]);
-    return;
+  // water-filling level c: sum min(a_i, c) = 2c, from the three smaller magnitudes R and the
+  // largest; a sum that overflows runs on a / 4 (values times 4)
+  float scale = 1.f;
+  auto level = [&](float& R, float& S) {
+    const float m01 = std::max(a[0], a[1]), n01 = std::min(a[0], a[1]);
+    const float m23 = std::max(a[2], a[3]), n23 = std::min(a[2], a[3]);
+    R = (n01 + n23) + std::min(m01, m23);
+    S = R + std::max(m01, m23);
+  };
+  float R, S;
+  level(R, S);
+  if (std::isinf(S)) {
+    scale = 4.f;
+    for (float& v : a) v *= 0.25f;
+    level(R, S);
   }
-  const float S = ((a[0] + a[1]) + a[2]) + a[3], L = 0.5f * S, p1 = u * L, p2 = p1 + L;
-  float end = 0.f;
-  int f = -1, s2 = -1;
+  const float c = std::min(0.5f * S, R);
+  float end[4], run = 0.f;
+  for (int i = 0; i < 4; ++i) end[i] = run = (i == 0 ? std::min(a[0], c) : run + std::min(a[i], c));
+  const float p1 = u * c, p2 = p1 + c;
+  std::vector<int> cand;  // elements with a non-empty interval
   for (int i = 0; i < 4; ++i)
-    if (a[i] > 0.f) {
-      end += a[i];
-      cand.push_back(i);
-      if (f < 0 && p1 < end) f = i;
-      if (s2 < 0 && p2 < end) s2 = i;
-    }
-  if (f < 0) f = cand.back();
-  if (s2 < 0) s2 = cand.back();
-  if (s2 == f) {
-    s2 = -1;
+    if (a[i] > 0.f) cand.push_back(i);
+  auto pick = [&](float p) {  // the first interval whose end exceeds p, among ends 0..2
+    int k = 0;
+    while (k < 3 && end[k] <= p) ++k;
+    return k;
+  };
+  const int second = p2 < end[3] ? pick(p2) : cand.back();
+  int first = pick(p1);
+  if (first >= second) {
+    first = -1;
     for (int i : cand)
-      if (i > f && s2 < 0) s2 = i;
-    for (auto it = cand.rbegin(); it != cand.rend(); ++it)
-      if (*it < f && s2 < 0) s2 = *it;
+      if (i < second) first = i;
   }
-  out[f] = std::copysign(L, x[f]);
-  out[s2] = std::copysign(L, x[s2]);
+  for (int i : {first, second}) out[i] = std::copysign(std::max(a[i], c) * scale, x[i]);
 }
 
 }  // namespace sparsenm::test

@@ -109,13 +109,10 @@ void apply_mask24(DType dtype, const void* w, std::int64_t rows, std::int64_t co
   apply_mask24_batched(dtype, w, 1, rows, cols, mask, w24, wt24, violations, stream);
 }
 
-void mvue24(DType dtype, const void* g, std::int64_t tokens, std::int64_t features, GradLayout layout,
-            std::uint64_t seed, Compressed24View out, void* stream) {
-  check_dtype(dtype);
-  require(g != nullptr, "g", "must be a device pointer (got null)");
-  check_dims(tokens, features, "tokens", "features");
-  require(out.values || out.indices, "out", "values or indices must be non-null");
-  detail::Mvue24Args a;
+namespace detail {
+Mvue24Args make_mvue24_args(const void* g, std::int64_t tokens, std::int64_t features, GradLayout layout,
+                            std::uint64_t seed, Compressed24View out) {
+  Mvue24Args a;
   a.g = g;
   a.tokens = tokens;
   a.features = features;
@@ -125,13 +122,28 @@ void mvue24(DType dtype, const void* g, std::int64_t tokens, std::int64_t featur
   a.values = out.values;
   a.indices = out.indices;
   if (a.token_major) {
-    require((tokens + 127) / 128 <= 65535, "tokens", "must be at most 65535*128 for token_major (grid limit)");
-    a.aligned = tokens % 32 == 0 && features % 2 == 0 && aligned16(g) && aligned16(out.values) &&
-                aligned16(out.indices);
+    // interior tiles: 8-byte (16-bit) / 16-byte (f32) loads of 4 features, 16-byte value rows,
+    // 4-byte index stores
+    a.aligned = tokens % 32 == 0 && features % 4 == 0 && aligned16(g) && aligned16(out.values) &&
+                reinterpret_cast<std::uintptr_t>(out.indices) % 4 == 0;
   } else {
+    // 16-byte loads / value stores; 32 tokens per thread (tokens % 32 == 0): 4-byte index stores
     a.aligned = tokens % 16 == 0 && aligned16(g) && aligned16(out.values) &&
-                reinterpret_cast<std::uintptr_t>(out.indices) % 2 == 0;
+                reinterpret_cast<std::uintptr_t>(out.indices) % 4 == 0;
   }
+  return a;
+}
+}  // namespace detail
+
+void mvue24(DType dtype, const void* g, std::int64_t tokens, std::int64_t features, GradLayout layout,
+            std::uint64_t seed, Compressed24View out, void* stream) {
+  check_dtype(dtype);
+  require(g != nullptr, "g", "must be a device pointer (got null)");
+  check_dims(tokens, features, "tokens", "features");
+  require(out.values || out.indices, "out", "values or indices must be non-null");
+  if (layout == GradLayout::token_major)
+    require((tokens + 127) / 128 <= 65535, "tokens", "must be at most 65535*128 for token_major (grid limit)");
+  const detail::Mvue24Args a = detail::make_mvue24_args(g, tokens, features, layout, seed, out);
   dispatch(dtype, [&](auto tag) { launch_mvue24<decltype(tag)>(a, as_stream(stream)); });
 }
 

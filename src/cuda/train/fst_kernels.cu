@@ -110,7 +110,82 @@ __global__ void colsum_final_kernel(const float* __restrict__ partial, std::int6
   db[o] = from_f<T>(acc);
 }
 
+// One thread per (row, group of 4 columns): one 8-byte load of W, the row's mask nibble, one 8-byte
+// store. Consecutive threads take consecutive groups of a row (coalesced).
+__global__ void mask_dense_kernel(const uint2* __restrict__ w, const std::uint16_t* __restrict__ mask, std::int64_t rows,
+                                  std::int64_t groups, uint2* __restrict__ out) {
+  const std::int64_t total = rows * groups;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < total; i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t r = i / groups, g = i % groups;
+    const unsigned nib = (unsigned(mask[(r / 4) * groups + g]) >> (4 * (r % 4))) & 0xFu;
+    uint2 v = w[i];
+    v.x &= ((nib & 1u) ? 0x0000FFFFu : 0u) | ((nib & 2u) ? 0xFFFF0000u : 0u);
+    v.y &= ((nib & 4u) ? 0x0000FFFFu : 0u) | ((nib & 8u) ? 0xFFFF0000u : 0u);
+    out[i] = v;
+  }
+}
+
+// One thread per (row, group of 4): the group's two values (one 4-byte load), its index nibble, one
+// 8-byte store of the dense group.
+__global__ void expand24_kernel(const std::uint32_t* __restrict__ vals, const std::uint8_t* __restrict__ idx, std::int64_t rows,
+                                std::int64_t groups, std::int64_t irb, uint2* __restrict__ dense) {
+  const std::int64_t total = rows * groups;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < total; i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t r = i / groups, g = i % groups;
+    const unsigned nib = (unsigned(idx[r * irb + g / 2]) >> (4 * (g & 1))) & 0xFu;
+    const unsigned p0 = nib & 3u, p1 = nib >> 2;
+    const std::uint32_t v = vals[i];  // values pitch = 2 * groups: pair g of row r is word r * groups + g
+    const std::uint32_t lo = v & 0xFFFFu, hi = v >> 16;
+    // p0 < p1 in the canonical format; slot 0 wins should they ever coincide (selects, no local array)
+    auto at = [&](unsigned j) { return j == p0 ? lo : (j == p1 ? hi : 0u); };
+    dense[i] = make_uint2(at(0) | (at(1) << 16), at(2) | (at(3) << 16));
+  }
+}
+
+template <class T>
+__global__ void fill_random_kernel(T* __restrict__ p, std::size_t n, std::uint32_t seed, float scale) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    std::uint32_t h = std::uint32_t(i) * 2654435761u ^ (seed * 0x9E3779B9u + std::uint32_t(i >> 32));
+    h ^= h >> 13;
+    h *= 0x5bd1e995u;
+    h ^= h >> 15;
+    p[i] = from_f<T>((float(h & 0xFFFFu) / 32768.f - 1.f) * scale);
+  }
+}
+
 }  // namespace
+
+void fst_mask_dense(const void* w, const std::uint16_t* mask, std::int64_t rows, std::int64_t cols, void* out,
+                    cudaStream_t s) {
+  if (cols % 4 != 0) throw InvalidArgument("cols", "fst_mask_dense needs cols % 4 == 0");
+  if (reinterpret_cast<std::uintptr_t>(w) % 8 != 0 || reinterpret_cast<std::uintptr_t>(out) % 8 != 0)
+    throw InvalidArgument("w / out", "fst_mask_dense needs 8-byte aligned pointers");
+  const std::int64_t groups = cols / 4;
+  mask_dense_kernel<<<grid_for(rows * groups, 256), 256, 0, s>>>(static_cast<const uint2*>(w), mask, rows, groups,
+                                                                   static_cast<uint2*>(out));
+  SPARSENM_CUDA_CHECK_LAUNCH("mask_dense_kernel");
+}
+
+void fst_expand24(const void* values, const std::uint8_t* idx, std::int64_t rows, std::int64_t k, void* dense, cudaStream_t s) {
+  if (k % 4 != 0) throw InvalidArgument("k", "fst_expand24 needs k % 4 == 0");
+  if (reinterpret_cast<std::uintptr_t>(values) % 4 != 0 || reinterpret_cast<std::uintptr_t>(dense) % 8 != 0)
+    throw InvalidArgument("values / dense", "fst_expand24 needs 4-byte aligned values and 8-byte aligned dense");
+  const std::int64_t groups = k / 4, irb = (groups + 1) / 2;
+  expand24_kernel<<<grid_for(rows * groups, 256), 256, 0, s>>>(static_cast<const std::uint32_t*>(values), idx, rows, groups,
+                                                                 irb, static_cast<uint2*>(dense));
+  SPARSENM_CUDA_CHECK_LAUNCH("expand24_kernel");
+}
+
+void fst_fill_random(DType dtype, void* p, std::size_t elems, std::uint32_t seed, float scale, cudaStream_t s) {
+  const unsigned grid = grid_for(std::int64_t(elems), 256, 132LL * 16);
+  if (dtype == DType::f16)
+    fill_random_kernel<__half><<<grid, 256, 0, s>>>(static_cast<__half*>(p), elems, seed, scale);
+  else if (dtype == DType::bf16)
+    fill_random_kernel<__nv_bfloat16><<<grid, 256, 0, s>>>(static_cast<__nv_bfloat16*>(p), elems, seed, scale);
+  else
+    throw InvalidArgument("dtype", "must be f16 or bf16");
+  SPARSENM_CUDA_CHECK_LAUNCH("fill_random_kernel");
+}
 
 void fst_repack_meta(const std::uint8_t* idx, const PackGeom& g, std::uint32_t* meta, cudaStream_t s) {
   repack_meta_kernel<<<grid_for(g.meta_words, 256), 256, 0, s>>>(idx, g, meta);

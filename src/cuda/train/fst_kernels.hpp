@@ -1,5 +1,6 @@
 // sparsenm — small memory-bound kernels of the FST layer (fst_kernels.cu): hw24 -> tensor-core
-// operand repack, 16-bit transpose with zero padding, bias add, deterministic column sums.
+// operand repack, 16-bit transpose with zero padding, bias add, deterministic column sums, and the
+// dense 2:4 operands that cuSPARSELt's compress consumes (masked W, expanded hw24).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -25,5 +26,18 @@ inline constexpr std::int64_t kColsumChunk = 256;
 /// chunk order and rounded once to dtype. Deterministic.
 void fst_colsum(DType dtype, const void* dz, std::int64_t tokens, std::int64_t out, float* partial, void* db,
                 cudaStream_t s);
+
+/// Dense S(W) for cuSPARSELt: out[r][c] = mask bit (r, c) ? w[r][c] : 0 for 16-bit w [rows][cols]
+/// and a transposable mask (train.hpp layout). cols % 4 == 0; w, out 8-byte aligned. Reads 2 + 1/8
+/// bytes and writes 2 bytes per element.
+void fst_mask_dense(const void* w, const std::uint16_t* mask, std::int64_t rows, std::int64_t cols, void* out,
+                    cudaStream_t s);
+/// Dense [rows][k] (row pitch k) of a 16-bit hw24 matrix (values [rows][k / 2], indices
+/// [rows][hw24 index bytes]); the two kept values at their positions, zeros elsewhere. k % 4 == 0.
+void fst_expand24(const void* values, const std::uint8_t* idx, std::int64_t rows, std::int64_t k, void* dense,
+                  cudaStream_t s);
+/// Deterministic pseudo-random 16-bit values (f16 / bf16) uniform in [-scale, scale) (hash of the
+/// index and seed): scratch operands of the construction-time backend timing.
+void fst_fill_random(DType dtype, void* p, std::size_t elems, std::uint32_t seed, float scale, cudaStream_t s);
 
 }  // namespace sparsenm::train::detail

@@ -1,17 +1,27 @@
 // sparsenm — the FST linear layer (include/sparsenm/fst.hpp, docs/FST.md): state machine, buffer
 // ownership, and the per-step launch sequence over the training kernels (train.hpp), the repack
 // kernels (fst_kernels.cu) and the sparse tensor-core GEMM (src/cuda/sptc, called through its
-// internal launcher on device pointers, no Plan).
+// internal launcher on device pointers, no Plan) or, per GEMM, cuSPARSELt (src/cuda/cusparselt/
+// lt_gemm.hpp, the wrapper the plan backend uses too), chosen once at construction.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "cuda/common.cuh"
+#include "cuda/cusparselt/lt_gemm.hpp"
 #include "cuda/sptc/sptc.hpp"
 #include "cuda/train/fst_kernels.hpp"
 #include "sparsenm/error.hpp"
@@ -46,6 +56,19 @@ std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+/// Backend decisions of automatic layers, per process: a model builds many layers of one shape
+/// (48 identical c_fc layers in GPT-2 1.5B), and timing each costs seconds. Key: device, dtype,
+/// in, out, max_tokens, bias, whether the schedule has a sparse step, and the three requests.
+using BackendKey = std::tuple<int, int, std::int64_t, std::int64_t, std::int64_t, bool, bool, int, int, int>;
+std::mutex& backend_cache_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<BackendKey, FstBackendReport>& backend_cache() {
+  static std::map<BackendKey, FstBackendReport> c;
+  return c;
+}
+
 void require(bool ok, const char* argument, const std::string& rule) {
   if (!ok) throw InvalidArgument(argument, rule);
 }
@@ -55,6 +78,46 @@ DeviceBuffer zeroed(std::size_t bytes) {
   SPARSENM_CUDA_CHECK(cudaMemset(b.get(), 0, b.size()));
   return b;
 }
+
+/// Median time (ms) of `fn` enqueued on `s`: 3 warm-up calls, then 10 timed one by one with events.
+double time_ms(const std::function<void()>& fn, cudaStream_t s) {
+  for (int i = 0; i < 3; ++i) fn();
+  cudaEvent_t a = nullptr, b = nullptr;
+  SPARSENM_CUDA_CHECK(cudaEventCreate(&a));
+  if (cudaEventCreate(&b) != cudaSuccess) {
+    cudaEventDestroy(a);
+    SPARSENM_CUDA_CHECK(cudaGetLastError());
+  }
+  std::vector<float> ms;
+  try {
+    for (int i = 0; i < 10; ++i) {
+      SPARSENM_CUDA_CHECK(cudaEventRecord(a, s));
+      fn();
+      SPARSENM_CUDA_CHECK(cudaEventRecord(b, s));
+      SPARSENM_CUDA_CHECK(cudaEventSynchronize(b));
+      float t = 0.f;
+      SPARSENM_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+      ms.push_back(t);
+    }
+  } catch (...) {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    throw;
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(ms.begin(), ms.end());
+  return 0.5 * (double(ms[ms.size() / 2 - 1]) + double(ms[ms.size() / 2]));
+}
+
+std::string fmt_ms(double ms) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.4f", ms);
+  return b;
+}
+
+/// A cuSPARSELt choice must be at least this much faster than ours (noise-level ties keep ours).
+constexpr double kLtMargin = 0.01;
 
 }  // namespace
 
@@ -82,6 +145,16 @@ struct FstLinear::Impl {
   cublasHandle_t cublas = nullptr;
   DeviceBuffer cublas_ws;
 
+  // GEMM backends (choose_backends at construction). lt_f / lt_d / lt_w: forward, dX, dW on cuSPARSELt.
+  FstBackendReport report;
+  bool lt_f = false, lt_d = false, lt_w = false;
+  std::unique_ptr<cuda::lt::SparseGemm> gem_f, gem_d, gem_w;
+  DeviceBuffer sw_dense;  // S(W) [out][in] dense, compressed by gem_f / gem_d each step
+  DeviceBuffer g_dense;   // MVUE(dZ^T) [out][T] dense, compressed by gem_w each backward
+  bool packed_fresh = true;   // packed S(W), S(W)^T hold this step's W (false: both weight GEMMs on cuSPARSELt)
+  bool grad_packed = true;    // packed MVUE operand is the last backward's
+  bool sw_dense_ok = false, grad_dense_ok = false;
+
   explicit Impl(const FstConfig& c) : cfg(c) {
     require(c.dtype == DType::f16 || c.dtype == DType::bf16, "dtype",
             "must be f16 or bf16 (the sparse tensor cores' input types) (got " + std::string(to_string(c.dtype)) + ")");
@@ -94,6 +167,7 @@ struct FstLinear::Impl {
     out = c.out_features;
     T = c.max_tokens;
     esz = dtype_size(c.dtype);
+    validate_backends();
     gw = pack_geom(out, in);
     gwt = pack_geom(in, out);
     gg = pack_geom(out, T);
@@ -128,6 +202,12 @@ struct FstLinear::Impl {
     if (!fused_dw_possible()) ensure_transpose_buffers();  // X^T and dW^T for the transposing dW path
     flip = zeroed(sizeof(unsigned long long));
     SPARSENM_CUDA_CHECK(cudaEventCreateWithFlags(&flip_event, cudaEventDisableTiming));
+    try {
+      choose_backends();
+    } catch (...) {
+      cudaEventDestroy(flip_event);  // the destructor does not run for a throwing constructor
+      throw;
+    }
   }
   ~Impl() {
     if (flip_event) cudaEventDestroy(flip_event);
@@ -228,15 +308,43 @@ struct FstLinear::Impl {
   Compressed24View view(DeviceBuffer& vals, DeviceBuffer& hw, DeviceBuffer& idx, const PackGeom& g) {
     return {g.direct() ? vals.get() : hw.get(), idx.as<std::uint8_t>()};
   }
+  /// Value repacks of S(W), S(W)^T after the train kernels wrote hw24 (only when in / out have tails).
+  void pack_w_values(cudaStream_t s) {
+    if (!gw.direct()) detail::fst_repack_values(w_hw.get(), gw, w_vals.get(), s);
+    if (!gwt.direct()) detail::fst_repack_values(wt_hw.get(), gwt, wt_vals.get(), s);
+  }
+  /// Our operands of this step's W under the current mask (the metadata depends on the mask only).
+  void apply_packed(cudaStream_t s) {
+    apply_mask24(cfg.dtype, w.get(), out, in, mask[cur].as<std::uint16_t>(), view(w_vals, w_hw, w_idx, gw),
+                 view(wt_vals, wt_hw, wt_idx, gwt), nullptr, s);
+    pack_w_values(s);
+    packed_fresh = true;
+  }
+  /// cuSPARSELt operands of this step's W: dense S(W) = W . mask, compressed per weight GEMM.
+  void prep_lt_w(bool f, bool d, cudaStream_t s) {
+    if (!f && !d) return;
+    detail::fst_mask_dense(w.get(), mask[cur].as<std::uint16_t>(), out, in, sw_dense.get(), s);
+    if (f) gem_f->compress(sw_dense.get(), s);
+    if (d) gem_d->compress(sw_dense.get(), s);
+  }
+  /// Whether a call runs on its cuSPARSELt GEMM: chosen, planned token count, 16-byte operands.
+  bool lt_call(bool chosen, std::int64_t tokens, std::initializer_list<const void*> ptrs) const {
+    if (!chosen || tokens != T) return false;
+    for (const void* p : ptrs)
+      if (!aligned16(p)) return false;
+    return true;
+  }
+
   FstStepInfo begin_step(cudaStream_t s) {
     FstStepInfo info;
     info.step = step;
     info.phase = phase();
+    sw_dense_ok = false;
     if (info.phase == FstPhase::sparse) {
-      const Compressed24View v = view(w_vals, w_hw, w_idx, gw), vt = view(wt_vals, wt_hw, wt_idx, gwt);
       if (cfg.schedule.refreshes_mask(step, has_mask)) {
         const int next = has_mask ? 1 - cur : cur;
-        transposable_mask24(cfg.dtype, w.get(), out, in, mask[next].as<std::uint16_t>(), v, vt, s);
+        transposable_mask24(cfg.dtype, w.get(), out, in, mask[next].as<std::uint16_t>(), view(w_vals, w_hw, w_idx, gw),
+                            view(wt_vals, wt_hw, wt_idx, gwt), s);
         if (has_mask) {
           flip_count(mask[next].as<std::uint16_t>(), mask[cur].as<std::uint16_t>(), out, in,
                      flip.as<unsigned long long>(), s);
@@ -247,20 +355,86 @@ struct FstLinear::Impl {
         cur = next;
         has_mask = true;
         info.mask_refreshed = true;
-      } else {
-        apply_mask24(cfg.dtype, w.get(), out, in, mask[cur].as<std::uint16_t>(), v, vt, nullptr, s);
-      }
-      if (!gw.direct()) detail::fst_repack_values(w_hw.get(), gw, w_vals.get(), s);
-      if (!gwt.direct()) detail::fst_repack_values(wt_hw.get(), gwt, wt_vals.get(), s);
-      // The hw24 positions (hence the metadata) are a function of the mask alone (apply_mask24
-      // stores the kept positions of the mask), so the metadata only changes at a refresh.
-      if (info.mask_refreshed) {
+        pack_w_values(s);
+        // The hw24 positions (hence the metadata) are a function of the mask alone (apply_mask24
+        // stores the kept positions of the mask), so the metadata only changes at a refresh.
         detail::fst_repack_meta(w_idx.as<std::uint8_t>(), gw, w_meta.as<std::uint32_t>(), s);
         detail::fst_repack_meta(wt_idx.as<std::uint8_t>(), gwt, wt_meta.as<std::uint32_t>(), s);
+        packed_fresh = true;
+      } else if (!(lt_f && lt_d)) {
+        apply_packed(s);
+      } else {
+        packed_fresh = false;  // both weight GEMMs on cuSPARSELt: applied lazily if a call needs ours
       }
+      prep_lt_w(lt_f, lt_d, s);
+      sw_dense_ok = lt_f || lt_d;
     }
     prepared = step;
     return info;
+  }
+
+  // One GEMM each, on the given backend (the step and the construction-time timing run these).
+  void gemm_forward(bool use_lt, const void* x, std::int64_t tokens, void* z, cudaStream_t s) {
+    if (use_lt) {
+      gem_f->run(x, z, s);
+      return;
+    }
+    if (!packed_fresh) apply_packed(s);
+    std::int64_t ldx = 0;
+    const void* xx = gemm_x(x, tokens, in, x_pad, ldx, s);
+    sparse_gemm(gw, w_vals, w_meta, xx, tokens, ldx, z, s);
+  }
+  // dX [tokens][in] = dZ [tokens][out] . (S(W)^T [in][out])^T
+  void gemm_dx(bool use_lt, const void* dz, std::int64_t tokens, void* dx, cudaStream_t s) {
+    if (use_lt) {
+      gem_d->run(dz, dx, s);
+      return;
+    }
+    if (!packed_fresh) apply_packed(s);
+    std::int64_t ldx = 0;
+    const void* xx = gemm_x(dz, tokens, out, dz_pad, ldx, s);
+    sparse_gemm(gwt, wt_vals, wt_meta, xx, tokens, ldx, dx, s);
+  }
+  /// cuSPARSELt's MVUE operand: hw24 staged in the packed-values buffer (pitch tokens / 2, within
+  /// its size; our path rewrites that buffer before its next use), expanded to the dense
+  /// MVUE(dZ^T) [out][tokens], compressed.
+  void lt_dw_operand(const void* dz, std::int64_t tokens, std::uint64_t seed, cudaStream_t s) {
+    mvue24(cfg.dtype, dz, tokens, out, GradLayout::token_major, seed, {g_vals.get(), g_idx.as<std::uint8_t>()}, s);
+    detail::fst_expand24(g_vals.get(), g_idx.as<std::uint8_t>(), out, tokens, g_dense.get(), s);
+    gem_w->compress(g_dense.get(), s);
+  }
+  // MVUE(dZ^T) [out][tokens] (2:4 along tokens) and dW [out][in] = MVUE(dZ^T) . X
+  void gemm_dw(bool use_lt, const void* x, const void* dz, std::int64_t tokens, std::uint64_t seed, cudaStream_t s) {
+    gg = pack_geom(out, tokens);
+    if (use_lt) {
+      lt_dw_operand(dz, tokens, seed, s);
+      gem_w->run(x, dw.get(), s);
+      grad_packed = false;
+      grad_dense_ok = true;
+      return;
+    }
+    void* hv = g_vals.get();
+    if (!gg.direct()) {
+      const std::size_t need = std::size_t(gg.rows * gg.hw_cols) * esz;
+      if (g_hw.size() < need) g_hw = DeviceBuffer(need);
+      hv = g_hw.get();
+    }
+    mvue24(cfg.dtype, dz, tokens, out, GradLayout::token_major, seed, {hv, g_idx.as<std::uint8_t>()}, s);
+    if (!gg.direct()) detail::fst_repack_values(g_hw.get(), gg, g_vals.get(), s);
+    detail::fst_repack_meta(g_idx.as<std::uint8_t>(), gg, g_meta.as<std::uint32_t>(), s);
+    if (fused_dw(x)) {
+      // dW [out][in] = (X^T . MVUE(dZ^T)^T)^T: X [tokens][in] is X'^T of the m = in GEMM
+      sparse_gemm(gg, g_vals, g_meta, x, in, in, dw.get(), s, true);
+    } else {
+      // X^T [in][ldt] (zero columns tokens..ldt-1), dW^T [in][out] = X^T . MVUE(dZ^T)^T, dW = (dW^T)^T
+      const std::int64_t ldt = detail::fst_round_up(tokens, 8);
+      ensure_transpose_buffers();  // allocated at construction unless only an unaligned X gets here
+      detail::fst_transpose16(x, tokens, in, xt.get(), ldt, s);
+      sparse_gemm(gg, g_vals, g_meta, xt.get(), in, ldt, dwt.get(), s);
+      detail::fst_transpose16(dwt.get(), in, out, dw.get(), in, s);
+    }
+    grad_packed = true;
+    grad_dense_ok = false;
   }
 
   void forward(const void* x, std::int64_t tokens, void* z, cudaStream_t s) {
@@ -269,9 +443,7 @@ struct FstLinear::Impl {
     require(z != nullptr, "z", "must be a device pointer (got null)");
     check_prepared("forward");
     if (phase() == FstPhase::sparse) {
-      std::int64_t ldx = 0;
-      const void* xx = gemm_x(x, tokens, in, x_pad, ldx, s);
-      sparse_gemm(gw, w_vals, w_meta, xx, tokens, ldx, z, s);
+      gemm_forward(lt_call(lt_f, tokens, {x, z}), x, tokens, z, s);
     } else {
       // Z^T (out x tokens, col-major) = W (col-major in x out)^T . X^T (col-major in x tokens)
       dense_gemm(CUBLAS_OP_T, CUBLAS_OP_N, out, tokens, in, w.get(), in, x, in, z, out, s);
@@ -285,34 +457,8 @@ struct FstLinear::Impl {
     require(dz != nullptr, "dz", "must be a device pointer (got null)");
     check_prepared("backward");
     if (phase() == FstPhase::sparse) {
-      // dX [tokens][in] = dZ [tokens][out] . (S(W)^T [in][out])^T
-      if (dx) {
-        std::int64_t ldx = 0;
-        const void* xx = gemm_x(dz, tokens, out, dz_pad, ldx, s);
-        sparse_gemm(gwt, wt_vals, wt_meta, xx, tokens, ldx, dx, s);
-      }
-      // MVUE(dZ^T) [out][tokens], 2:4 along tokens, packed for the tensor cores
-      gg = pack_geom(out, tokens);
-      void* hv = g_vals.get();
-      if (!gg.direct()) {
-        const std::size_t need = std::size_t(gg.rows * gg.hw_cols) * esz;
-        if (g_hw.size() < need) g_hw = DeviceBuffer(need);
-        hv = g_hw.get();
-      }
-      mvue24(cfg.dtype, dz, tokens, out, GradLayout::token_major, seed_for(calls), {hv, g_idx.as<std::uint8_t>()}, s);
-      if (!gg.direct()) detail::fst_repack_values(g_hw.get(), gg, g_vals.get(), s);
-      detail::fst_repack_meta(g_idx.as<std::uint8_t>(), gg, g_meta.as<std::uint32_t>(), s);
-      if (fused_dw(x)) {
-        // dW [out][in] = (X^T . MVUE(dZ^T)^T)^T: X [tokens][in] is X'^T of the m = in GEMM
-        sparse_gemm(gg, g_vals, g_meta, x, in, in, dw.get(), s, true);
-      } else {
-        // X^T [in][ldt] (zero columns tokens..ldt-1), dW^T [in][out] = X^T . MVUE(dZ^T)^T, dW = (dW^T)^T
-        const std::int64_t ldt = detail::fst_round_up(tokens, 8);
-        ensure_transpose_buffers();  // allocated at construction unless only an unaligned X gets here
-        detail::fst_transpose16(x, tokens, in, xt.get(), ldt, s);
-        sparse_gemm(gg, g_vals, g_meta, xt.get(), in, ldt, dwt.get(), s);
-        detail::fst_transpose16(dwt.get(), in, out, dw.get(), in, s);
-      }
+      if (dx) gemm_dx(lt_call(lt_d, tokens, {dz, dx}), dz, tokens, dx, s);
+      gemm_dw(lt_call(lt_w, tokens, {x, dz}), x, dz, tokens, seed_for(calls), s);
       if (cfg.decay != 0.f)
         masked_decay(cfg.dtype, dw.get(), w.get(), mask[cur].as<std::uint16_t>(), out, in, cfg.decay, s);
       ++calls;
@@ -323,6 +469,254 @@ struct FstLinear::Impl {
       dense_gemm(CUBLAS_OP_N, CUBLAS_OP_T, in, out, tokens, x, in, dz, out, dw.get(), in, s);
     }
     if (cfg.bias) detail::fst_colsum(cfg.dtype, dz, tokens, out, partial.as<float>(), db.get(), s);
+  }
+
+  // ---- GEMM backends: decided once, at construction ----
+  /// Empty when the shapes allow cuSPARSELt GEMMs (its 16-element rules, no padding), else the rule.
+  std::string lt_shape_rule() const {
+    if (in % 16 == 0 && out % 16 == 0 && T % 16 == 0) return {};
+    return "cusparselt needs in_features, out_features and max_tokens multiples of 16 (got " + std::to_string(in) + ", " +
+           std::to_string(out) + ", " + std::to_string(T) + ")";
+  }
+  /// Checks the requests before anything is allocated: forced cuSPARSELt that cannot run throws.
+  void validate_backends() const {
+    const FstBackend req[3] = {cfg.backends.forward, cfg.backends.grad_input, cfg.backends.grad_weight};
+    const char* names[3] = {"backends.forward", "backends.grad_input", "backends.grad_weight"};
+    for (int g = 0; g < 3; ++g) {
+      require(req[g] == FstBackend::automatic || req[g] == FstBackend::sptc || req[g] == FstBackend::cusparselt, names[g],
+              "must be automatic, sptc or cusparselt");
+      if (req[g] != FstBackend::cusparselt) continue;
+      if (const std::string rule = lt_shape_rule(); !rule.empty()) throw InvalidArgument(names[g], rule);
+      if (const std::string why = cuda::lt::unavailable_reason(); !why.empty())
+        throw Unsupported(std::string(names[g]) + " = cusparselt: cuSPARSELt unavailable: " + why);
+    }
+  }
+  cuda::lt::GemmShape lt_shape(int g, bool sparse_b = false) const {
+    cuda::lt::GemmShape sh;
+    sh.dtype = cfg.dtype;
+    sh.sparse_a = true;
+    if (g == 0) {
+      // Z [T][out] row-major = C col-major out x T (ld out) = op(A) . B: A = S(W) [out][in] row-major
+      // stored in x out col-major (ld in), op(A) = T (2:4 along in); B = X [T][in] = in x T (ld in)
+      sh.order = cuda::lt::Order::col;
+      sh.trans_a = true;
+      sh.m = out, sh.n = T, sh.k = in, sh.lda = in, sh.ldb = in, sh.ldc = out;
+    } else if (g == 1) {
+      // dX [T][in] row-major = C col-major in x T (ld in) = A . B: A = the same S(W) buffer as in x out
+      // col-major, op(A) = N (2:4 along out: the transposable mask); B = dZ [T][out] = out x T (ld out)
+      sh.order = cuda::lt::Order::col;
+      sh.trans_a = false;
+      sh.m = in, sh.n = T, sh.k = out, sh.lda = in, sh.ldb = out, sh.ldc = in;
+    } else if (!sparse_b) {
+      // dW [out][in] row-major = A . B, all row-major: A = MVUE(dZ^T) [out][T] (2:4 along T), B = X [T][in]
+      sh.order = cuda::lt::Order::row;
+      sh.trans_a = false;
+      sh.m = out, sh.n = in, sh.k = T, sh.lda = T, sh.ldb = in, sh.ldc = in;
+    } else {
+      // the same with the structured operand as B, col-major: dW = C in x out (ld in) = X^T . MVUE^T,
+      // A = X [T][in] = in x T (ld in), B = MVUE(dZ^T) [out][T] = T x out col-major (ld T)
+      sh.order = cuda::lt::Order::col;
+      sh.sparse_a = false;
+      sh.m = in, sh.n = out, sh.k = T, sh.lda = in, sh.ldb = T, sh.ldc = in;
+    }
+    return sh;
+  }
+  std::unique_ptr<cuda::lt::SparseGemm> make_lt(int g) {
+    if (g != 2) return std::make_unique<cuda::lt::SparseGemm>(lt_shape(g));
+    try {
+      return std::make_unique<cuda::lt::SparseGemm>(lt_shape(2));
+    } catch (const CudaError&) {
+      return std::make_unique<cuda::lt::SparseGemm>(lt_shape(2, true));  // row order refused: structured B
+    }
+  }
+
+  /// The automatic choice is timed once per process and shape (backend_cache): a later layer of
+  /// the same key takes the decision as if forced and reports the first layer's timings.
+  void choose_backends() {
+    const FstBackend req[3] = {cfg.backends.forward, cfg.backends.grad_input, cfg.backends.grad_weight};
+    const bool any_auto = req[0] == FstBackend::automatic || req[1] == FstBackend::automatic ||
+                          req[2] == FstBackend::automatic;
+    int dev = 0;
+    SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
+    const BackendKey key{dev,  int(cfg.dtype), in, out, T, cfg.bias, cfg.schedule.dense_from() > 0,
+                         int(req[0]), int(req[1]), int(req[2])};
+    if (any_auto) {
+      std::optional<FstBackendReport> hit;
+      {
+        std::lock_guard<std::mutex> lock(backend_cache_mutex());
+        if (auto it = backend_cache().find(key); it != backend_cache().end()) hit = it->second;
+      }
+      if (hit) {
+        const FstBackend chosen[3] = {hit->forward.backend, hit->grad_input.backend, hit->grad_weight.backend};
+        choose_backends_for(chosen);
+        report = *hit;
+        for (FstGemmChoice* c : {&report.forward, &report.grad_input, &report.grad_weight})
+          c->reason += " [decision reused from an identical layer timed earlier in this process]";
+        return;
+      }
+    }
+    choose_backends_for(req);
+    if (any_auto) {
+      std::lock_guard<std::mutex> lock(backend_cache_mutex());
+      backend_cache().emplace(key, report);
+    }
+  }
+
+  void choose_backends_for(const FstBackend (&req)[3]) {
+    const char* names[3] = {"backends.forward", "backends.grad_input", "backends.grad_weight"};
+    FstGemmChoice* ch[3] = {&report.forward, &report.grad_input, &report.grad_weight};
+    std::string out_rule = cuda::lt::unavailable_reason();
+    if (!out_rule.empty()) out_rule = "cuSPARSELt unavailable: " + out_rule;
+    else if (const std::string rule = lt_shape_rule(); !rule.empty()) out_rule = "shape: " + rule;
+    const bool sparse_steps = cfg.schedule.dense_from() > 0;
+    bool cand[3];
+    for (int g = 0; g < 3; ++g) {
+      ch[g]->backend = FstBackend::sptc;
+      if (req[g] == FstBackend::sptc) ch[g]->reason = "forced (FstConfig::backends)";
+      else if (req[g] == FstBackend::automatic && !out_rule.empty()) ch[g]->reason = "automatic: " + out_rule;
+      else if (req[g] == FstBackend::automatic && !sparse_steps) ch[g]->reason = "automatic: the schedule has no sparse step";
+      cand[g] = req[g] == FstBackend::cusparselt || (req[g] == FstBackend::automatic && out_rule.empty() && sparse_steps);
+    }
+    if (!cand[0] && !cand[1] && !cand[2]) return;
+
+    std::unique_ptr<cuda::lt::SparseGemm>* gem[3] = {&gem_f, &gem_d, &gem_w};
+    for (int g = 0; g < 3; ++g) {
+      if (!cand[g]) continue;
+      try {
+        *gem[g] = make_lt(g);
+      } catch (const Error& e) {
+        if (req[g] == FstBackend::cusparselt) throw Unsupported(std::string(names[g]) + " = cusparselt: " + e.what());
+        cand[g] = false;
+        ch[g]->reason = std::string("automatic: cuSPARSELt refused the shape (") + e.what() + ")";
+      }
+    }
+    if (!cand[0] && !cand[1] && !cand[2]) return;
+
+    // the buffers were zeroed on the legacy stream, which a non-blocking stream does not wait for
+    SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+    cudaStream_t s = nullptr;
+    SPARSENM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    try {
+      time_and_choose(cand, req, ch, s);
+      SPARSENM_CUDA_CHECK(cudaStreamSynchronize(s));
+    } catch (...) {
+      cudaStreamDestroy(s);
+      throw;
+    }
+    SPARSENM_CUDA_CHECK(cudaStreamDestroy(s));
+    // the timing left a mask and operands of scratch data: the first sparse step searches anew
+    has_mask = false;
+    cur = 0;
+    packed_fresh = true;
+    grad_packed = true;
+    sw_dense_ok = grad_dense_ok = false;
+    gg = pack_geom(out, T);
+    if (!lt_f) gem_f.reset();
+    if (!lt_d) gem_d.reset();
+    if (!lt_w) gem_w.reset();
+    if (!lt_f && !lt_d) sw_dense.reset();
+    if (!lt_w) g_dense.reset();
+  }
+
+  /// Scratch operands at tokens = max_tokens, operands compressed and cuSPARSELt's MatmulSearch run
+  /// for each candidate, then the per-step sequences timed and the backends set.
+  void time_and_choose(const bool cand[3], const FstBackend req[3], FstGemmChoice* ch[3], cudaStream_t s) {
+    DeviceBuffer xs(std::size_t(T * in) * esz), dzs(std::size_t(T * out) * esz), ys(std::size_t(T * std::max(in, out)) * esz);
+    detail::fst_fill_random(cfg.dtype, xs.get(), std::size_t(T * in), 11, 1.f, s);
+    detail::fst_fill_random(cfg.dtype, dzs.get(), std::size_t(T * out), 12, 1e-2f, s);
+    detail::fst_fill_random(cfg.dtype, w.get(), std::size_t(out * in), 13, 0.03f, s);
+    // a real transposable mask and our operands, as at a refresh step
+    cur = 0;
+    transposable_mask24(cfg.dtype, w.get(), out, in, mask[0].as<std::uint16_t>(), view(w_vals, w_hw, w_idx, gw),
+                        view(wt_vals, wt_hw, wt_idx, gwt), s);
+    pack_w_values(s);
+    detail::fst_repack_meta(w_idx.as<std::uint8_t>(), gw, w_meta.as<std::uint32_t>(), s);
+    detail::fst_repack_meta(wt_idx.as<std::uint8_t>(), gwt, wt_meta.as<std::uint32_t>(), s);
+    packed_fresh = true;
+    const std::uint64_t seed = 0x5eedull;
+    if (cand[0] || cand[1]) {
+      sw_dense = DeviceBuffer(std::size_t(out * in) * esz);
+      prep_lt_w(cand[0], cand[1], s);
+      if (cand[0]) gem_f->search(xs.get(), ys.get(), s);
+      if (cand[1]) gem_d->search(dzs.get(), ys.get(), s);
+    }
+    if (cand[2]) {
+      g_dense = DeviceBuffer(std::size_t(out * T) * esz);
+      lt_dw_operand(dzs.get(), T, seed, s);
+      gem_w->search(xs.get(), dw.get(), s);
+    }
+
+    // weight GEMMs: the (forward, dX) pair shares S(W)'s preparation, so every allowed pair is timed
+    auto options = [&](int g) {
+      std::vector<bool> o;
+      if (req[g] != FstBackend::cusparselt) o.push_back(false);
+      if (cand[g]) o.push_back(true);
+      return o;
+    };
+    double pair_ms[2][2] = {{-1, -1}, {-1, -1}};
+    const std::vector<bool> of = options(0), od = options(1);
+    const bool decide = of.size() * od.size() > 1;  // else forced or the only option: nothing timed
+    for (bool f : of)
+      for (bool d : od) {
+        if (!decide) continue;
+        pair_ms[f][d] = time_ms(
+            [&] {
+              if (!(f && d)) apply_packed(s);
+              prep_lt_w(f, d, s);
+              gemm_forward(f, xs.get(), T, ys.get(), s);
+              gemm_dx(d, dzs.get(), T, ys.get(), s);
+            },
+            s);
+      }
+    bool bf = of.back(), bd = od.back();
+    if (decide) {
+      double best = std::numeric_limits<double>::infinity();
+      for (bool f : of)
+        for (bool d : od) {
+          const double cost = pair_ms[f][d] * (1.0 + kLtMargin * (int(f) + int(d)));
+          if (cost < best) best = cost, bf = f, bd = d;
+        }
+      auto name = [](bool lt) { return lt ? "cusparselt" : "sptc"; };
+      std::string list;
+      for (bool f : of)
+        for (bool d : od)
+          list += std::string(list.empty() ? "" : ", ") + name(f) + "/" + name(d) + " " + fmt_ms(pair_ms[f][d]);
+      const std::string why = "timed at construction, S(W) preparation + forward + dX per step at tokens = " +
+                              std::to_string(T) + " (forward/dX backends: " + list + " ms; cuSPARSELt incl. dense S(W) + compress" +
+                              ", chosen only when >= 1 % faster); chosen " + name(bf) + "/" + name(bd);
+      if (req[0] == FstBackend::automatic && cand[0]) {
+        ch[0]->reason = why;
+        ch[0]->sptc_ms = pair_ms[0][bd];
+        ch[0]->cusparselt_ms = pair_ms[1][bd];
+      }
+      if (req[1] == FstBackend::automatic && cand[1]) {
+        ch[1]->reason = why;
+        ch[1]->sptc_ms = pair_ms[bf][0];
+        ch[1]->cusparselt_ms = pair_ms[bf][1];
+      }
+    }
+    lt_f = bf;
+    lt_d = bd;
+    if (req[0] == FstBackend::cusparselt) ch[0]->reason = "forced (FstConfig::backends)";
+    if (req[1] == FstBackend::cusparselt) ch[1]->reason = "forced (FstConfig::backends)";
+
+    lt_w = cand[2];
+    if (cand[2] && req[2] == FstBackend::automatic) {
+      const double ours = time_ms([&] { gemm_dw(false, xs.get(), dzs.get(), T, seed, s); }, s);
+      const double lt = time_ms([&] { gemm_dw(true, xs.get(), dzs.get(), T, seed, s); }, s);
+      lt_w = lt * (1.0 + kLtMargin) < ours;
+      ch[2]->sptc_ms = ours;
+      ch[2]->cusparselt_ms = lt;
+      ch[2]->reason = "timed at construction, MVUE + operand + dW GEMM per backward at tokens = " + std::to_string(T) +
+                      ": sptc " + fmt_ms(ours) + " ms, cusparselt " + fmt_ms(lt) +
+                      " ms (incl. dense MVUE(dZ^T) + compress; chosen only when >= 1 % faster); chosen " +
+                      (lt_w ? "cusparselt" : "sptc");
+    } else if (req[2] == FstBackend::cusparselt) {
+      ch[2]->reason = "forced (FstConfig::backends)";
+    }
+    ch[0]->backend = lt_f ? FstBackend::cusparselt : FstBackend::sptc;
+    ch[1]->backend = lt_d ? FstBackend::cusparselt : FstBackend::sptc;
+    ch[2]->backend = lt_w ? FstBackend::cusparselt : FstBackend::sptc;
   }
 
   void sync_flip() {
@@ -398,7 +792,13 @@ FstDebugView FstLinear::debug_view() const noexcept {
   d.w = pv(m.gw, m.w_vals, m.w_meta);
   d.wt = pv(m.gwt, m.wt_vals, m.wt_meta);
   d.grad = pv(m.gg, m.g_vals, m.g_meta);
+  if (!m.packed_fresh) d.w.values = d.wt.values = nullptr;
+  if (!m.grad_packed) d.grad.values = nullptr;
+  if (m.sw_dense_ok) d.w_dense = {m.sw_dense.get(), m.out, m.in, m.in};
+  if (m.grad_dense_ok) d.grad_dense = {m.g_dense.get(), m.out, m.T, m.T};
   return d;
 }
+
+const FstBackendReport& FstLinear::backends() const noexcept { return impl_->report; }
 
 }  // namespace sparsenm::train

@@ -1,8 +1,9 @@
 // sparsenm — transposable 2:4 mask search and apply-mask, fused with compression of W and W^T
 // (seed 003 §3.2, §5.1; issue 5). One kernel template, two modes (kSearch: find the mask;
-// else: read it). Mask24Args::variant = 2; the default for 16-bit searches only (apply and f32
-// searches run the session-2 kernel of mask24_s2.cuh, measured faster there: train_common.cuh
-// mask24_default_variant). Session 3 design (docs/PERF-train.md): every thread owns an 8 x 8 region of W
+// else: read it). Mask24Args::variant = 2 (the default for batched 16-bit searches) and 3 (the
+// same regions walked by a persistent grid with cp.async prefetch: the default for one 16-bit
+// matrix of at most 6400 x 1600); apply and f32 searches run the session-2 kernel of
+// mask24_s2.cuh, measured faster there (train_common.cuh mask24_default_variant). Session 3 design (docs/PERF-train.md): every thread owns an 8 x 8 region of W
 // (2 x 2 blocks), so each of its 8 rows is one S(W) row piece (2 windows = 4 values + one whole
 // index byte) and each of its 8 columns one S(W)^T row piece (2 windows = 4 values + one whole
 // index byte): all outputs go straight from registers, no shared-memory transpose, no barrier
@@ -35,6 +36,7 @@
 #include "cuda/common.cuh"
 #include "cuda/train/mask24_s2.cuh"
 #include "cuda/train/pattern24.cuh"
+#include "cuda/train/prefetch.cuh"
 #include "cuda/train/train_common.cuh"
 
 namespace sparsenm::train::detail {
@@ -315,59 +317,34 @@ __device__ __forceinline__ unsigned region_general(const Mask24Args& args, const
 template <class T, bool kSearch>
 constexpr int kMask24MinBlocks = kSearch ? (sizeof(T) == 2 ? 4 : 3) : 4;
 
-template <class T, bool kSearch>
-__global__ void __launch_bounds__(Mask24Traits::kThreads, (kMask24MinBlocks<T, kSearch>))
-    mask24_kernel(Mask24Args args_in, Mask24Geom g) {
-  using E = Elem<T>;
-  using Raw = typename E::Raw;
-  using Traits = Mask24Traits;
-  constexpr int kWords = kRowWords<Raw>;
-  __shared__ QuadTable table;
-  Mask24Args args = args_in;
-  offset_to_matrix(args, g, blockIdx.z);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const std::int64_t rows = args.rows, cols = args.cols, brows = g.brows, bcols = g.bcols;
-  const std::int64_t r0 = std::int64_t(blockIdx.y) * Traits::kTileRows + 32 * warp + 8 * (lane >> 3);
-  const std::int64_t c0 = std::int64_t(blockIdx.x) * Traits::kTileCols + 8 * (lane & 7);
-  const std::int64_t br = r0 / 4, bc = c0 / 4;
-  const bool fast = args.aligned && r0 + 8 <= rows && c0 + 8 <= cols;
-  const Raw* __restrict__ w = static_cast<const Raw*>(args.w);
-  std::uint32_t x[8][kWords];
-  unsigned mrow[2] = {0u, 0u};  // apply, fast: masks of blocks (bi, 0) | (bi, 1) << 16
-  if (fast) {
-    const Raw* __restrict__ p = w + r0 * cols + c0;
+/// Guarded element loads of a thread's 8 x 8 region (tails, unaligned shapes); elements past the
+/// matrix read as 0. `w` points to the thread's matrix.
+template <class Raw>
+__device__ __forceinline__ void region_load_guarded(const Raw* __restrict__ w, std::int64_t rows, std::int64_t cols, std::int64_t r0,
+                                                    std::int64_t c0, std::uint32_t (&x)[8][kRowWords<Raw>]) {
 #pragma unroll
-    for (int R = 0; R < 8; ++R, p += cols)
+  for (int R = 0; R < 8; ++R)
 #pragma unroll
-      for (int v = 0; v < kWords / 4; ++v) {
-        const uint4 q = __ldcs(reinterpret_cast<const uint4*>(p) + v);
-        x[R][4 * v] = q.x, x[R][4 * v + 1] = q.y, x[R][4 * v + 2] = q.z, x[R][4 * v + 3] = q.w;
+    for (int k = 0; k < kRowWords<Raw>; ++k) {
+      const bool in_row = r0 + R < rows;
+      if constexpr (sizeof(Raw) == 2) {
+        const std::int64_t c = c0 + 2 * k;
+        const std::uint32_t e0 = (in_row && c < cols) ? w[(r0 + R) * cols + c] : 0u;
+        const std::uint32_t e1 = (in_row && c + 1 < cols) ? w[(r0 + R) * cols + c + 1] : 0u;
+        x[R][k] = e0 | (e1 << 16);
+      } else {
+        x[R][k] = (in_row && c0 + k < cols) ? w[(r0 + R) * cols + c0 + k] : 0u;
       }
-    if constexpr (!kSearch) {
-      const std::uint16_t* mp = args.mask_in + br * bcols + bc;
-      mrow[0] = __ldcs(reinterpret_cast<const unsigned*>(mp));
-      mrow[1] = __ldcs(reinterpret_cast<const unsigned*>(mp + bcols));
     }
-  } else {
-#pragma unroll
-    for (int R = 0; R < 8; ++R)
-#pragma unroll
-      for (int k = 0; k < kWords; ++k) {
-        const bool in_row = r0 + R < rows;
-        if constexpr (sizeof(Raw) == 2) {
-          const std::int64_t c = c0 + 2 * k;
-          const std::uint32_t e0 = (in_row && c < cols) ? w[(r0 + R) * cols + c] : 0u;
-          const std::uint32_t e1 = (in_row && c + 1 < cols) ? w[(r0 + R) * cols + c + 1] : 0u;
-          x[R][k] = e0 | (e1 << 16);
-        } else {
-          x[R][k] = (in_row && c0 + k < cols) ? w[(r0 + R) * cols + c0 + k] : 0u;
-        }
-      }
-  }
-  table.fill();
-  __syncthreads();  // the only barrier: the table is ready
-  if (r0 >= rows || c0 >= cols) return;
+}
 
+/// Everything after the loads for one region (pointers of `args` already at its matrix): the
+/// search (or the given masks mrow, fast path) and every store.
+template <class T, bool kSearch>
+__device__ __forceinline__ void region_process(const Mask24Args& args, const Mask24Geom& g, std::int64_t r0, std::int64_t c0, bool fast,
+                                               const std::uint32_t (&x)[8][kRowWords<typename Elem<T>::Raw>], const unsigned (&mrow)[2],
+                                               const QuadTable& table) {
+  const std::int64_t brows = g.brows, bcols = g.bcols, br = r0 / 4, bc = c0 / 4;
   if constexpr (kSearch) {
     unsigned code[2][2];
 #pragma unroll
@@ -408,9 +385,136 @@ __global__ void __launch_bounds__(Mask24Traits::kThreads, (kMask24MinBlocks<T, k
   }
 }
 
+template <class T, bool kSearch>
+__global__ void __launch_bounds__(Mask24Traits::kThreads, (kMask24MinBlocks<T, kSearch>))
+    mask24_kernel(Mask24Args args_in, Mask24Geom g) {
+  using E = Elem<T>;
+  using Raw = typename E::Raw;
+  using Traits = Mask24Traits;
+  constexpr int kWords = kRowWords<Raw>;
+  __shared__ QuadTable table;
+  Mask24Args args = args_in;
+  offset_to_matrix(args, g, blockIdx.z);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const std::int64_t rows = args.rows, cols = args.cols, bcols = g.bcols;
+  const std::int64_t r0 = std::int64_t(blockIdx.y) * Traits::kTileRows + 32 * warp + 8 * (lane >> 3);
+  const std::int64_t c0 = std::int64_t(blockIdx.x) * Traits::kTileCols + 8 * (lane & 7);
+  const std::int64_t br = r0 / 4, bc = c0 / 4;
+  const bool fast = args.aligned && r0 + 8 <= rows && c0 + 8 <= cols;
+  const Raw* __restrict__ w = static_cast<const Raw*>(args.w);
+  std::uint32_t x[8][kWords];
+  unsigned mrow[2] = {0u, 0u};  // apply, fast: masks of blocks (bi, 0) | (bi, 1) << 16
+  if (fast) {
+    const Raw* __restrict__ p = w + r0 * cols + c0;
+#pragma unroll
+    for (int R = 0; R < 8; ++R, p += cols)
+#pragma unroll
+      for (int v = 0; v < kWords / 4; ++v) {
+        const uint4 q = __ldcs(reinterpret_cast<const uint4*>(p) + v);
+        x[R][4 * v] = q.x, x[R][4 * v + 1] = q.y, x[R][4 * v + 2] = q.z, x[R][4 * v + 3] = q.w;
+      }
+    if constexpr (!kSearch) {
+      const std::uint16_t* mp = args.mask_in + br * bcols + bc;
+      mrow[0] = __ldcs(reinterpret_cast<const unsigned*>(mp));
+      mrow[1] = __ldcs(reinterpret_cast<const unsigned*>(mp + bcols));
+    }
+  } else {
+    region_load_guarded<Raw>(w, rows, cols, r0, c0, x);
+  }
+  table.fill();
+  __syncthreads();  // the only barrier: the table is ready
+  if (r0 >= rows || c0 >= cols) return;
+  region_process<T, kSearch>(args, g, r0, c0, fast, x, mrow, table);
+}
+
+/// Persistent session-3 kernel (Mask24Args::variant = 3): the same 128 x 64 CTA tiles and 8 x 8
+/// regions, walked with a grid stride over (column tile, row tile, matrix) (TileWalk); each thread
+/// copies its next interior region (8 x 16-byte cp.async per 16 bytes of row; apply: + the two
+/// 4-byte mask words) into its own shared-memory slots before it computes the current region,
+/// so one region of loads per thread is in flight during the search and the stores. The table
+/// is filled once per CTA. Dynamic shared memory: 2 buffers x (8 kRowWords / 4 uint4 + 2 words)
+/// x 128 threads.
+template <class T, bool kSearch>
+__global__ void __launch_bounds__(Mask24Traits::kThreads, (kMask24MinBlocks<T, kSearch>))
+    mask24_pf_kernel(Mask24Args args_in, Mask24Geom g, TileWalk walk) {
+  using Raw = typename Elem<T>::Raw;
+  using Traits = Mask24Traits;
+  constexpr int kWords = kRowWords<Raw>, kVec = 8 * kWords / 4, kT = Traits::kThreads;
+  __shared__ QuadTable table;
+  extern __shared__ uint4 pf_mask[];  // [2][kVec][kT] uint4, then [2][2][kT] mask words
+  unsigned* pf_words = reinterpret_cast<unsigned*>(pf_mask + 2 * kVec * kT);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const std::int64_t rows = args_in.rows, cols = args_in.cols, bcols = g.bcols;
+  auto origin = [&](const TilePos& p, std::int64_t& r0, std::int64_t& c0) {
+    r0 = std::int64_t(p.y) * Traits::kTileRows + 32 * warp + 8 * (lane >> 3);
+    c0 = std::int64_t(p.x) * Traits::kTileCols + 8 * (lane & 7);
+  };
+  auto issue = [&](const TilePos& p, int buf) {
+    if (!p.valid(walk)) return;
+    std::int64_t r0, c0;
+    origin(p, r0, c0);
+    if (!(args_in.aligned && r0 + 8 <= rows && c0 + 8 <= cols)) return;
+    const Raw* src = reinterpret_cast<const Raw*>(static_cast<const char*>(args_in.w) + g.z_w * p.z) + r0 * cols + c0;
+#pragma unroll
+    for (int R = 0; R < 8; ++R)
+#pragma unroll
+      for (int v = 0; v < kWords / 4; ++v)
+        cp_async16(&pf_mask[(buf * kVec + R * (kWords / 4) + v) * kT + tid], reinterpret_cast<const uint4*>(src + R * cols) + v);
+    if constexpr (!kSearch) {
+      const std::uint16_t* mp =
+          reinterpret_cast<const std::uint16_t*>(reinterpret_cast<const char*>(args_in.mask_in) + g.z_mask_in * p.z) +
+          (r0 / 4) * bcols + c0 / 4;
+      cp_async4(&pf_words[(buf * 2) * kT + tid], mp);
+      cp_async4(&pf_words[(buf * 2 + 1) * kT + tid], mp + bcols);
+    }
+  };
+  TilePos pos = TilePos::at(walk, blockIdx.x);
+  issue(pos, 0);
+  cp_async_commit();
+  table.fill();
+  __syncthreads();  // the only barrier: the table is ready
+  int buf = 0;
+  while (pos.valid(walk)) {
+    TilePos next = pos;
+    next.advance(walk);
+    issue(next, buf ^ 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    std::int64_t r0, c0;
+    origin(pos, r0, c0);
+    if (r0 < rows && c0 < cols) {
+      Mask24Args args = args_in;
+      offset_to_matrix(args, g, pos.z);
+      const bool fast = args.aligned && r0 + 8 <= rows && c0 + 8 <= cols;
+      std::uint32_t x[8][kWords];
+      unsigned mrow[2] = {0u, 0u};
+      if (fast) {
+#pragma unroll
+        for (int R = 0; R < 8; ++R)
+#pragma unroll
+          for (int v = 0; v < kWords / 4; ++v) {
+            const uint4 q = pf_mask[(buf * kVec + R * (kWords / 4) + v) * kT + tid];
+            x[R][4 * v] = q.x, x[R][4 * v + 1] = q.y, x[R][4 * v + 2] = q.z, x[R][4 * v + 3] = q.w;
+          }
+        if constexpr (!kSearch) mrow[0] = pf_words[(buf * 2) * kT + tid], mrow[1] = pf_words[(buf * 2 + 1) * kT + tid];
+      } else {
+        region_load_guarded<Raw>(static_cast<const Raw*>(args.w), rows, cols, r0, c0, x);
+      }
+      region_process<T, kSearch>(args, g, r0, c0, fast, x, mrow, table);
+    }
+    pos = next;
+    buf ^= 1;
+  }
+  cp_async_wait<0>();
+}
+
+template <class T, bool kSearch>
+constexpr std::size_t kMask24PfSmem = 2 * (8 * kRowWords<typename Elem<T>::Raw> / 4) * Mask24Traits::kThreads * 16 +
+                                      2 * 2 * Mask24Traits::kThreads * 4;
+
 template <class T>
 void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
-  const int variant = a.variant != 0 ? a.variant : mask24_default_variant(sizeof(typename Elem<T>::Raw), search);
+  const int variant = a.variant != 0 ? a.variant : mask24_default_variant(sizeof(typename Elem<T>::Raw), search, a.batch, a.rows, a.cols);
   if (variant == 1) {  // the session-2 kernel (mask24_s2.cuh)
     launch_mask24_s2<T>(a, search, s);
     return;
@@ -419,6 +523,22 @@ void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
   const dim3 grid(unsigned((a.cols + Traits::kTileCols - 1) / Traits::kTileCols),
                   unsigned((a.rows + Traits::kTileRows - 1) / Traits::kTileRows), unsigned(a.batch));
   const Mask24Geom g = mask24_geom<typename Elem<T>::Raw>(a);
+  if (variant == 3) {  // persistent, prefetching
+    const std::int64_t tiles = std::int64_t(grid.x) * grid.y * grid.z;
+    auto go = [&](auto kernel, std::size_t smem, ResidentCtas& cache) {
+      const std::int64_t n = cache.grid(kernel, Traits::kThreads, smem, tiles);
+      kernel<<<unsigned(n), Traits::kThreads, smem, s>>>(a, g, make_tile_walk(grid.x, grid.y, grid.z, n));
+    };
+    if (search) {
+      static ResidentCtas cache;
+      go(mask24_pf_kernel<T, true>, kMask24PfSmem<T, true>, cache);
+    } else {
+      static ResidentCtas cache;
+      go(mask24_pf_kernel<T, false>, kMask24PfSmem<T, false>, cache);
+    }
+    SPARSENM_CUDA_CHECK_LAUNCH("mask24_pf_kernel");
+    return;
+  }
   if (search) mask24_kernel<T, true><<<grid, Traits::kThreads, 0, s>>>(a, g);
   else mask24_kernel<T, false><<<grid, Traits::kThreads, 0, s>>>(a, g);
   SPARSENM_CUDA_CHECK_LAUNCH("mask24_kernel");

@@ -1,19 +1,23 @@
 // sparsenm — MVUE 2:4 of the output-activation gradient along the token dimension, fused with
-// hw24 compression (seed 003 eq. 6; Chmiel et al. 2023). Estimator and RNG: train.hpp.
+// hw24 compression (seed 003 eq. 6; Chmiel et al. 2023). Estimator and RNG: mvue_rule.hpp,
+// train.hpp.
 //
 // Output: hw24 of MVUE(dZ^T), [features][tokens/2] values + 4 bits per window of 4 tokens:
 // exactly the sparse operand of dW = MVUE(dZ^T) . X.
-// feature_major input (dZ^T [features][tokens]): thread = 16 consecutive tokens of one feature
-//   (two 16-byte loads for f16/bf16, four for f32) -> 8 values (16-byte store) + 2 index bytes;
-//   a warp reads 1 KiB contiguous and writes 512 + 64 B. Grid-stride over (feature, chunk).
-// token_major input (dZ [tokens][features]): CTA tile = 128 tokens x 64 features. Thread
-//   (fp = tid % 32, tg = tid / 32) reads features 2fp, 2fp+1 of tokens 16tg..16tg+15 with
-//   4-byte (f16) / 8-byte (f32) loads: a warp reads 128 B (256 B) contiguous per token row.
-//   Results are staged in TileT (64 feature rows x 32 windows) and written as 128-byte rows.
+// feature_major input (dZ^T [features][tokens]): thread = kTok (32, or 16 where tokens % 32 != 0)
+//   consecutive tokens of one feature: 16-byte loads -> kTok/2 values (16-byte stores) + kTok/8
+//   index bytes. CTA = 64 x 4 threads: 64 chunks of one feature row per warp pair, 4 features.
+// token_major input (dZ [tokens][features]): CTA tile = 128 tokens x 128 features. Thread
+//   (fp = tid % 32, tg = tid / 32) reads features 4fp .. 4fp+3 of tokens 16tg .. 16tg+15 with
+//   8-byte (16-bit types) / 16-byte (f32) loads: a warp reads 256 B (512 B) contiguous per token
+//   row. Per feature the 4 windows go to shared memory as one 16-byte store (f32: two) into a
+//   chunk-swizzled tile (Tile24, conflict-free), then the CTA writes 128 rows with 16-byte stores.
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
-// Compute per group: the branch-free fast rule (mvue_group_pair; the full rule only for groups
-// with < 2 nonzeros, non-finite values or a rounding corner) + a quarter of a Philox-4x32-10 call (one call serves
-// 4 consecutive groups of a feature: the counter layout of the CPU reference).
+// Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
+// with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
+// a quarter of a Philox-4x32-10 call (one call serves 4 consecutive groups of a feature: the
+// counter layout of the CPU reference). 16-bit types pick the kept pair with one byte permute
+// of the raw words and make its values with one packed max (|x|, c) + sign merge.
 #pragma once
 #include <cstdint>
 
@@ -21,151 +25,512 @@
 #include "cuda/train/mvue_rule.hpp"
 #include "cuda/train/pattern24.cuh"
 #include "cuda/train/philox.hpp"
-#include "cuda/train/tile_t.cuh"
+#include "cuda/train/prefetch.cuh"
 #include "cuda/train/train_common.cuh"
 
 namespace sparsenm::train::detail {
 
+/// SASS probe builds (scripts/mvue-sass-count): -DSPARSENM_MVUE_SASS_PROBE drops the full-rule
+/// and tail paths, so cuobjdump counts exactly the instructions of the fast path.
+#if defined(SPARSENM_MVUE_SASS_PROBE)
+constexpr bool kMvueProbe = true;
+#else
+constexpr bool kMvueProbe = false;
+#endif
+
 struct Mvue24Traits {
-  static constexpr int kThreads = 256, kTileTokens = 128, kTileFeatures = 64;
+  static constexpr int kThreads = 256;
+  static constexpr int kTileTokens = 128, kTileFeatures = 128;  // token_major
+  static constexpr int kRowThreads = 64, kRowFeatures = 4;      // feature_major CTA: 64 x 4
 };
 
-/// MVUE of one group of raw elements -> (positions, stored raw values) of its hw24 window:
-/// the dense rule (mvue_rule.hpp), converted to the dtype, then the condense rule on the raw
-/// words, so the result equals condense(sparsenm::mvue24(dZ^T)).
-template <class E, class Raw>
-__device__ __forceinline__ void mvue_window(Raw x0, Raw x1, Raw x2, Raw x3, float u, Raw& vlo, Raw& vhi, unsigned& nib) {
-  const float x[4] = {E::to_float(x0), E::to_float(x1), E::to_float(x2), E::to_float(x3)};
-  int lo, hi;
-  float flo, fhi;
-  if (mvue_group_pair(x, u, lo, hi, flo, fhi)) {
-    // both kept values round to nonzero words (an input value, or a sum of >= 2 nonzero
-    // magnitudes (halved): >= the dtype's least subnormal), so the condense positions are (lo, hi)
-    vlo = E::from_float(flo);
-    vhi = E::from_float(fhi);
-    nib = unsigned(lo) | (unsigned(hi) << 2);
-    return;
+template <class T> constexpr bool kIsBf16 = std::is_same_v<T, __nv_bfloat16>;
+
+/// Per-thread MVUE of G = kTok / 4 consecutive groups of one feature (row), 16-bit types:
+/// w = the kTok raw elements as words (x0 | x1 << 16, ...), rnd = one Philox word per group.
+/// Writes the stored pair words and the nibbles (group g at bits 4g); fast path first, the
+/// full rule for the whole thread if any group needs it.
+template <bool kBf16, int G>
+__device__ __forceinline__ void mvue_row16(const std::uint32_t (&w)[2 * G], const std::uint32_t (&rnd)[G],
+                                           std::uint32_t (&pair)[G], std::uint32_t& nibs, bool try_fast) {
+  bool ok = try_fast;
+  std::uint32_t acc[(G + 3) / 4];
+#pragma unroll
+  for (int h = 0; h < (G + 3) / 4; ++h) acc[h] = 0x4444u;
+  static_assert(G % 2 == 0);
+#pragma unroll
+  for (int g = 0; g < G; g += 2)  // pairs of groups: one F2FP converts both levels
+    ok &= mvue_window16x2<kBf16>(w[2 * g], w[2 * g + 1], rnd[g], w[2 * g + 2], w[2 * g + 3], rnd[g + 1], pair[g],
+                                 pair[g + 1], acc[g / 4], g % 4, (g + 1) % 4);
+  nibs = G > 4 ? acc[0] | (acc[G > 4 ? 1 : 0] << 16) : acc[0];
+  if constexpr (kMvueProbe) nibs ^= ok ? 0u : 1u;  // keeps the validity tests live in the probe
+  if (!ok && !kMvueProbe) {
+    nibs = 0;  // rare; unrolled so that the arrays stay in registers (no local memory)
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      std::uint32_t nib;
+      mvue_window16_full<kBf16>(w[2 * g], w[2 * g + 1], rnd[g], pair[g], nib);
+      nibs |= nib << (4 * g);
+    }
   }
-  float y[4];
-  mvue_group_dense(x, u, y);
-  const Raw r[4] = {E::from_float(y[0]), E::from_float(y[1]), E::from_float(y[2]), E::from_float(y[3])};
-  condense_positions<Raw>(r, lo, hi);
-  vlo = sel4(r[0], r[1], r[2], r[3], lo);
-  vhi = sel4(r[0], r[1], r[2], r[3], hi);
-  nib = unsigned(lo) | (unsigned(hi) << 2);
 }
 
-template <class T>
-__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_kernel(Mvue24Args args) {
-  using E = Elem<T>;
-  using Raw = typename E::Raw;
-  constexpr int kTok = 16;  // 4 groups: one Philox call
-  const std::int64_t T_ = args.tokens, N = args.features;
-  const std::int64_t windows = (T_ + 3) / 4, vcols = 2 * windows, irb = (windows + 1) / 2;
-  const std::int64_t chunks = (T_ + kTok - 1) / kTok, total = N * chunks;
-  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
-  Raw* __restrict__ out = static_cast<Raw*>(args.values);
-  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t f = i / chunks, t0 = (i % chunks) * kTok;
-    const bool fast = args.aligned && t0 + kTok <= T_;
-    Raw x[kTok];
-    if (fast) load_vec<Raw, kTok>(g + f * T_ + t0, x);
-    else
+/// The same for f32: w = kTok raw words, pair = (lo, hi) words per group.
+template <int G>
+__device__ __forceinline__ void mvue_row32(const std::uint32_t (&w)[4 * G], const std::uint32_t (&rnd)[G],
+                                           std::uint32_t (&pair)[2 * G], std::uint32_t& nibs, bool try_fast) {
+  bool ok = try_fast;
+  std::uint32_t acc[(G + 3) / 4];
 #pragma unroll
-      for (int j = 0; j < kTok; ++j) x[j] = t0 + j < T_ ? g[f * T_ + t0 + j] : Raw(0);
-    float u[4];
-    mvue_uniform4(args.keys, std::uint64_t(f), std::uint64_t(t0 / kTok), u);
-    Raw v[8];
-    unsigned nib[4];
+  for (int h = 0; h < (G + 3) / 4; ++h) acc[h] = 0x4444u;
 #pragma unroll
-    for (int b = 0; b < 4; ++b)
-      mvue_window<E, Raw>(x[4 * b], x[4 * b + 1], x[4 * b + 2], x[4 * b + 3], u[b], v[2 * b], v[2 * b + 1], nib[b]);
-    if (fast) {
-      if (out) store_vec<Raw, 8>(out + f * vcols + t0 / 2, v);
-      if (args.indices)
-        *reinterpret_cast<std::uint16_t*>(args.indices + f * irb + t0 / 8) =
-            std::uint16_t(nib[0] | (nib[1] << 4) | (nib[2] << 8) | (nib[3] << 12));
+  for (int g = 0; g < G; ++g) {
+    const std::uint32_t r[4] = {w[4 * g], w[4 * g + 1], w[4 * g + 2], w[4 * g + 3]};
+    ok &= mvue_window32(r, rnd[g], pair[2 * g], pair[2 * g + 1], acc[g / 4], g % 4);
+  }
+  nibs = G > 4 ? acc[0] | (acc[G > 4 ? 1 : 0] << 16) : acc[0];
+  if constexpr (kMvueProbe) nibs ^= ok ? 0u : 1u;
+  if (!ok && !kMvueProbe) {
+    nibs = 0;
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      std::uint32_t nib;
+      const std::uint32_t r[4] = {w[4 * g], w[4 * g + 1], w[4 * g + 2], w[4 * g + 3]};
+      mvue_window32_full(r, rnd[g], pair[2 * g], pair[2 * g + 1], nib);
+      nibs |= nib << (4 * g);
+    }
+  }
+}
+
+/// The Philox words of groups 4q .. 4q + 4*Q - 1 of feature `row`.
+template <int Q>
+__device__ __forceinline__ void mvue_words(const PhiloxKeys& keys, std::uint64_t row, std::uint64_t q,
+                                           std::uint32_t (&rnd)[4 * Q]) {
+#pragma unroll
+  for (int k = 0; k < Q; ++k) {
+    const Philox4 r = philox4x32_10(std::uint32_t(q + k), std::uint32_t((q + k) >> 32), std::uint32_t(row),
+                                    std::uint32_t(row >> 32), keys);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) rnd[4 * k + j] = r.v[j];
+  }
+}
+
+/// Feature-major chunk (feature f, tokens t0 .. t0 + kTok - 1), guarded element loads (tails,
+/// unaligned shapes): elements past the matrix read as 0.
+template <class T, int kTok>
+__device__ __forceinline__ void mvue_fm_load_guarded(const Mvue24Args& args, std::int64_t f, std::int64_t t0,
+                                                     std::uint32_t (&w)[sizeof(typename Elem<T>::Raw) == 2 ? kTok / 2 : kTok]) {
+  using Raw = typename Elem<T>::Raw;
+  constexpr bool k16 = sizeof(Raw) == 2;
+  constexpr int kWords = k16 ? kTok / 2 : kTok;
+  const std::int64_t T_ = args.tokens;
+  const Raw* src = static_cast<const Raw*>(args.g) + f * T_ + t0;
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) {
+    if constexpr (k16) {
+      const std::uint32_t lo = t0 + 2 * i < T_ ? src[2 * i] : 0u, hi = t0 + 2 * i + 1 < T_ ? src[2 * i + 1] : 0u;
+      w[i] = lo | (hi << 16);
     } else {
-      const std::int64_t w0 = t0 / 4;
+      w[i] = t0 + i < T_ ? src[i] : 0u;
+    }
+  }
+}
+
+/// Feature-major chunk: MVUE of the words w (vec: a whole aligned chunk) and its stores.
+template <class T, int kTok>
+__device__ __forceinline__ void mvue_fm_chunk(const Mvue24Args& args, std::int64_t f, std::int64_t t0, bool vec,
+                                              const std::uint32_t (&w)[sizeof(typename Elem<T>::Raw) == 2 ? kTok / 2 : kTok]) {
+  using Raw = typename Elem<T>::Raw;
+  constexpr bool k16 = sizeof(Raw) == 2;
+  constexpr int G = kTok / 4, kOut = k16 ? G : 2 * G;
+  const std::int64_t T_ = args.tokens;
+  const std::int64_t windows = (T_ + 3) / 4, vcols = 2 * windows, irb = (windows + 1) / 2;
+  Raw* __restrict__ out = static_cast<Raw*>(args.values);
+  std::uint32_t rnd[G], pair[kOut], nibs;
+  mvue_words<G / 4>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16), rnd);
+  if constexpr (k16) mvue_row16<kIsBf16<T>, G>(w, rnd, pair, nibs, vec);
+  else mvue_row32<G>(w, rnd, pair, nibs, vec);
+  const std::int64_t w0 = t0 / 4;
+  if (vec) {
+    if (out) {
 #pragma unroll
-      for (int b = 0; b < 4; ++b)
-        if (out && w0 + b < windows) {
-          out[f * vcols + 2 * (w0 + b)] = v[2 * b];
-          out[f * vcols + 2 * (w0 + b) + 1] = v[2 * b + 1];
+      for (int v = 0; v < kOut / 4; ++v)
+        __stcs(reinterpret_cast<uint4*>(out + f * vcols + 2 * w0) + v,
+               make_uint4(pair[4 * v], pair[4 * v + 1], pair[4 * v + 2], pair[4 * v + 3]));
+    }
+    if (args.indices) {
+      if constexpr (G == 8) __stcs(reinterpret_cast<unsigned int*>(args.indices + f * irb + w0 / 2), nibs);
+      else *reinterpret_cast<std::uint16_t*>(args.indices + f * irb + w0 / 2) = std::uint16_t(nibs);
+    }
+  } else {
+#pragma unroll
+    for (int b = 0; b < G; ++b) {
+      if (w0 + b >= windows) break;
+      if (out) {
+        Raw* o = out + f * vcols + 2 * (w0 + b);
+        if constexpr (k16) o[0] = Raw(pair[b] & 0xffffu), o[1] = Raw(pair[b] >> 16);
+        else o[0] = pair[2 * b], o[1] = pair[2 * b + 1];
+      }
+      if (args.indices && b % 2 == 0)
+        args.indices[f * irb + (w0 + b) / 2] =
+            std::uint8_t(w0 + b + 1 < windows ? (nibs >> (4 * b)) & 0xffu : (nibs >> (4 * b)) & 0xfu);
+    }
+  }
+}
+
+template <class T, int kTok>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_kernel(Mvue24Args args) {
+  using Raw = typename Elem<T>::Raw;
+  constexpr bool k16 = sizeof(Raw) == 2;
+  constexpr int kWords = k16 ? kTok / 2 : kTok;
+  const std::int64_t T_ = args.tokens, N = args.features;
+  const std::int64_t t0 = (std::int64_t(blockIdx.x) * Mvue24Traits::kRowThreads + threadIdx.x) * kTok;
+  if (t0 >= T_) return;
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+  const bool vec = kMvueProbe || (args.aligned && t0 + kTok <= T_);
+  for (std::int64_t f = std::int64_t(blockIdx.y) * Mvue24Traits::kRowFeatures + threadIdx.y; f < N;
+       f += std::int64_t(gridDim.y) * Mvue24Traits::kRowFeatures) {
+    std::uint32_t w[kWords];
+    if (vec) {
+      const Raw* src = g + f * T_ + t0;
+#pragma unroll
+      for (int v = 0; v < kWords / 4; ++v) {
+        const uint4 q = __ldcs(reinterpret_cast<const uint4*>(src) + v);
+        w[4 * v] = q.x, w[4 * v + 1] = q.y, w[4 * v + 2] = q.z, w[4 * v + 3] = q.w;
+      }
+    } else {
+      mvue_fm_load_guarded<T, kTok>(args, f, t0, w);
+    }
+    mvue_fm_chunk<T, kTok>(args, f, t0, vec, w);
+  }
+}
+
+/// Persistent feature-major kernel (variant 2): CTA tiles of 64 chunks x 4 features walked with a
+/// grid stride (TileWalk: x = chunk group, y = feature group); each thread copies its next
+/// chunk (kTok tokens, 16-byte cp.async) into its own shared-memory slot before computing the
+/// current one, so every thread keeps one chunk of loads in flight while it computes.
+/// Dynamic shared memory: 2 buffers x kWords / 4 x 256 uint4.
+template <class T, int kTok>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_pf_kernel(Mvue24Args args, TileWalk walk) {
+  using Raw = typename Elem<T>::Raw;
+  constexpr bool k16 = sizeof(Raw) == 2;
+  constexpr int kWords = k16 ? kTok / 2 : kTok, kVec = kWords / 4, kT = Mvue24Traits::kThreads;
+  extern __shared__ uint4 pf_fm[];
+  const int tid = threadIdx.y * Mvue24Traits::kRowThreads + threadIdx.x;
+  const std::int64_t T_ = args.tokens, N = args.features;
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+  auto chunk_of = [&](const TilePos& p, std::int64_t& f, std::int64_t& t0) {
+    t0 = (std::int64_t(p.x) * Mvue24Traits::kRowThreads + threadIdx.x) * kTok;
+    f = std::int64_t(p.y) * Mvue24Traits::kRowFeatures + threadIdx.y;
+  };
+  auto issue = [&](const TilePos& p, int buf) {
+    if (!p.valid(walk)) return;
+    std::int64_t f, t0;
+    chunk_of(p, f, t0);
+    if (!(args.aligned && t0 + kTok <= T_ && f < N)) return;
+    const uint4* src = reinterpret_cast<const uint4*>(g + f * T_ + t0);
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) cp_async16(&pf_fm[(buf * kVec + v) * kT + tid], src + v);
+  };
+  TilePos pos = TilePos::at(walk, blockIdx.x);
+  issue(pos, 0);
+  cp_async_commit();
+  int buf = 0;
+  while (pos.valid(walk)) {
+    TilePos next = pos;
+    next.advance(walk);
+    issue(next, buf ^ 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    std::int64_t f, t0;
+    chunk_of(pos, f, t0);
+    if (t0 < T_ && f < N) {
+      const bool vec = args.aligned && t0 + kTok <= T_;
+      std::uint32_t w[kWords];
+      if (vec) {
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) {
+          const uint4 q = pf_fm[(buf * kVec + v) * kT + tid];
+          w[4 * v] = q.x, w[4 * v + 1] = q.y, w[4 * v + 2] = q.z, w[4 * v + 3] = q.w;
         }
-      if (args.indices) {
+      } else {
+        mvue_fm_load_guarded<T, kTok>(args, f, t0, w);
+      }
+      mvue_fm_chunk<T, kTok>(args, f, t0, vec, w);
+    }
+    pos = next;
+    buf ^= 1;
+  }
+  cp_async_wait<0>();
+}
+
+/// 128 feature rows x 32 windows of hw24 output in shared memory: value words with 16-byte
+/// chunks swizzled (chunk ^ (row / 4) % 8: the per-feature 16-byte deposits of a warp and the
+/// row-wise reads are conflict-free), nibbles as 16-bit words (4 windows) at a 9-word pitch.
+template <class Raw>
+struct Tile24 {
+  static constexpr int kRows = 128, kWindows = 32;
+  static constexpr int kRowWords = sizeof(Raw) == 2 ? kWindows : 2 * kWindows, kChunks = kRowWords / 4;
+  static constexpr int kNibPitch = 9;  ///< u16 per row (8 used)
+  uint4 vals[kRows * kChunks];
+  std::uint16_t nib[kRows * kNibPitch];
+
+  static __device__ __forceinline__ int slot(int row, int chunk) { return row * kChunks + (chunk ^ ((row >> 2) & 7)); }
+
+  /// Writes the tile to output rows [row0, row0 + 128) x windows [win0, win0 + 32) of a hw24
+  /// matrix with out_rows rows and `windows` windows; fast: interior tile, 16-byte (values) and
+  /// 4-byte (indices) aligned rows. Called by all threads after a __syncthreads().
+  __device__ __forceinline__ void write(Raw* __restrict__ values, std::uint8_t* __restrict__ indices, std::int64_t row0,
+                                        std::int64_t win0, std::int64_t out_rows, std::int64_t windows, bool fast) const {
+    const int tid = threadIdx.x;
+    const std::int64_t vcols = 2 * windows, irb = (windows + 1) / 2;
+    constexpr int kElemsPerChunk = 16 / int(sizeof(Raw));
+    if (fast) {
+      if (values) {
+        // thread: chunk tid % kChunks of rows tid / kChunks + j * kStep (fixed count, so the
+        // smem offsets are immediates and the global address advances by a constant)
+        constexpr int kStep = Mvue24Traits::kThreads / kChunks;
+        const int row = tid / kChunks, ch = tid % kChunks, sw = row >> 2;
+        uint4* dst = reinterpret_cast<uint4*>(values + (row0 + row) * vcols + 2 * win0) + ch;
+        const std::int64_t step = kStep * vcols * std::int64_t(sizeof(Raw)) / 16;  // in uint4
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
-          if (w0 + 2 * h < windows)
-            args.indices[f * irb + t0 / 8 + h] =
-                std::uint8_t(nib[2 * h] | (w0 + 2 * h + 1 < windows ? nib[2 * h + 1] << 4 : 0u));
+        for (int j = 0; j < kRows / kStep; ++j)  // slot(row + j kStep, ch), the swizzle from row / 4
+          __stcs(dst + j * step, vals[(row + j * kStep) * kChunks + (ch ^ ((sw + j * (kStep / 4)) & 7))]);
+      }
+      if (indices) {
+        const int row = tid / 2, h = tid % 2;  // 8 bytes (4 u16) of the row's 16
+        const std::uint16_t* n = nib + row * kNibPitch + 4 * h;
+        std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(indices + (row0 + row) * irb + win0 / 2 + 8 * h);
+        __stcs(dst, std::uint32_t(n[0]) | (std::uint32_t(n[1]) << 16));
+        __stcs(dst + 1, std::uint32_t(n[2]) | (std::uint32_t(n[3]) << 16));
+      }
+      return;
+    }
+    if (values) {
+      for (int i = tid; i < kRows * kChunks * kElemsPerChunk; i += Mvue24Traits::kThreads) {
+        const int row = i / (kChunks * kElemsPerChunk), e = i % (kChunks * kElemsPerChunk);
+        if (row0 + row >= out_rows || 2 * win0 + e >= vcols) continue;
+        const Raw* c = reinterpret_cast<const Raw*>(&vals[slot(row, e / kElemsPerChunk)]);
+        values[(row0 + row) * vcols + 2 * win0 + e] = c[e % kElemsPerChunk];
       }
     }
+    if (indices) {
+      for (int i = tid; i < kRows * kWindows / 2; i += Mvue24Traits::kThreads) {
+        const int row = i / (kWindows / 2), b = i % (kWindows / 2);
+        const std::int64_t gb = win0 / 2 + b, w = win0 + 2 * b;
+        if (row0 + row >= out_rows || w >= windows) continue;
+        unsigned byte = (nib[row * kNibPitch + b / 2] >> (8 * (b & 1))) & 0xffu;
+        if (w + 1 >= windows) byte &= 0xfu;
+        indices[(row0 + row) * irb + gb] = std::uint8_t(byte);
+      }
+    }
+  }
+};
+
+/// Words per token row per thread in the token-major kernels (4 features).
+template <class Raw>
+constexpr int kTmWords = sizeof(Raw) == 2 ? 2 : 4;
+
+/// Token-major: the thread's 16 tokens x 4 features by guarded element loads (edge tiles,
+/// unaligned shapes); elements past the matrix read as 0.
+template <class T>
+__device__ __forceinline__ void mvue_tm_load_guarded(const Mvue24Args& args, std::int64_t f0, std::int64_t t0,
+                                                     std::uint32_t (&x)[16][kTmWords<typename Elem<T>::Raw>]) {
+  using Raw = typename Elem<T>::Raw;
+  constexpr bool k16 = sizeof(Raw) == 2;
+  const std::int64_t T_ = args.tokens, N = args.features;
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+#pragma unroll
+  for (int t = 0; t < 16; ++t)
+#pragma unroll
+    for (int j = 0; j < kTmWords<Raw>; ++j) {
+      if constexpr (k16) {
+        const std::int64_t f = f0 + 2 * j;
+        const std::uint32_t lo = (t0 + t < T_ && f < N) ? g[(t0 + t) * N + f] : 0u;
+        const std::uint32_t hi = (t0 + t < T_ && f + 1 < N) ? g[(t0 + t) * N + f + 1] : 0u;
+        x[t][j] = lo | (hi << 16);
+      } else {
+        x[t][j] = (t0 + t < T_ && f0 + j < N) ? g[(t0 + t) * N + f0 + j] : 0u;
+      }
+    }
+}
+
+/// Token-major: MVUE of the thread's 4 features x 16 tokens (x) and their deposit into the tile
+/// (row 4 fp + k, window chunk tg).
+template <class T>
+__device__ __forceinline__ void mvue_tm_compute(const Mvue24Args& args, std::int64_t f0, std::int64_t t0, int fp, int tg,
+                                                const std::uint32_t (&x)[16][kTmWords<typename Elem<T>::Raw>],
+                                                Tile24<typename Elem<T>::Raw>& tile) {
+  using Raw = typename Elem<T>::Raw;
+  constexpr bool k16 = sizeof(Raw) == 2;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {  // feature f0 + k
+    std::uint32_t rnd[4], nibs;
+    mvue_words<1>(args.keys, std::uint64_t(f0 + k), std::uint64_t(t0 / 16), rnd);  // t0 % 16 == 0
+    const int row = 4 * fp + k;
+    if constexpr (k16) {
+      std::uint32_t w[8], pair[4];
+      const std::uint32_t sel = (k & 1) ? 0x7632u : 0x5410u;  // the half of feature k from two token words
+#pragma unroll
+      for (int i = 0; i < 8; ++i) w[i] = prmt(x[2 * i][k / 2], x[2 * i + 1][k / 2], sel);
+      mvue_row16<kIsBf16<T>, 4>(w, rnd, pair, nibs, true);
+      tile.vals[Tile24<Raw>::slot(row, tg)] = make_uint4(pair[0], pair[1], pair[2], pair[3]);
+    } else {
+      std::uint32_t w[16], pair[8];
+#pragma unroll
+      for (int i = 0; i < 16; ++i) w[i] = x[i][k];
+      mvue_row32<4>(w, rnd, pair, nibs, true);
+      tile.vals[Tile24<Raw>::slot(row, 2 * tg)] = make_uint4(pair[0], pair[1], pair[2], pair[3]);
+      tile.vals[Tile24<Raw>::slot(row, 2 * tg + 1)] = make_uint4(pair[4], pair[5], pair[6], pair[7]);
+    }
+    tile.nib[row * Tile24<Raw>::kNibPitch + tg] = std::uint16_t(nibs);
   }
 }
 
 template <class T>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_token_major_kernel(Mvue24Args args) {
-  using E = Elem<T>;
-  using Raw = typename E::Raw;
+  using Raw = typename Elem<T>::Raw;
   using Traits = Mvue24Traits;
-  __shared__ TileT<Raw> tile;
+  constexpr bool k16 = sizeof(Raw) == 2;
+  __shared__ Tile24<Raw> tile;
   const std::int64_t T_ = args.tokens, N = args.features, windows = (T_ + 3) / 4;
   const int tid = threadIdx.x, fp = tid % 32, tg = tid / 32;
   const std::int64_t f_tile = blockIdx.x, t_tile = blockIdx.y;
-  const std::int64_t f0 = f_tile * Traits::kTileFeatures + 2 * fp, t0 = t_tile * Traits::kTileTokens + 16 * tg;
-  const bool fast = args.aligned && (f_tile + 1) * Traits::kTileFeatures <= N && (t_tile + 1) * Traits::kTileTokens <= T_;
+  const std::int64_t f0 = f_tile * Traits::kTileFeatures + 4 * fp, t0 = t_tile * Traits::kTileTokens + 16 * tg;
+  const bool fast =
+      kMvueProbe || (args.aligned && (f_tile + 1) * Traits::kTileFeatures <= N && (t_tile + 1) * Traits::kTileTokens <= T_);
   const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
 
-  Raw x[16][2];
+  std::uint32_t x[16][kTmWords<Raw>];  // x[t][j]: token t0 + t, features f0 + (k16 ? 2j, 2j+1 : j)
   if (fast) {
 #pragma unroll
     for (int t = 0; t < 16; ++t) {
-      if constexpr (sizeof(Raw) == 2) {
-        const std::uint32_t p = __ldcs(reinterpret_cast<const unsigned int*>(g + (t0 + t) * N + f0));
-        x[t][0] = Raw(p & 0xffffu);
-        x[t][1] = Raw(p >> 16);
-      } else {
+      if constexpr (k16) {
         const uint2 p = __ldcs(reinterpret_cast<const uint2*>(g + (t0 + t) * N + f0));
-        x[t][0] = p.x;
-        x[t][1] = p.y;
+        x[t][0] = p.x, x[t][1] = p.y;
+      } else {
+        const uint4 p = __ldcs(reinterpret_cast<const uint4*>(g + (t0 + t) * N + f0));
+        x[t][0] = p.x, x[t][1] = p.y, x[t][2] = p.z, x[t][3] = p.w;
       }
     }
   } else {
-#pragma unroll
-    for (int t = 0; t < 16; ++t)
-#pragma unroll
-      for (int k = 0; k < 2; ++k) x[t][k] = (t0 + t < T_ && f0 + k < N) ? g[(t0 + t) * N + f0 + k] : Raw(0);
+    mvue_tm_load_guarded<T>(args, f0, t0, x);
   }
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    float u[4];  // groups t0/4 .. t0/4 + 3: one Philox call (t0 is a multiple of 16)
-    mvue_uniform4(args.keys, std::uint64_t(f0 + k), std::uint64_t(t0 / 16), u);
-#pragma unroll
-    for (int b = 0; b < 4; ++b) {
-      Raw vlo, vhi;
-      unsigned nib;
-      mvue_window<E, Raw>(x[4 * b][k], x[4 * b + 1][k], x[4 * b + 2][k], x[4 * b + 3][k], u[b], vlo, vhi, nib);
-      tile.put(2 * fp + k, 4 * tg + b, vlo, vhi, nib);
-    }
-  }
+  mvue_tm_compute<T>(args, f0, t0, fp, tg, x, tile);
   __syncthreads();
   tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * Traits::kTileFeatures,
              t_tile * (Traits::kTileTokens / 4), N, windows, fast);
 }
 
+/// Persistent token-major kernel (variant 2, 16-bit types): 128 x 128 tiles walked with a grid
+/// stride (TileWalk: x = feature tile, y = token tile); each thread copies its 16 x 8 bytes of
+/// the next interior tile (cp.async) into its own shared-memory slots before computing the
+/// current tile, so the next tile's loads are in flight during the compute and the write-out.
+/// Dynamic shared memory: 2 buffers x 16 x 256 uint2 (64 KB) + the static output tile: 2 CTAs
+/// (16 warps) per SM. Two barriers per tile (tile filled; tile written out).
+template <class T>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads, 2) mvue24_token_major_pf_kernel(Mvue24Args args, TileWalk walk) {
+  using Raw = typename Elem<T>::Raw;
+  using Traits = Mvue24Traits;
+  static_assert(sizeof(Raw) == 2, "16-bit types only");
+  constexpr int kT = Traits::kThreads;
+  __shared__ Tile24<Raw> tile;
+  extern __shared__ uint2 pf_tm[];
+  const std::int64_t T_ = args.tokens, N = args.features, windows = (T_ + 3) / 4;
+  const int tid = threadIdx.x, fp = tid % 32, tg = tid / 32;
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+  auto fast_tile = [&](const TilePos& p) {
+    return args.aligned && (std::int64_t(p.x) + 1) * Traits::kTileFeatures <= N && (std::int64_t(p.y) + 1) * Traits::kTileTokens <= T_;
+  };
+  auto issue = [&](const TilePos& p, int buf) {
+    if (!p.valid(walk) || !fast_tile(p)) return;
+    const std::int64_t f0 = std::int64_t(p.x) * Traits::kTileFeatures + 4 * fp, t0 = std::int64_t(p.y) * Traits::kTileTokens + 16 * tg;
+    const Raw* src = g + t0 * N + f0;
+#pragma unroll
+    for (int t = 0; t < 16; ++t) cp_async8(&pf_tm[(buf * 16 + t) * kT + tid], src + t * N);
+  };
+  TilePos pos = TilePos::at(walk, blockIdx.x);
+  issue(pos, 0);
+  cp_async_commit();
+  int buf = 0;
+  while (pos.valid(walk)) {
+    TilePos next = pos;
+    next.advance(walk);
+    issue(next, buf ^ 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    const bool fast = fast_tile(pos);
+    const std::int64_t f0 = std::int64_t(pos.x) * Traits::kTileFeatures + 4 * fp, t0 = std::int64_t(pos.y) * Traits::kTileTokens + 16 * tg;
+    std::uint32_t x[16][2];
+    if (fast) {
+#pragma unroll
+      for (int t = 0; t < 16; ++t) {
+        const uint2 p = pf_tm[(buf * 16 + t) * kT + tid];
+        x[t][0] = p.x, x[t][1] = p.y;
+      }
+    } else {
+      mvue_tm_load_guarded<T>(args, f0, t0, x);
+    }
+    mvue_tm_compute<T>(args, f0, t0, fp, tg, x, tile);
+    __syncthreads();
+    tile.write(static_cast<Raw*>(args.values), args.indices, std::int64_t(pos.x) * Traits::kTileFeatures,
+               std::int64_t(pos.y) * (Traits::kTileTokens / 4), N, windows, fast);
+    __syncthreads();  // the tile is free for the next deposits
+    pos = next;
+    buf ^= 1;
+  }
+  cp_async_wait<0>();
+}
+
+template <class K>
+void launch_persistent(K kernel, ResidentCtas& cache, dim3 block, std::size_t smem, std::int64_t nx, std::int64_t ny,
+                       const Mvue24Args& a, cudaStream_t s) {
+  const std::int64_t grid = cache.grid(kernel, int(block.x * block.y), smem, nx * ny);
+  kernel<<<unsigned(grid), block, smem, s>>>(a, make_tile_walk(nx, ny, 1, grid));
+}
+
 template <class T>
 void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   using Traits = Mvue24Traits;
+  constexpr bool k16 = sizeof(typename Elem<T>::Raw) == 2;
+  const int variant = a.variant != 0 ? a.variant : mvue24_default_variant(sizeof(typename Elem<T>::Raw), a.token_major);
+  const bool pf = variant == 2;
   if (a.token_major) {
-    const dim3 grid(unsigned((a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures),
-                    unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
-    mvue24_token_major_kernel<T><<<grid, Traits::kThreads, 0, s>>>(a);
+    const std::int64_t nx = (a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures,
+                       ny = (a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens;
+    if constexpr (k16) {
+      if (pf) {
+        static ResidentCtas cache;
+        launch_persistent(mvue24_token_major_pf_kernel<T>, cache, dim3(Traits::kThreads), 2 * 16 * Traits::kThreads * sizeof(uint2),
+                          nx, ny, a, s);
+        SPARSENM_CUDA_CHECK_LAUNCH("mvue24_token_major_pf_kernel");
+        return;
+      }
+    }
+    mvue24_token_major_kernel<T><<<dim3(unsigned(nx), unsigned(ny)), Traits::kThreads, 0, s>>>(a);
   } else {
-    const std::int64_t work = a.features * ((a.tokens + 15) / 16);
-    const std::int64_t blocks = std::min<std::int64_t>((work + Traits::kThreads - 1) / Traits::kThreads, 132 * 32);
-    mvue24_feature_major_kernel<T><<<unsigned(blocks), Traits::kThreads, 0, s>>>(a);
+    const dim3 block(Traits::kRowThreads, Traits::kRowFeatures);
+    const std::int64_t ny = (a.features + Traits::kRowFeatures - 1) / Traits::kRowFeatures;
+    const unsigned fy = unsigned(std::min<std::int64_t>(ny, 65535));
+    if (a.tokens % 32 == 0) {
+      const std::int64_t nx = (a.tokens / 32 + Traits::kRowThreads - 1) / Traits::kRowThreads;
+      if (pf) {
+        static ResidentCtas cache;
+        launch_persistent(mvue24_feature_major_pf_kernel<T, 32>, cache, block, 2 * (k16 ? 4 : 8) * Traits::kThreads * sizeof(uint4),
+                          nx, ny, a, s);
+      } else {
+        mvue24_feature_major_kernel<T, 32><<<dim3(unsigned(nx), fy), block, 0, s>>>(a);
+      }
+    } else {
+      const std::int64_t nx = ((a.tokens + 15) / 16 + Traits::kRowThreads - 1) / Traits::kRowThreads;
+      if (pf) {
+        static ResidentCtas cache;
+        launch_persistent(mvue24_feature_major_pf_kernel<T, 16>, cache, block, 2 * (k16 ? 2 : 4) * Traits::kThreads * sizeof(uint4),
+                          nx, ny, a, s);
+      } else {
+        mvue24_feature_major_kernel<T, 16><<<dim3(unsigned(nx), fy), block, 0, s>>>(a);
+      }
+    }
   }
   SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");
 }

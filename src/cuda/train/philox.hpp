@@ -6,9 +6,13 @@
 
 #if defined(__CUDACC__)
 #define SPARSENM_HD __host__ __device__ __forceinline__
-#define SPARSENM_UNROLL _Pragma("unroll")
 #else
 #define SPARSENM_HD inline
+#endif
+// device pass only: the host compiler of a .cu file would warn about an unknown pragma
+#if defined(__CUDA_ARCH__)
+#define SPARSENM_UNROLL _Pragma("unroll")
+#else
 #define SPARSENM_UNROLL
 #endif
 
@@ -71,21 +75,25 @@ SPARSENM_HD Philox4 philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint3
   }
   return Philox4{{c0, c1, c2, c3}};
 }
+/// The MVUE uniform carried by Philox output word v: its top 23 bits scaled by 2^-23, a float in
+/// [0, 1) with 23 bits per decision (exactly representable, so u * c rounds once).
+SPARSENM_HD float mvue_u23(std::uint32_t v) { return float(v >> 9) * (1.0f / 8388608.0f); }
+
 /// mvue_uniform4 (below) with precomputed keys of the seed.
 SPARSENM_HD void mvue_uniform4(const PhiloxKeys& keys, std::uint64_t row, std::uint64_t q, float (&u)[4]) {
   const Philox4 r = philox4x32_10(std::uint32_t(q), std::uint32_t(q >> 32), std::uint32_t(row), std::uint32_t(row >> 32), keys);
   SPARSENM_UNROLL
-  for (int j = 0; j < 4; ++j) u[j] = float(r.v[j] >> 8) * (1.0f / 16777216.0f);
+  for (int j = 0; j < 4; ++j) u[j] = mvue_u23(r.v[j]);
 }
 
 /// The 4 MVUE uniforms of groups 4q .. 4q + 3 (token / 4) of row `row` (feature) under seed, as
 /// the CPU reference (src/prune/philox.hpp): one call, counter = (q lo32, q hi32, row lo32,
-/// row hi32), key = (seed lo32, seed hi32); group 4q + j gets u = (v[j] >> 8) * 2^-24 in [0, 1).
+/// row hi32), key = (seed lo32, seed hi32); group 4q + j gets u = (v[j] >> 9) * 2^-23 in [0, 1).
 SPARSENM_HD void mvue_uniform4(std::uint64_t seed, std::uint64_t row, std::uint64_t q, float (&u)[4]) {
   const Philox4 r = philox4x32_10(std::uint32_t(q), std::uint32_t(q >> 32), std::uint32_t(row), std::uint32_t(row >> 32),
                                   std::uint32_t(seed), std::uint32_t(seed >> 32));
   SPARSENM_UNROLL
-  for (int j = 0; j < 4; ++j) u[j] = float(r.v[j] >> 8) * (1.0f / 16777216.0f);
+  for (int j = 0; j < 4; ++j) u[j] = mvue_u23(r.v[j]);
 }
 
 /// The MVUE uniform of one group (token / 4) of row `row`: mvue_uniform4(group / 4)[group % 4].

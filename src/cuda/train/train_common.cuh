@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cuda/train/philox.hpp"
+#include "sparsenm/train.hpp"
 
 namespace sparsenm::train::detail {
 
@@ -95,11 +96,17 @@ struct Mask24Args {
   int variant = 0;
 };
 
-/// The measured-faster kernel per dtype size and mode (H200, results at 829fe99,
-/// docs/PERF-train.md "Session 3"): the session-3 kernel for 16-bit searches (1.06-1.08x on the
-/// batched mask refresh), the session-2 kernel for apply (the session-3 kernel measured
-/// 0.83-0.97x there) and for f32 searches (0.93-0.96x).
-inline int mask24_default_variant(std::size_t elem_size, bool search) { return (search && elem_size == 2) ? 2 : 1; }
+/// The measured-faster kernel per dtype size, mode and size (H200; results at 829fe99 and 9e387cb,
+/// docs/PERF-train.md "Session 3" and "Session 3b"): for 16-bit searches the session-3 kernel
+/// (1.06-1.08x on the batched mask refresh), and its persistent prefetching form (variant 3) for
+/// one matrix of at most 6400 x 1600 elements (the largest single layer measured: 1.01-1.11x over
+/// variant 2 on the five 16-bit one-layer searches; 1.5x slower on the batched refresh); the
+/// session-2 kernel for apply (the session-3 kernels measured 0.83-0.97x there) and for f32
+/// searches (0.93-0.96x; variant 3 0.59-0.73x).
+inline int mask24_default_variant(std::size_t elem_size, bool search, std::int64_t batch, std::int64_t rows, std::int64_t cols) {
+  if (!search || elem_size != 2) return 1;
+  return (batch == 1 && rows * cols <= std::int64_t(6400) * 1600) ? 3 : 2;
+}
 
 struct Mvue24Args {
   const void* g = nullptr;
@@ -110,7 +117,20 @@ struct Mvue24Args {
   void* values = nullptr;
   std::uint8_t* indices = nullptr;
   bool aligned = false;
+  /// Which kernels: 0 = the default (mvue24_default_variant); 1 = the session-3 kernels (one
+  /// chunk / tile per thread / CTA); 2 = the persistent kernels that prefetch the next chunk /
+  /// tile with cp.async into thread-private shared memory while computing the current one
+  /// (token-major: 16-bit types only, f32 runs variant 1). Outputs are identical.
+  int variant = 0;
 };
+
+/// The MVUE kernels the API runs per dtype size and layout: variant 1 everywhere (the persistent
+/// variant 2 measured 0.71-0.96x on every large shape, docs/PERF-train.md "Session 3b").
+inline int mvue24_default_variant(std::size_t elem_size, bool token_major) {
+  (void)elem_size;
+  (void)token_major;
+  return 1;
+}
 
 struct DecayArgs {
   void* grad = nullptr;
@@ -133,6 +153,10 @@ struct GluArgs {
 };
 
 template <class T> void launch_mask24(const Mask24Args& a, bool search, cudaStream_t s);
+/// The launch arguments sparsenm::train::mvue24 builds (api.cu; variant 0), for tests and the
+/// bench that select a kernel variant.
+Mvue24Args make_mvue24_args(const void* g, std::int64_t tokens, std::int64_t features, GradLayout layout,
+                            std::uint64_t seed, Compressed24View out);
 template <class T> void launch_mvue24(const Mvue24Args& a, cudaStream_t s);
 template <class T> void launch_masked_decay(const DecayArgs& a, cudaStream_t s);
 template <class T> void launch_glu(const GluArgs& a, bool backward, cudaStream_t s);

@@ -8,6 +8,7 @@
 #include "cuda/vnm_small/kernel.cuh"
 #include "cuda/vnm_small/kernel2.cuh"
 #include "cuda/vnm_small/kernel3.cuh"
+#include "cuda/vnm_small/kernel4.cuh"
 #include "cuda/vnm_small/vnm_small.hpp"
 
 namespace sparsenm::cuda::vnm_small {
@@ -19,6 +20,7 @@ const void* kernel_of(int variant) {
     case 4: return reinterpret_cast<const void*>(&vnm_small_kernel<Tr, true>);
     case 5:
     case 6: return reinterpret_cast<const void*>(&vnm_small_kernel_xt<Tr>);
+    case 7: return reinterpret_cast<const void*>(&vnm_small_kernel_stream<Tr, false>);  // venom: same resources
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
     default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
   }
@@ -36,9 +38,63 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
   if (smem_bytes > kBound) throw std::logic_error("vnm_small: geometry exceeds max_smem_bytes");
   if (sparsenm::vnm_small::two_buffer_variant(variant))  // one-buffer variants stay <= 48 KB
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
+  if (variant == sparsenm::vnm_small::kStreamVariant)  // the venom instance of variant 7 too
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&vnm_small_kernel_stream<Tr, true>),
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
   int blocks = 0;
   SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, threads, smem_bytes));
   return blocks;
+}
+
+/// Variant 7: [transpose (venom)], then the streamed kernel; k splits as one cluster (1, splits, 1).
+template <class Tr>
+void launch_stream(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
+  constexpr int NT = Tr::kNTiles;
+  const bool venom = p.sel != nullptr;
+  if (venom) {
+    const dim3 tgrid(unsigned(std::min<std::int64_t>(1024, (p.k + 255) / 256)), unsigned(NT));
+    vnm_small_transpose_x<NT><<<tgrid, 256, 0, stream>>>(static_cast<const std::uint16_t*>(p.x), p.xt, p.m, p.k);
+    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_transpose_x");
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(groups), unsigned(g.splits));
+  cfg.blockDim = dim3(unsigned(32 * g.warps));
+  cfg.dynamicSmemBytes = g.smem_bytes();
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = unsigned(g.splits);
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = g.splits > 1 ? 1 : 0;
+  if (venom)
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_stream<Tr, true>, p));
+  else
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_stream<Tr, false>, p));
+  SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_stream");
+}
+
+/// Variant 7: how many clusters of g.splits blocks of this geometry can be resident at once
+/// (cudaOccupancyMaxActiveClusters); 0 when splits <= 1 (no clusters).
+template <class T, int NT>
+int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
+  using Tr = Traits<T, NT>;
+  if (g.splits <= 1) return 0;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(g.groups), unsigned(g.splits));
+  cfg.blockDim = dim3(unsigned(32 * g.warps));
+  cfg.dynamicSmemBytes = g.smem_bytes();
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = unsigned(g.splits);
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_stream<Tr, false>, &cfg));
+  return n;
 }
 
 template <class T, int NT>
@@ -82,6 +138,9 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
       if (g.splits > 1) launch_reduce(p, stream);
       break;
     }
+    case 7:
+      launch_stream<Tr>(p, g, groups, stream);
+      break;
     case 1:
       vnm_small_kernel2<Tr, false><<<grid, block, g.smem_bytes(), stream>>>(p);
       SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel2<batched>");
@@ -99,4 +158,5 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
   template void sparsenm::cuda::vnm_small::launch<T, NT>(const sparsenm::cuda::vnm_small::Params&, \
                                                           const sparsenm::vnm_small::Geometry&,    \
                                                           std::int64_t, cudaStream_t);             \
-  template int sparsenm::cuda::vnm_small::prepare<T, NT>(int, int, std::size_t);
+  template int sparsenm::cuda::vnm_small::prepare<T, NT>(int, int, std::size_t);                 \
+  template int sparsenm::cuda::vnm_small::max_active_clusters<T, NT>(const sparsenm::vnm_small::Geometry&);

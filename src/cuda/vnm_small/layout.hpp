@@ -168,15 +168,23 @@ inline Packed pack(const CondensedMatrix& c) {
 ///   6 transposed X + PDL - variant 5 with the main kernel launched as a programmatic dependent
 ///                 of the transpose (its blocks start and prefetch their first records to L2
 ///                 while the transpose runs; griddepcontrol.wait before the first gather).
+///   7 streamed (sm_90; kernel4.cuh) - two row tiles per warp share each B fragment; weight
+///                 records double buffered in registers (the next batch always in flight); hw24
+///                 stages X rows as they are (16-byte cp.async, ldmatrix), venom stages from the
+///                 transposed X of 5/6; k splits (<= 8) reduced through distributed shared memory
+///                 inside a cluster (no workspace, no second kernel). hw24 groups of 256 rows.
 /// Variants 1/2 split k into at most one wave of resident blocks (floor(slots / groups)) and
 /// size chunks so a block has ~3 of them.
-inline constexpr int kVariants = 7;
+inline constexpr int kVariants = 8;
+inline constexpr int kStreamVariant = 7;
+inline constexpr int kStreamMaxSplits = 8;     ///< portable cluster size
+inline constexpr int kStreamHwTiles = 16;      ///< hw24 row tiles per block (256 rows, 8 warps)
 /// Variants with two staged-X buffers and the gather interleaved with the record batches.
 constexpr bool pipelined_variant(int v) { return v == 2 || v == 3; }
 /// Variants that stage X from the transposed workspace (xt_unit layout, cp.async, ldmatrix).
 constexpr bool transposed_variant(int v) { return v == 5 || v == 6; }
 /// Variants with two staged-X buffers (> 48 KB: the launcher lifts the shared-memory limit).
-constexpr bool two_buffer_variant(int v) { return pipelined_variant(v) || transposed_variant(v); }
+constexpr bool two_buffer_variant(int v) { return pipelined_variant(v) || transposed_variant(v) || v == kStreamVariant; }
 /// Variants launched with run 1's geometry rules and the separate reduce kernel.
 constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_variant(v); }
 
@@ -190,6 +198,8 @@ struct Geometry {
   std::int64_t pairs_per_split = 0;
   int smem_words_per_row = 0;  ///< S: 32-bit words per staged X row (== 16 mod 32: no conflicts)
   int buffers = 1;             ///< staged X buffers (2: pipelined)
+  int tiles_per_group = 1;     ///< row tiles per block (grid.x covers groups of them)
+  std::int64_t groups = 0;     ///< grid.x
   std::size_t buffer_words() const noexcept { return std::size_t(n_tiles) * 8 * std::size_t(smem_words_per_row); }
   std::size_t smem_bytes() const noexcept { return std::size_t(buffers) * buffer_words() * 4; }
 };
@@ -203,11 +213,63 @@ constexpr std::size_t max_smem_bytes(int n_tiles) {
 
 /// m in 1..32; sms: multiprocessors of the device; blocks_per_sm: resident blocks of the chosen
 /// kernel (occupancy; the split heuristic of variants 1/2 fills whole waves of sms * blocks_per_sm).
+/// Variant 7: the largest power of two <= want such that every split of ceil(pairs / s) pairs is
+/// non-empty (so grid.y = cluster size = splits exactly), into g.splits / g.pairs_per_split.
+inline void set_stream_splits(Geometry& g, std::int64_t pairs, std::int64_t want) {
+  std::int64_t s = 1;
+  while (s * 2 <= want) s *= 2;
+  for (;; s /= 2) {
+    const std::int64_t per = (pairs + s - 1) / s;
+    if (s == 1 || (pairs + per - 1) / per == s) {
+      g.pairs_per_split = per;
+      g.splits = int(s);
+      return;
+    }
+  }
+}
+
 inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2, int blocks_per_sm = 2) {
   Geometry g;
   g.variant = variant;
   g.n_tiles = (m + 7) / 8;
+  if (variant == kStreamVariant) {
+    // hw24: 256-row groups (16 tiles, 8 warps); venom: one slab per block, 2 tiles per warp.
+    g.tiles_per_group = l.venom ? l.group_rows / kTileRows : kStreamHwTiles;
+    g.groups = (l.row_tiles + g.tiles_per_group - 1) / g.tiles_per_group;
+    g.warps = (g.tiles_per_group + 1) / 2;
+    g.tiles_per_warp = 2;
+    g.buffers = 2;
+    // splits: fill one wave of resident blocks (all start together; the cluster reduce has no
+    // global traffic, so no cap from partials), <= 8 (cluster), >= 2 pairs per split, and a power
+    // of two. Run dd6d33a: clusters of 5 (12288², 48 groups) fit only 47 at a time on the H200
+    // (a GPC of 16 or 18 SMs x 2 blocks holds 6 or 7 of them), so the 48th ran as a second wave
+    // and took 1.45x the time of 4 splits; clusters of 3 lost 1.2x against 2. Powers of two <= 4
+    // tile a GPC's 32 or 36 block slots exactly. (geometry_for also checks the device's maximum
+    // of active clusters.)
+    const std::int64_t slots = std::int64_t(std::max(1, sms)) * std::max(1, blocks_per_sm);
+    std::int64_t fill = std::max<std::int64_t>(1, slots / g.groups);
+    fill = std::min<std::int64_t>({fill, kStreamMaxSplits, std::max<std::int64_t>(1, l.pairs / 2)});
+    std::int64_t splits = 1;
+    while (splits * 2 <= fill) splits *= 2;
+    set_stream_splits(g, l.pairs, splits);
+    // Row pitch S = 16 mod 128 bytes (ldmatrix conflict free), at least half the fp32 partial
+    // tile [8 n_tiles][rows + 4] of the cluster reduce (it reuses the two buffers).
+    const int grows = g.tiles_per_group * kTileRows;
+    const int s_min = ((grows + 4 + 1) / 2 + 31) / 32 * 32;
+    auto words = [&](int c) { return std::max(c * 32, s_min) + 4; };
+    // Chunks: <= ~33 KB of staged X per buffer (32 / n_tiles pairs), an even number of pairs,
+    // and small enough that ceil(16 / warps) blocks (>= 16 warps) fit in ~220 KB of an SM.
+    const int want_blocks = (16 + g.warps - 1) / g.warps;
+    const std::size_t budget = std::size_t(220 * 1024) / std::size_t(want_blocks);
+    int c = std::max(2, (32 / g.n_tiles) & ~1);
+    while (c > 2 && std::size_t(2) * std::size_t(8 * g.n_tiles) * std::size_t(words(c)) * 4 > budget) c -= 2;
+    g.chunk_pairs = int(std::min<std::int64_t>(c, (g.pairs_per_split + 1) & ~std::int64_t(1)));
+    g.smem_words_per_row = words(g.chunk_pairs);
+    return g;
+  }
   const int tiles_per_group = l.group_rows / kTileRows;  // 2, 4, 8 or 16
+  g.tiles_per_group = tiles_per_group;
+  g.groups = l.groups;
   g.warps = std::min(8, tiles_per_group);
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
   g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X per buffer for every m

@@ -45,6 +45,17 @@ LaunchFn pick(int nt) {
     default: return &launch<T, 4>;
   }
 }
+using ClustersFn = int (*)(const sv::Geometry&);
+template <class T>
+ClustersFn pick_clusters(int nt) {
+  switch (nt) {
+    case 1: return &max_active_clusters<T, 1>;
+    case 2: return &max_active_clusters<T, 2>;
+    case 3: return &max_active_clusters<T, 3>;
+    default: return &max_active_clusters<T, 4>;
+  }
+}
+
 template <class T>
 PrepareFn pick_prepare(int nt) {
   switch (nt) {
@@ -61,12 +72,14 @@ class Instance final : public detail::KernelInstance {
       : dw_(std::move(dw)) {
     layout_ = dw_->layout;
     geom_ = geometry_for(w, desc, opt);
-    if (geom_.splits > 1) ws_ = DeviceBuffer(std::size_t(geom_.splits) * std::size_t(desc.m) * std::size_t(layout_.n) * 4);
-    if (geom_.splits > 1 && !sv::run1_geometry(geom_.variant)) {  // last-block reduction
+    const bool stream = geom_.variant == sv::kStreamVariant;  // splits reduced in the cluster
+    if (geom_.splits > 1 && !stream)
+      ws_ = DeviceBuffer(std::size_t(geom_.splits) * std::size_t(desc.m) * std::size_t(layout_.n) * 4);
+    if (geom_.splits > 1 && !sv::run1_geometry(geom_.variant) && !stream) {  // last-block reduction
       counters_ = DeviceBuffer(std::size_t(layout_.groups) * sizeof(int));
       SPARSENM_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.size()));
     }
-    if (sv::transposed_variant(geom_.variant))  // Xt: k columns x n_tiles 16-byte units
+    if (sv::transposed_variant(geom_.variant) || (stream && layout_.venom))  // Xt: k columns x n_tiles 16-byte units
       xt_ = DeviceBuffer(std::size_t(layout_.k) * std::size_t(geom_.n_tiles) * 16);
     p_.w = dw_->records.as<uint4>();
     p_.xt = xt_.as<uint4>();
@@ -82,7 +95,7 @@ class Instance final : public detail::KernelInstance {
     p_.windows_pad = layout_.windows_pad();
     p_.pairs = layout_.pairs;
     p_.row_tiles = layout_.row_tiles;
-    p_.tiles_per_group = layout_.group_rows / sv::kTileRows;
+    p_.tiles_per_group = geom_.tiles_per_group;
     p_.tiles_per_warp = geom_.tiles_per_warp;
     p_.chunk_pairs = geom_.chunk_pairs;
     p_.splits = geom_.splits;
@@ -94,9 +107,17 @@ class Instance final : public detail::KernelInstance {
     Params p = p_;
     p.x = x;
     p.y = y;
-    fn_(p, geom_, layout_.groups, static_cast<cudaStream_t>(stream));
+    fn_(p, geom_, geom_.groups, static_cast<cudaStream_t>(stream));
   }
   std::size_t workspace_bytes() const override { return ws_.size() + xt_.size(); }
+  std::string describe() const override {
+    static const char* const kNames[sv::kVariants] = {"staged",       "batched",        "pipelined", "pipelined short",
+                                                      "row gather",   "transposed X",   "transposed X + PDL",
+                                                      "streamed"};
+    return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
+           " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
+           ", " + std::to_string(geom_.warps) + " warps";
+  }
 
  private:
   sv::Layout layout_;
@@ -148,6 +169,7 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   const sv::Layout l = sv::Layout::of(w.layout);
   int variant = opt.variant >= 0 ? opt.variant : default_variant(w, desc.m);
   if (variant == 6 && device_major() < 9) variant = 5;  // programmatic dependent launch: sm_90+
+  if (variant == sv::kStreamVariant && device_major() < 9) variant = 4;  // clusters, distributed shared memory: sm_90+
   const int sms = device_sms();
   sv::Geometry g = sv::choose_geometry(l, int(desc.m), sms, variant);
   // Occupancy of the kernel this geometry launches (also lifts its shared-memory limit).
@@ -155,8 +177,16 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   const int blocks = prep(variant, 32 * g.warps, g.smem_bytes());
   if (blocks < 1) throw InvalidArgument("weight", std::string(kName) + ": kernel does not fit on this device");
   g = sv::choose_geometry(l, int(desc.m), sms, variant, blocks);
+  if (variant == sv::kStreamVariant && opt.force_splits <= 0) {
+    // The split rule fills one wave of blocks; the clusters must fit in it too (run dd6d33a: one
+    // cluster of 5 left for a second wave cost 1.45x). Halve the splits until they do.
+    const ClustersFn clusters =
+        w.dtype == DType::f16 ? pick_clusters<__half>(g.n_tiles) : pick_clusters<__nv_bfloat16>(g.n_tiles);
+    while (g.splits > 1 && std::int64_t(clusters(g)) < g.groups) sv::set_stream_splits(g, l.pairs, g.splits / 2);
+  }
   if (opt.force_splits > 0) {
-    const std::int64_t s = std::min<std::int64_t>(opt.force_splits, l.pairs);
+    std::int64_t s = std::min<std::int64_t>(opt.force_splits, l.pairs);
+    if (g.variant == sv::kStreamVariant) s = std::min<std::int64_t>(s, sv::kStreamMaxSplits);  // one cluster
     g.pairs_per_split = (l.pairs + s - 1) / s;
     g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
   }

@@ -22,6 +22,9 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
 /// Sets the kernel's dynamic shared memory limit (> 48 KB) and returns its resident blocks per SM.
 template <class T, int NT>
 int prepare(int variant, int threads, std::size_t smem_bytes);
+/// Variant 7 with g.splits > 1: clusters of g.splits blocks the device holds at once.
+template <class T, int NT>
+int max_active_clusters(const sparsenm::vnm_small::Geometry& g);
 
 /// Knobs for tests and the benchmark (0 = the plan's choice).
 struct Options {
