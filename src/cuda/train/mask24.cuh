@@ -34,6 +34,7 @@
 #include <type_traits>
 
 #include "cuda/common.cuh"
+#include "cuda/train/mask24_lines.cuh"
 #include "cuda/train/mask24_s2.cuh"
 #include "cuda/train/pattern24.cuh"
 #include "cuda/train/prefetch.cuh"
@@ -517,6 +518,10 @@ void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
   const int variant = a.variant != 0 ? a.variant : mask24_default_variant(sizeof(typename Elem<T>::Raw), search, a.batch, a.rows, a.cols);
   if (variant == 1) {  // the session-2 kernel (mask24_s2.cuh)
     launch_mask24_s2<T>(a, search, s);
+    return;
+  }
+  if (variant == 4) {  // whole-sector stores over a 256 x 256 footprint (mask24_lines.cuh)
+    launch_mask24_lines<T>(a, search, s);
     return;
   }
   using Traits = Mask24Traits;

@@ -92,7 +92,9 @@ struct Mask24Args {
   /// Which kernel: 0 = the default for the dtype and mode (mask24_default_variant); 1 = the
   /// session-2 kernel (mask24_s2.cuh, one 4 x 8 region per thread, S(W)^T through shared
   /// memory); 2 = the session-3 kernel (mask24.cuh, one 8 x 8 region per thread, table-driven
-  /// compression). Outputs are identical; the bench times the non-default one in the same run.
+  /// compression); 3 = variant 2 walked by a persistent grid with cp.async prefetch; 4 = the
+  /// session-2 code over a 256 x 256 footprint per CTA with every store a whole 32-byte sector
+  /// (mask24_lines.cuh). Outputs are identical; the bench times the non-default ones in the same run.
   int variant = 0;
 };
 
@@ -120,7 +122,9 @@ struct Mvue24Args {
   /// Which kernels: 0 = the default (mvue24_default_variant); 1 = the session-3 kernels (one
   /// chunk / tile per thread / CTA); 2 = the persistent kernels that prefetch the next chunk /
   /// tile with cp.async into thread-private shared memory while computing the current one
-  /// (token-major: 16-bit types only, f32 runs variant 1). Outputs are identical.
+  /// (token-major: 16-bit types only, f32 runs variant 1); 3 = whole-line stores (token-major
+  /// 256-token x 64-feature tiles, feature-major 16-token units per lane, mvue24.cuh).
+  /// Outputs are identical.
   int variant = 0;
 };
 
