@@ -87,7 +87,8 @@ struct Shape {
 
 /// Mask kernel variants (Mask24Args::variant): 1 = session-2 kernel (mask24_s2.cuh, 4 x 8 region
 /// per thread), 2 = session-3 kernel (mask24.cuh, 8 x 8 region per thread), 3 = its persistent
-/// prefetching form. The bench times every variant other than the API's default
+/// prefetching form, 4 = session-2 code over 256 x 256 footprints with whole-sector stores. The
+/// bench times every variant other than the API's default
 /// (mask24_default_variant) in the same run.
 constexpr int kMaskVariants[] = {1, 2, 3, 4};
 const char* mask24_variant_label(int v) {
@@ -303,7 +304,7 @@ Suite train_suite() {
                  time_calls(call, slots, warmup, reps),
                  bytes, slots, tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)");
             // same-run comparison: the other kernel variant (token-major f32 has one kernel)
-            const int dflt = train::detail::mvue24_default_variant(dtype_size(t), tm);
+            const int dflt = train::detail::mvue24_default_variant(dtype_size(t), tm, n);
             for (int variant : {1, 2, 3}) {
               if (variant == dflt || (tm && t == DType::f32 && variant == 2)) continue;
               auto other = [&](int i) {

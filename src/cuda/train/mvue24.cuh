@@ -673,7 +673,7 @@ template <class T>
 void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   using Traits = Mvue24Traits;
   constexpr bool k16 = sizeof(typename Elem<T>::Raw) == 2;
-  const int variant = a.variant != 0 ? a.variant : mvue24_default_variant(sizeof(typename Elem<T>::Raw), a.token_major);
+  const int variant = a.variant != 0 ? a.variant : mvue24_default_variant(sizeof(typename Elem<T>::Raw), a.token_major, a.features);
   const bool pf = variant == 2;
   if (variant == 3) {
     if (a.token_major) {

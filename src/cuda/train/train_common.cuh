@@ -98,14 +98,19 @@ struct Mask24Args {
   int variant = 0;
 };
 
-/// The measured-faster kernel per dtype size, mode and size (H200; results at 829fe99 and 9e387cb,
-/// docs/PERF-train.md "Session 3" and "Session 3b"): for 16-bit searches the session-3 kernel
-/// (1.06-1.08x on the batched mask refresh), and its persistent prefetching form (variant 3) for
-/// one matrix of at most 6400 x 1600 elements (the largest single layer measured: 1.01-1.11x over
-/// variant 2 on the five 16-bit one-layer searches; 1.5x slower on the batched refresh); the
-/// session-2 kernel for apply (the session-3 kernels measured 0.83-0.97x there) and for f32
-/// searches (0.93-0.96x; variant 3 0.59-0.73x).
+/// The measured-faster kernel per dtype size, mode and size (H200; results at 829fe99, 9e387cb and
+/// 0a6f0c4, docs/PERF-train.md "Session 3", "Session 3b", "Session 3c"):
+/// - variant 4 (256 x 256 footprints, whole-sector stores) for batched refreshes with at least
+///   3600 footprints (the smallest measured case that gained): every batched search (16-bit
+///   1.05-1.08x, f32 1.02-1.07x) and applies whose rows and columns are multiples of 256
+///   (36 x 5120 x 1280: 1.04-1.06x; 48 x 6400 x 1600, 1600 columns: 0.89-0.99x);
+/// - for one-matrix 16-bit searches the session-3 kernel (variant 2), and its persistent
+///   prefetching form (variant 3) up to 6400 x 1600 elements (1.01-1.11x over variant 2);
+/// - the session-2 kernel (variant 1) for the rest (one-matrix applies and f32 searches;
+///   variant 4 is 0.6-0.8x on one matrix: fewer CTAs than one wave).
 inline int mask24_default_variant(std::size_t elem_size, bool search, std::int64_t batch, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t footprints = batch * ((rows + 255) / 256) * ((cols + 255) / 256);
+  if (batch > 1 && footprints >= 3600 && (search || (rows % 256 == 0 && cols % 256 == 0))) return 4;
   if (!search || elem_size != 2) return 1;
   return (batch == 1 && rows * cols <= std::int64_t(6400) * 1600) ? 3 : 2;
 }
@@ -128,12 +133,15 @@ struct Mvue24Args {
   int variant = 0;
 };
 
-/// The MVUE kernels the API runs per dtype size and layout: variant 1 everywhere (the persistent
-/// variant 2 measured 0.71-0.96x on every large shape, docs/PERF-train.md "Session 3b").
-inline int mvue24_default_variant(std::size_t elem_size, bool token_major) {
-  (void)elem_size;
-  (void)token_major;
-  return 1;
+/// The MVUE kernels the API runs per dtype size, layout and feature count (H200, docs/PERF-train.md
+/// "Session 3c"): variant 3 (whole-line stores) for f32 feature-major (1.14-1.15x) and for 16-bit
+/// token-major with n % 128 == 64 (n = 1600: 1.32-1.53x, the 64-feature tiles remove variant 1's
+/// scalar edge tile); variant 1 elsewhere (variant 3 measured 0.96-1.02x on 16-bit token-major
+/// with n % 128 == 0 and f32 token-major, 0.81-0.96x on 16-bit feature-major; the persistent
+/// variant 2 0.71-0.96x on every large shape).
+inline int mvue24_default_variant(std::size_t elem_size, bool token_major, std::int64_t features) {
+  if (!token_major) return elem_size == 4 ? 3 : 1;
+  return (elem_size == 2 && features % 128 != 0 && features % 64 == 0) ? 3 : 1;
 }
 
 struct DecayArgs {
