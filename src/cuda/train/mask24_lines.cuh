@@ -12,6 +12,9 @@
 // - S(W) values (64 B per row per pass) and the mask (32 B per block row per pass) go straight
 //   from registers as in the session-2 kernel: whole sectors already.
 // Outputs bit-identical to every other variant (same per-element code as mask24_s2.cuh).
+// Measured (docs/PERF-train.md "Session 3c"): 1.02-1.08x on batched searches, 1.04-1.06x on
+// batched applies with 256-multiple shapes, slower on 1600-column applies and on one matrix
+// (under one wave); mask24_default_variant picks it for the cases where it won.
 #pragma once
 #include <cstdint>
 

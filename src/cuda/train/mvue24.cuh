@@ -12,6 +12,9 @@
 //   8-byte (16-bit types) / 16-byte (f32) loads: a warp reads 256 B (512 B) contiguous per token
 //   row. Per feature the 4 windows go to shared memory as one 16-byte store (f32: two) into a
 //   chunk-swizzled tile (Tile24, conflict-free), then the CTA writes 128 rows with 16-byte stores.
+// Variant 3 (whole-line stores: feature-major 16-token units per lane, token-major 256 x 64
+//   tiles) is the default for f32 feature-major and 16-bit token-major with n % 128 == 64
+//   (mvue24_default_variant, docs/PERF-train.md "Session 3c").
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
