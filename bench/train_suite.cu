@@ -87,11 +87,12 @@ struct Shape {
 
 /// Mask kernel variants (Mask24Args::variant): 1 = session-2 kernel (mask24_s2.cuh, 4 x 8 region
 /// per thread), 2 = session-3 kernel (mask24.cuh, 8 x 8 region per thread), 3 = its persistent
-/// prefetching form. The bench times every variant other than the API's default
+/// prefetching form, 4 = session-2 code over 256 x 256 footprints with whole-sector stores. The
+/// bench times every variant other than the API's default
 /// (mask24_default_variant) in the same run.
-constexpr int kMaskVariants[] = {1, 2, 3};
+constexpr int kMaskVariants[] = {1, 2, 3, 4};
 const char* mask24_variant_label(int v) {
-  return v == 1 ? "session2_kernel" : v == 2 ? "session3_kernel" : "persistent_kernel";
+  return v == 1 ? "session2_kernel" : v == 2 ? "session3_kernel" : v == 3 ? "persistent_kernel" : "lines_kernel";
 }
 
 /// The mask kernels with kernel `variant` selected, for a same-run comparison. Returns the row's
@@ -119,7 +120,7 @@ const char* mask24_other_variant(int variant, DType t, bool search, const void* 
 }
 
 /// MVUE with kernel `variant` (Mvue24Args::variant: 1 = one chunk / tile per thread / CTA,
-/// 2 = persistent prefetching), the arguments the API builds.
+/// 2 = persistent prefetching, 3 = whole-line stores), the arguments the API builds.
 void mvue24_variant(int variant, DType t, const void* g, std::int64_t T, std::int64_t n, train::GradLayout layout,
                     std::uint64_t seed, train::Compressed24View out) {
   train::detail::Mvue24Args a = train::detail::make_mvue24_args(g, T, n, layout, seed, out);
@@ -303,14 +304,15 @@ Suite train_suite() {
                  time_calls(call, slots, warmup, reps),
                  bytes, slots, tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)");
             // same-run comparison: the other kernel variant (token-major f32 has one kernel)
-            const int dflt = train::detail::mvue24_default_variant(dtype_size(t), tm);
-            for (int variant : {1, 2}) {
-              if (variant == dflt || (tm && t == DType::f32)) continue;
+            const int dflt = train::detail::mvue24_default_variant(dtype_size(t), tm, n);
+            for (int variant : {1, 2, 3}) {
+              if (variant == dflt || (tm && t == DType::f32 && variant == 2)) continue;
               auto other = [&](int i) {
                 mvue24_variant(variant, t, b.at(i, 0), T, n, layout, seed++, {b.at(i, 1), static_cast<std::uint8_t*>(b.at(i, 2))});
               };
               emit(tm ? "mvue24_token_major" : "mvue24_feature_major", std::string(to_string(t)), T, n, 0,
-                   variant == 1 ? "mvue24:chunk_kernel" : "mvue24:persistent_kernel", time_calls(other, slots, warmup, reps),
+                   variant == 1 ? "mvue24:chunk_kernel" : variant == 2 ? "mvue24:persistent_kernel" : "mvue24:lines_kernel",
+                   time_calls(other, slots, warmup, reps),
                    bytes, slots, std::string(tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)") +
                                      "; opt-in non-default kernel, same run");
             }

@@ -2,14 +2,17 @@
 // every mask and MVUE kernel variant exactly once on one representative case, so that
 //   ncu -k regex:'mask24|mvue24' sparsenm_train_profile
 // profiles one launch of each (the fill kernels are not matched). Cases: the batched f16 mask
-// refresh at 4 x [6400][1600] (search: variants 2, 3; apply: variants 1, 2, 3, with the mask
-// the search wrote) and MVUE at 8192 x 6400 (f16 token-major, bf16 feature-major; variants
-// 1, 2). Prints the launch order.
+// refresh at 4 x [6400][1600] (search and apply, with the mask the search wrote) and MVUE at
+// 8192 x 6400 (f16 token-major, bf16 feature-major). Default set (session 3c): search variants
+// 2 (default) and 4, apply 1 (default) and 4, MVUE 1 and 3; SPARSENM_PROFILE_VARIANTS=all:
+// every variant. Prints the launch order.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "cuda/common.cuh"
 #include "cuda/train/train_common.cuh"
@@ -35,6 +38,8 @@ int main() {
     std::printf("train profile: no CUDA device\n");
     return 2;
   }
+  const char* all = std::getenv("SPARSENM_PROFILE_VARIANTS");
+  const bool every = all && std::string(all) == "all";
   {  // ---- mask, f16, batched
     const std::int64_t B = 4, R = 6400, C = 1600;
     const std::size_t n = std::size_t(B * R * C);
@@ -62,11 +67,12 @@ int main() {
       std::printf("launched mask24 f16 %s variant %d (%lld x %lld x %lld)\n", search ? "search" : "apply", variant, (long long)B,
                   (long long)R, (long long)C);
     };
-    run(2, true);
-    run(3, true);
-    run(1, false);
-    run(2, false);
-    run(3, false);
+    // SPARSENM_PROFILE_VARIANTS=all: every variant; otherwise the session-3c set (search: the
+    // default v2 and v4; apply: the default v1 and v4)
+    for (int v : {1, 2, 3, 4})
+      if (every || v == 2 || v == 4) run(v, true);
+    for (int v : {1, 2, 3, 4})
+      if (every || v == 1 || v == 4) run(v, false);
   }
   {  // ---- MVUE, 16384 x 6400
     const std::int64_t T = 8192, N = 6400;
@@ -75,7 +81,8 @@ int main() {
     fill16<<<1024, 256>>>(static_cast<std::uint16_t*>(g.get()), n, 9u);
     SPARSENM_CUDA_CHECK(cudaGetLastError());
     for (const bool tm : {true, false})
-      for (int variant = 1; variant <= 2; ++variant) {
+      for (int variant = 1; variant <= 3; ++variant) {
+        if (variant == 2 && !every) continue;
         train::detail::Mvue24Args a = train::detail::make_mvue24_args(
             g.get(), T, N, tm ? train::GradLayout::token_major : train::GradLayout::feature_major, 5, {v.get(), static_cast<std::uint8_t*>(idx.get())});
         a.variant = variant;

@@ -323,7 +323,8 @@ TEST(Mask24Batched, EachMatrixEqualsTheSingleCall) {
 
 TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
   // The session-2 kernel (Mask24Args::variant = 1, mask24_s2.cuh), the session-3 kernel
-  // (variant = 2, mask24.cuh) and its persistent prefetching form (variant = 3) must write
+  // (variant = 2, mask24.cuh), its persistent prefetching form (variant = 3) and the session-2
+  // code over 256 x 256 footprints with whole-sector stores (variant = 4) must write
   // exactly the same outputs (the API picks one per dtype and mode, mask24_default_variant; the
   // others are the bench's same-run comparison): aligned shapes (vector paths) and tails (guarded
   // paths), search and apply (a valid mask from the search, and arbitrary mostly-invalid masks
@@ -354,7 +355,7 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
         for (std::size_t i = 0; i < mw; ++i) m[i] = i % 3 == 0 ? mask_of(patterns90()[rng() % 90]) : std::uint16_t(rng() & 0xffffu);
         dmask.upload(m.data(), mw * 2);
       }
-      constexpr int kVariants = 3;
+      constexpr int kVariants = 4;
       std::vector<std::uint16_t> masks[kVariants];
       std::vector<std::byte> vals[kVariants], tvals[kVariants];
       std::vector<std::uint8_t> idx[kVariants], tidx[kVariants];

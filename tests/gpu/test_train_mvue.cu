@@ -55,7 +55,7 @@ HostMat transpose(const HostMat& m) {
   return t;
 }
 
-/// variant 0: the API (sparsenm::train::mvue24); 1, 2: that kernel variant (Mvue24Args::variant)
+/// variant 0: the API (sparsenm::train::mvue24); 1, 2, 3: that kernel variant (Mvue24Args::variant)
 /// with the arguments the API builds.
 std::pair<std::vector<std::byte>, std::vector<std::uint8_t>> run_gpu(const HostMat& g, train::GradLayout layout,
                                                                      std::int64_t tokens, std::int64_t features,
@@ -166,8 +166,9 @@ TEST(Mvue24Special, AllGroupKindsBitExactBothLayouts) {
 }
 
 TEST(Mvue24Variants, EveryKernelBitExactBothLayouts) {
-  // Variant 1 (one chunk / tile per thread / CTA) and variant 2 (persistent, prefetching with
-  // cp.async; token-major f32 runs variant 1) against the host rule: shapes with more tiles than
+  // Variant 1 (one chunk / tile per thread / CTA), variant 2 (persistent, prefetching with
+  // cp.async; token-major f32 runs variant 1) and variant 3 (whole-line stores: 256 x 64
+  // token-major tiles, 16-token units per lane in feature-major) against the host rule: shapes with more tiles than
   // resident CTAs (the persistent kernels walk several tiles per CTA), edge tiles, the 16-token
   // feature-major path (tokens % 32 == 16), the scalar path (tokens % 16 != 0), and every group
   // kind (special_groups: the full rule inside the persistent loop).
@@ -181,7 +182,7 @@ TEST(Mvue24Variants, EveryKernelBitExactBothLayouts) {
       const std::uint64_t seed = 0xabcdef01ull + std::uint64_t(N);
       const Hw24 ref = host_mvue24(g, seed);
       const HostMat gt = transpose(g);
-      for (int variant = 1; variant <= 2; ++variant) {
+      for (int variant = 1; variant <= 3; ++variant) {
         const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N) + " variant " +
                                  std::to_string(variant) + (special ? " special" : "");
         const auto [v1, i1] = run_gpu(g, train::GradLayout::token_major, T, N, seed, variant);

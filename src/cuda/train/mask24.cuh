@@ -3,7 +3,8 @@
 // else: read it). Mask24Args::variant = 2 (the default for batched 16-bit searches) and 3 (the
 // same regions walked by a persistent grid with cp.async prefetch: the default for one 16-bit
 // matrix of at most 6400 x 1600); apply and f32 searches run the session-2 kernel of
-// mask24_s2.cuh, measured faster there (train_common.cuh mask24_default_variant). Session 3 design (docs/PERF-train.md): every thread owns an 8 x 8 region of W
+// mask24_s2.cuh, measured faster there, and large batched refreshes the whole-sector variant 4
+// of mask24_lines.cuh (train_common.cuh mask24_default_variant). Session 3 design (docs/PERF-train.md): every thread owns an 8 x 8 region of W
 // (2 x 2 blocks), so each of its 8 rows is one S(W) row piece (2 windows = 4 values + one whole
 // index byte) and each of its 8 columns one S(W)^T row piece (2 windows = 4 values + one whole
 // index byte): all outputs go straight from registers, no shared-memory transpose, no barrier
@@ -34,6 +35,7 @@
 #include <type_traits>
 
 #include "cuda/common.cuh"
+#include "cuda/train/mask24_lines.cuh"
 #include "cuda/train/mask24_s2.cuh"
 #include "cuda/train/pattern24.cuh"
 #include "cuda/train/prefetch.cuh"
@@ -517,6 +519,10 @@ void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
   const int variant = a.variant != 0 ? a.variant : mask24_default_variant(sizeof(typename Elem<T>::Raw), search, a.batch, a.rows, a.cols);
   if (variant == 1) {  // the session-2 kernel (mask24_s2.cuh)
     launch_mask24_s2<T>(a, search, s);
+    return;
+  }
+  if (variant == 4) {  // whole-sector stores over a 256 x 256 footprint (mask24_lines.cuh)
+    launch_mask24_lines<T>(a, search, s);
     return;
   }
   using Traits = Mask24Traits;

@@ -12,6 +12,9 @@
 //   8-byte (16-bit types) / 16-byte (f32) loads: a warp reads 256 B (512 B) contiguous per token
 //   row. Per feature the 4 windows go to shared memory as one 16-byte store (f32: two) into a
 //   chunk-swizzled tile (Tile24, conflict-free), then the CTA writes 128 rows with 16-byte stores.
+// Variant 3 (whole-line stores: feature-major 16-token units per lane, token-major 256 x 64
+//   tiles) is the default for f32 feature-major and 16-bit token-major with n % 128 == 64
+//   (mvue24_default_variant, docs/PERF-train.md "Session 3c").
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
@@ -357,10 +360,9 @@ __device__ __forceinline__ void mvue_tm_load_guarded(const Mvue24Args& args, std
 
 /// Token-major: MVUE of the thread's 4 features x 16 tokens (x) and their deposit into the tile
 /// (row 4 fp + k, window chunk tg).
-template <class T>
+template <class T, class Tile>
 __device__ __forceinline__ void mvue_tm_compute(const Mvue24Args& args, std::int64_t f0, std::int64_t t0, int fp, int tg,
-                                                const std::uint32_t (&x)[16][kTmWords<typename Elem<T>::Raw>],
-                                                Tile24<typename Elem<T>::Raw>& tile) {
+                                                const std::uint32_t (&x)[16][kTmWords<typename Elem<T>::Raw>], Tile& tile) {
   using Raw = typename Elem<T>::Raw;
   constexpr bool k16 = sizeof(Raw) == 2;
 #pragma unroll
@@ -374,16 +376,16 @@ __device__ __forceinline__ void mvue_tm_compute(const Mvue24Args& args, std::int
 #pragma unroll
       for (int i = 0; i < 8; ++i) w[i] = prmt(x[2 * i][k / 2], x[2 * i + 1][k / 2], sel);
       mvue_row16<kIsBf16<T>, 4>(w, rnd, pair, nibs, true);
-      tile.vals[Tile24<Raw>::slot(row, tg)] = make_uint4(pair[0], pair[1], pair[2], pair[3]);
+      tile.vals[Tile::slot(row, tg)] = make_uint4(pair[0], pair[1], pair[2], pair[3]);
     } else {
       std::uint32_t w[16], pair[8];
 #pragma unroll
       for (int i = 0; i < 16; ++i) w[i] = x[i][k];
       mvue_row32<4>(w, rnd, pair, nibs, true);
-      tile.vals[Tile24<Raw>::slot(row, 2 * tg)] = make_uint4(pair[0], pair[1], pair[2], pair[3]);
-      tile.vals[Tile24<Raw>::slot(row, 2 * tg + 1)] = make_uint4(pair[4], pair[5], pair[6], pair[7]);
+      tile.vals[Tile::slot(row, 2 * tg)] = make_uint4(pair[0], pair[1], pair[2], pair[3]);
+      tile.vals[Tile::slot(row, 2 * tg + 1)] = make_uint4(pair[4], pair[5], pair[6], pair[7]);
     }
-    tile.nib[row * Tile24<Raw>::kNibPitch + tg] = std::uint16_t(nibs);
+    tile.nib[row * Tile::kNibPitch + tg] = std::uint16_t(nibs);
   }
 }
 
@@ -482,6 +484,187 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, 2) mvue24_token_major_
   cp_async_wait<0>();
 }
 
+/// Feature-major, variant 3 (whole-line stores, docs/PERF-train.md "Session 3c"): units of 16
+/// tokens (one Philox call; 8 values = 16 B of 16-bit output + 2 index bytes). CTA = 64 x 4
+/// threads as in variant 1, 128 units (2048 tokens) of 4 features. Warp wx = threadIdx.x / 32
+/// owns units [64 wx, 64 wx + 64) of the CTA's span and lane l the units 64 wx + l and
+/// 64 wx + 32 + l, so every warp store instruction covers 32 consecutive units: 16-bit values
+/// 32 x 16 B = 512 contiguous bytes (4 whole lines; variant 1 wrote 32 half sectors per
+/// instruction), indices 32 x 2 B = 64 B (2 whole sectors). f32 (32 B of values per unit):
+/// lanes 2k and 2k + 1 exchange one 16-byte half (4 shuffles), so each of the two store
+/// instructions writes 16 whole sectors. Loads as in variant 1 (16-byte, L1-cached).
+template <class T>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_lines_kernel(Mvue24Args args) {
+  using Raw = typename Elem<T>::Raw;
+  constexpr bool k16 = sizeof(Raw) == 2;
+  constexpr int kWords = k16 ? 8 : 16, kOut = k16 ? 4 : 8;
+  const std::int64_t T_ = args.tokens, N = args.features;
+  const std::int64_t windows = (T_ + 3) / 4, vcols = 2 * windows, irb = (windows + 1) / 2;
+  const int lane = threadIdx.x & 31;
+  const std::int64_t ubase = std::int64_t(blockIdx.x) * 128 + (threadIdx.x >> 5) * 64 + lane;
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+  Raw* __restrict__ out = static_cast<Raw*>(args.values);
+  for (std::int64_t f = std::int64_t(blockIdx.y) * Mvue24Traits::kRowFeatures + threadIdx.y; f < N;
+       f += std::int64_t(gridDim.y) * Mvue24Traits::kRowFeatures) {  // warp-uniform (threadIdx.y)
+    std::uint32_t w[2][kWords];
+    bool vec[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const std::int64_t t0 = 16 * (ubase + 32 * u);
+      vec[u] = kMvueProbe || (args.aligned && t0 + 16 <= T_);
+      if (vec[u]) {
+        const uint4* src = reinterpret_cast<const uint4*>(g + f * T_ + t0);
+#pragma unroll
+        for (int v = 0; v < kWords / 4; ++v) {
+          const uint4 q = __ldcs(src + v);
+          w[u][4 * v] = q.x, w[u][4 * v + 1] = q.y, w[u][4 * v + 2] = q.z, w[u][4 * v + 3] = q.w;
+        }
+      } else if (t0 < T_) {
+        mvue_fm_load_guarded<T, 16>(args, f, t0, w[u]);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const std::int64_t t0 = 16 * (ubase + 32 * u);
+      if (!__all_sync(0xffffffffu, vec[u])) {  // tail / unaligned: the variant-1 per-thread path
+        if (t0 < T_) mvue_fm_chunk<T, 16>(args, f, t0, vec[u], w[u]);
+        continue;
+      }
+      std::uint32_t rnd[4], pair[kOut], nibs;
+      mvue_words<1>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16), rnd);
+      if constexpr (k16) mvue_row16<kIsBf16<T>, 4>(w[u], rnd, pair, nibs, true);
+      else mvue_row32<4>(w[u], rnd, pair, nibs, true);
+      const std::int64_t w0 = t0 / 4;
+      if (out) {
+        if constexpr (k16) {
+          __stcs(reinterpret_cast<uint4*>(out + f * vcols + 2 * w0), make_uint4(pair[0], pair[1], pair[2], pair[3]));
+        } else {
+          // even lane: its half 0 -> its unit, the odd lane's half 0 -> the odd lane's unit;
+          // odd lane: the even lane's half 1 -> the even lane's unit, its half 1 -> its unit
+          const bool odd = lane & 1;
+          std::uint32_t a[4], b[4];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const std::uint32_t recv = __shfl_xor_sync(0xffffffffu, odd ? pair[j] : pair[4 + j], 1);
+            a[j] = odd ? recv : pair[j];
+            b[j] = odd ? pair[4 + j] : recv;
+          }
+          Raw* even_unit = out + f * vcols + 2 * w0 - (odd ? 8 : 0) + (odd ? 4 : 0);
+          __stcs(reinterpret_cast<uint4*>(even_unit), make_uint4(a[0], a[1], a[2], a[3]));
+          __stcs(reinterpret_cast<uint4*>(even_unit + 8), make_uint4(b[0], b[1], b[2], b[3]));
+        }
+      }
+      if (args.indices) *reinterpret_cast<std::uint16_t*>(args.indices + f * irb + w0 / 2) = std::uint16_t(nibs);
+    }
+  }
+}
+
+/// 64 feature rows x 64 windows (256 tokens) of hw24 output in shared memory for the token-major
+/// variant 3: a CTA's piece of every output row is 256 B of 16-bit values (512 B f32) and 32 B
+/// of indices, so the write-out stores whole lines (values) and whole sectors (indices, one
+/// 16-byte store per half row) and no sector is shared with another CTA (variant 1's 128-token
+/// tile: 16 index bytes per row, half a sector, the other half written by the next CTA).
+/// Values: 16-byte chunks swizzled (chunk ^ (row / 4) % 8: conflict-free deposits and reads);
+/// nibbles: 16-bit words (4 windows) at an odd 9-word pitch.
+template <class Raw>
+struct TileW64 {
+  static constexpr int kRows = 64, kWindows = 64;
+  static constexpr int kRowWords = sizeof(Raw) == 2 ? kWindows : 2 * kWindows, kChunks = kRowWords / 4;
+  static constexpr int kNibPitch = 18;  ///< u16 per row (16 used)
+  uint4 vals[kRows * kChunks];
+  std::uint16_t nib[kRows * kNibPitch];
+
+  static __device__ __forceinline__ int slot(int row, int chunk) { return row * kChunks + (chunk ^ ((row >> 2) & 7)); }
+
+  /// As Tile24::write; idx16: index rows are 16-byte aligned (one 16-byte store per half row,
+  /// else four 4-byte stores).
+  __device__ __forceinline__ void write(Raw* __restrict__ values, std::uint8_t* __restrict__ indices, std::int64_t row0,
+                                        std::int64_t win0, std::int64_t out_rows, std::int64_t windows, bool fast,
+                                        bool idx16) const {
+    const int tid = threadIdx.x;
+    const std::int64_t vcols = 2 * windows, irb = (windows + 1) / 2;
+    constexpr int kElemsPerChunk = 16 / int(sizeof(Raw));
+    if (fast) {
+      if (values) {
+        constexpr int kStep = Mvue24Traits::kThreads / kChunks;  // rows per round: a warp stores 2 (1) whole rows
+        const int row = tid / kChunks, ch = tid % kChunks, sw = row >> 2;
+        uint4* dst = reinterpret_cast<uint4*>(values + (row0 + row) * vcols + 2 * win0) + ch;
+        const std::int64_t step = kStep * vcols * std::int64_t(sizeof(Raw)) / 16;  // in uint4
+#pragma unroll
+        for (int j = 0; j < kRows / kStep; ++j)
+          __stcs(dst + j * step, vals[(row + j * kStep) * kChunks + (ch ^ ((sw + j * (kStep / 4)) & 7))]);
+      }
+      if (indices && tid < 2 * kRows) {
+        const int row = tid / 2, h = tid % 2;  // 16 bytes (8 u16) of the row's 32
+        const std::uint32_t* n = reinterpret_cast<const std::uint32_t*>(nib) + row * (kNibPitch / 2) + 4 * h;
+        std::uint8_t* dst = indices + (row0 + row) * irb + win0 / 2 + 16 * h;
+        if (idx16) {
+          __stcs(reinterpret_cast<uint4*>(dst), make_uint4(n[0], n[1], n[2], n[3]));
+        } else {
+#pragma unroll
+          for (int k = 0; k < 4; ++k) __stcs(reinterpret_cast<std::uint32_t*>(dst) + k, n[k]);
+        }
+      }
+      return;
+    }
+    if (values) {
+      for (int i = tid; i < kRows * kChunks * kElemsPerChunk; i += Mvue24Traits::kThreads) {
+        const int row = i / (kChunks * kElemsPerChunk), e = i % (kChunks * kElemsPerChunk);
+        if (row0 + row >= out_rows || 2 * win0 + e >= vcols) continue;
+        const Raw* c = reinterpret_cast<const Raw*>(&vals[slot(row, e / kElemsPerChunk)]);
+        values[(row0 + row) * vcols + 2 * win0 + e] = c[e % kElemsPerChunk];
+      }
+    }
+    if (indices) {
+      for (int i = tid; i < kRows * kWindows / 2; i += Mvue24Traits::kThreads) {
+        const int row = i / (kWindows / 2), b = i % (kWindows / 2);
+        const std::int64_t gb = win0 / 2 + b, w = win0 + 2 * b;
+        if (row0 + row >= out_rows || w >= windows) continue;
+        unsigned byte = (nib[row * kNibPitch + b / 2] >> (8 * (b & 1))) & 0xffu;
+        if (w + 1 >= windows) byte &= 0xfu;
+        indices[(row0 + row) * irb + gb] = std::uint8_t(byte);
+      }
+    }
+  }
+};
+
+/// Token-major, variant 3: CTA tile 256 tokens x 64 features (TileW64). Thread (fp = tid % 16,
+/// tg = tid / 16) reads features 4fp .. 4fp+3 of tokens 16tg .. 16tg+15 (a warp load covers 2
+/// token rows x 128 B (16-bit) / 256 B (f32): whole lines), the same per-thread compute as
+/// variant 1, one barrier, the whole-line write-out.
+template <class T>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_token_major_lines_kernel(Mvue24Args args) {
+  using Raw = typename Elem<T>::Raw;
+  constexpr bool k16 = sizeof(Raw) == 2;
+  constexpr int kTileT = 256, kTileF = 64;
+  __shared__ TileW64<Raw> tile;
+  const std::int64_t T_ = args.tokens, N = args.features, windows = (T_ + 3) / 4;
+  const int tid = threadIdx.x, fp = tid % 16, tg = tid / 16;
+  const std::int64_t f_tile = blockIdx.x, t_tile = blockIdx.y;
+  const std::int64_t f0 = f_tile * kTileF + 4 * fp, t0 = t_tile * kTileT + 16 * tg;
+  const bool fast = kMvueProbe || (args.aligned && (f_tile + 1) * kTileF <= N && (t_tile + 1) * kTileT <= T_);
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+  std::uint32_t x[16][kTmWords<Raw>];
+  if (fast) {
+#pragma unroll
+    for (int t = 0; t < 16; ++t) {
+      if constexpr (k16) {
+        const uint2 p = __ldcs(reinterpret_cast<const uint2*>(g + (t0 + t) * N + f0));
+        x[t][0] = p.x, x[t][1] = p.y;
+      } else {
+        const uint4 p = __ldcs(reinterpret_cast<const uint4*>(g + (t0 + t) * N + f0));
+        x[t][0] = p.x, x[t][1] = p.y, x[t][2] = p.z, x[t][3] = p.w;
+      }
+    }
+  } else {
+    mvue_tm_load_guarded<T>(args, f0, t0, x);
+  }
+  mvue_tm_compute<T>(args, f0, t0, fp, tg, x, tile);
+  __syncthreads();
+  const bool idx16 = T_ % 128 == 0 && reinterpret_cast<std::uintptr_t>(args.indices) % 16 == 0;
+  tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * kTileF, t_tile * (kTileT / 4), N, windows, fast, idx16);
+}
+
 template <class K>
 void launch_persistent(K kernel, ResidentCtas& cache, dim3 block, std::size_t smem, std::int64_t nx, std::int64_t ny,
                        const Mvue24Args& a, cudaStream_t s) {
@@ -493,8 +676,21 @@ template <class T>
 void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   using Traits = Mvue24Traits;
   constexpr bool k16 = sizeof(typename Elem<T>::Raw) == 2;
-  const int variant = a.variant != 0 ? a.variant : mvue24_default_variant(sizeof(typename Elem<T>::Raw), a.token_major);
+  const int variant = a.variant != 0 ? a.variant : mvue24_default_variant(sizeof(typename Elem<T>::Raw), a.token_major, a.features);
   const bool pf = variant == 2;
+  if (variant == 3) {
+    if (a.token_major) {
+      mvue24_token_major_lines_kernel<T><<<dim3(unsigned((a.features + 63) / 64), unsigned((a.tokens + 255) / 256)),
+                                           Traits::kThreads, 0, s>>>(a);
+    } else {
+      const std::int64_t ny = (a.features + Traits::kRowFeatures - 1) / Traits::kRowFeatures;
+      const std::int64_t nx = ((a.tokens + 15) / 16 + 127) / 128;
+      mvue24_feature_major_lines_kernel<T><<<dim3(unsigned(nx), unsigned(std::min<std::int64_t>(ny, 65535))),
+                                             dim3(Traits::kRowThreads, Traits::kRowFeatures), 0, s>>>(a);
+    }
+    SPARSENM_CUDA_CHECK_LAUNCH("mvue24_lines_kernel");
+    return;
+  }
   if (a.token_major) {
     const std::int64_t nx = (a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures,
                        ny = (a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens;

@@ -92,18 +92,25 @@ struct Mask24Args {
   /// Which kernel: 0 = the default for the dtype and mode (mask24_default_variant); 1 = the
   /// session-2 kernel (mask24_s2.cuh, one 4 x 8 region per thread, S(W)^T through shared
   /// memory); 2 = the session-3 kernel (mask24.cuh, one 8 x 8 region per thread, table-driven
-  /// compression). Outputs are identical; the bench times the non-default one in the same run.
+  /// compression); 3 = variant 2 walked by a persistent grid with cp.async prefetch; 4 = the
+  /// session-2 code over a 256 x 256 footprint per CTA with every store a whole 32-byte sector
+  /// (mask24_lines.cuh). Outputs are identical; the bench times the non-default ones in the same run.
   int variant = 0;
 };
 
-/// The measured-faster kernel per dtype size, mode and size (H200; results at 829fe99 and 9e387cb,
-/// docs/PERF-train.md "Session 3" and "Session 3b"): for 16-bit searches the session-3 kernel
-/// (1.06-1.08x on the batched mask refresh), and its persistent prefetching form (variant 3) for
-/// one matrix of at most 6400 x 1600 elements (the largest single layer measured: 1.01-1.11x over
-/// variant 2 on the five 16-bit one-layer searches; 1.5x slower on the batched refresh); the
-/// session-2 kernel for apply (the session-3 kernels measured 0.83-0.97x there) and for f32
-/// searches (0.93-0.96x; variant 3 0.59-0.73x).
+/// The measured-faster kernel per dtype size, mode and size (H200; results at 829fe99, 9e387cb and
+/// 0a6f0c4, docs/PERF-train.md "Session 3", "Session 3b", "Session 3c"):
+/// - variant 4 (256 x 256 footprints, whole-sector stores) for batched refreshes with at least
+///   3600 footprints (the smallest measured case that gained): every batched search (16-bit
+///   1.05-1.08x, f32 1.02-1.07x) and applies whose rows and columns are multiples of 256
+///   (36 x 5120 x 1280: 1.04-1.06x; 48 x 6400 x 1600, 1600 columns: 0.89-0.99x);
+/// - for one-matrix 16-bit searches the session-3 kernel (variant 2), and its persistent
+///   prefetching form (variant 3) up to 6400 x 1600 elements (1.01-1.11x over variant 2);
+/// - the session-2 kernel (variant 1) for the rest (one-matrix applies and f32 searches;
+///   variant 4 is 0.6-0.8x on one matrix: fewer CTAs than one wave).
 inline int mask24_default_variant(std::size_t elem_size, bool search, std::int64_t batch, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t footprints = batch * ((rows + 255) / 256) * ((cols + 255) / 256);
+  if (batch > 1 && footprints >= 3600 && (search || (rows % 256 == 0 && cols % 256 == 0))) return 4;
   if (!search || elem_size != 2) return 1;
   return (batch == 1 && rows * cols <= std::int64_t(6400) * 1600) ? 3 : 2;
 }
@@ -120,16 +127,21 @@ struct Mvue24Args {
   /// Which kernels: 0 = the default (mvue24_default_variant); 1 = the session-3 kernels (one
   /// chunk / tile per thread / CTA); 2 = the persistent kernels that prefetch the next chunk /
   /// tile with cp.async into thread-private shared memory while computing the current one
-  /// (token-major: 16-bit types only, f32 runs variant 1). Outputs are identical.
+  /// (token-major: 16-bit types only, f32 runs variant 1); 3 = whole-line stores (token-major
+  /// 256-token x 64-feature tiles, feature-major 16-token units per lane, mvue24.cuh).
+  /// Outputs are identical.
   int variant = 0;
 };
 
-/// The MVUE kernels the API runs per dtype size and layout: variant 1 everywhere (the persistent
-/// variant 2 measured 0.71-0.96x on every large shape, docs/PERF-train.md "Session 3b").
-inline int mvue24_default_variant(std::size_t elem_size, bool token_major) {
-  (void)elem_size;
-  (void)token_major;
-  return 1;
+/// The MVUE kernels the API runs per dtype size, layout and feature count (H200, docs/PERF-train.md
+/// "Session 3c"): variant 3 (whole-line stores) for f32 feature-major (1.14-1.15x) and for 16-bit
+/// token-major with n % 128 == 64 (n = 1600: 1.32-1.53x, the 64-feature tiles remove variant 1's
+/// scalar edge tile); variant 1 elsewhere (variant 3 measured 0.96-1.02x on 16-bit token-major
+/// with n % 128 == 0 and f32 token-major, 0.81-0.96x on 16-bit feature-major; the persistent
+/// variant 2 0.71-0.96x on every large shape).
+inline int mvue24_default_variant(std::size_t elem_size, bool token_major, std::int64_t features) {
+  if (!token_major) return elem_size == 4 ? 3 : 1;
+  return (elem_size == 2 && features % 128 != 0 && features % 64 == 0) ? 3 : 1;
 }
 
 struct DecayArgs {
