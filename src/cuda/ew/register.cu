@@ -136,13 +136,11 @@ KernelCandidate ew_tc_candidate(cuda::ew::SpmvTcVariant v) {
   KernelCandidate c;
   c.name = std::string("cuda:") + cuda::ew::spmv_tc_variant_name(v);
   c.backend = Backend::cuda;
-  c.unsupported = [v, name = c.name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+  c.unsupported = [v](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
     if (auto why = ew_common_unsupported(w, d); !why.empty()) return std::string(cuda::ew::spmv_tc_variant_name(v)) + " " + why;
     if (auto why = cuda::ew::spmv_tc_unsupported(w.layout, w.dtype, d.m, v); !why.empty()) return why;
-    // The balanced and prmt variants have not run on a device yet (no GPU test, no timing): the
-    // automatic choice does not race them until they have; forcing them by name works.
-    if (v != cuda::ew::SpmvTcVariant::shift && d.kernel != name)
-      return "opt-in only until measured on a device (force desc.kernel = \"" + name + "\")";
+    // All three variants race in the automatic choice: measured on the H200 at 08296c0, prmt is the
+    // fastest at 2:8 / 2:16, shift or balanced at 1:8 (docs/PERF.md, ew_spmv_tc).
     return needs_finite_x(d, "multiplies X by explicit zeros at pruned positions (dense tensor-core fragments)");
   };
   c.create = [v](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {

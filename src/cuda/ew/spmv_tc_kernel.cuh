@@ -24,8 +24,8 @@
 //   s - 64 q (SHF.L.U32 + SHF.L.U64.HI; PTX clamps shift amounts >= 64 to a zero result, and a
 //   "negative" amount is a huge unsigned one) drops it into the right half of the right register
 //   or yields 0; N > 1 values are ORed (LOP3). No compares, no selects, no shared-memory tables.
-// Decode kDecPrmt (template option, N in {1, 2}, M in {8, 16}; cuda:ew_spmv_tc_prmt, opt-in until
-//   measured): every A register is one PRMT of the 32-bit word holding the window's value(s)
+// Decode kDecPrmt (template option, N in {1, 2}, M in {8, 16}; cuda:ew_spmv_tc_prmt, raced by the
+//   plan; measured fastest at 2:8 / 2:16 at m = 8): every A register is one PRMT of the 32-bit word holding the window's value(s)
 //   against zero, its selector read (LDS.128, 4 selector words) from a per-CTA table in shared
 //   memory indexed by the window's adjacent index fields (2:8 / 1:8: 6 bits, 2:16: 8 bits; 1:16:
 //   one 4-bit table per row half); a word packing two 16-bit selectors yields the second by
