@@ -4,6 +4,7 @@
 // (the build machine) are used.
 #include "cuda/cusparselt/lt_gemm.hpp"
 
+#include <cstdlib>
 #include <string>
 
 #include "sparsenm/error.hpp"
@@ -115,6 +116,11 @@ void lt_check(cusparseStatus_t s, const char* what) {
 }  // namespace
 
 std::string unavailable_reason() {
+  // Off switch for runs where cuSPARSELt must not be loaded: compute-sanitizer runs (cuSPARSELt
+  // 0.8.x returns wrong results under memcheck and fails its search under racecheck, leaving the
+  // context unusable; docs/CUSPARSELT.md), or a user who wants our kernels only.
+  if (const char* off = std::getenv("SPARSENM_DISABLE_CUSPARSELT"); off && *off && std::string(off) != "0")
+    return "disabled by SPARSENM_DISABLE_CUSPARSELT";
   int dev = 0, major = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
