@@ -3,6 +3,7 @@
 // against the fp64 CPU reference with poisoned outputs; the plan reports the kernel by name; the
 // rules it rejects are reported, not run. Skips visibly when the build has no cuSPARSELt (the
 // candidate is then not registered) or when no CUDA device is present.
+#include <cstdlib>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -28,7 +29,9 @@ const detail::KernelCandidate* lt_candidate() {
 
 #define REQUIRE_LT()                                                                                  \
   if (!lt_candidate()) GTEST_SKIP() << "built without cuSPARSELt: cuda:cusparselt_24 tests skipped"; \
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: cuSPARSELt backend tests skipped"
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: cuSPARSELt backend tests skipped";        \
+  if (const char* off = std::getenv("SPARSENM_DISABLE_CUSPARSELT"); off && *off && std::string(off) != "0") \
+  GTEST_SKIP() << "SPARSENM_DISABLE_CUSPARSELT is set: cuSPARSELt backend tests skipped"
 
 CondensedMatrix weight(const char* text, DType t, std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
   const Pattern p = Pattern::parse(text);
