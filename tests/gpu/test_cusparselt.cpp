@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cuda/common.cuh"
+#include "cuda/cusparselt/lt_gemm.hpp"
 #include "plan/registry.hpp"
 #include "sparsenm/error.hpp"
 #include "sparsenm/plan.hpp"
@@ -116,6 +117,27 @@ TEST(CusparseLtPlan, RejectsWhatItCannotDo) {
   d.x_dtype = DType::f32;
   d.y_dtype = DType::f32;
   EXPECT_FALSE(c->unsupported(wf, d).empty());
+}
+
+// The off switch works without a device (it is checked first) and is what the sanitizer runs rely
+// on: the plan's cuSPARSELt candidate and the FST layer then report it as the reason.
+TEST(CusparseLtSwitch, EnvironmentVariableDisablesIt) {
+  const char* before = std::getenv("SPARSENM_DISABLE_CUSPARSELT");
+  const std::string saved = before ? before : "";
+  ASSERT_EQ(setenv("SPARSENM_DISABLE_CUSPARSELT", "1", 1), 0);
+  EXPECT_EQ(cuda::lt::unavailable_reason(), "disabled by SPARSENM_DISABLE_CUSPARSELT");
+  if (const detail::KernelCandidate* c = lt_candidate()) {
+    const CondensedMatrix w = weight("2:4", DType::f16, 64, 128, 3);
+    MatmulDesc d;
+    d.m = 64;
+    d.x_dtype = DType::f16;
+    d.y_dtype = DType::f16;
+    EXPECT_NE(c->unsupported(w, d).find("SPARSENM_DISABLE_CUSPARSELT"), std::string::npos) << c->unsupported(w, d);
+  }
+  ASSERT_EQ(setenv("SPARSENM_DISABLE_CUSPARSELT", "0", 1), 0);  // "0" means not disabled
+  EXPECT_EQ(cuda::lt::unavailable_reason().find("SPARSENM_DISABLE_CUSPARSELT"), std::string::npos);
+  if (before) setenv("SPARSENM_DISABLE_CUSPARSELT", saved.c_str(), 1);
+  else unsetenv("SPARSENM_DISABLE_CUSPARSELT");
 }
 
 }  // namespace
