@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "sparsenm/format.hpp"
@@ -133,5 +135,24 @@ inline Compare compare(const std::vector<std::byte>& got, DType yt, const std::v
 }
 
 inline double tolerance(DType yt) { return yt == DType::f32 ? 2e-5 : yt == DType::f16 ? 2e-3 : 8e-3; }
+
+/// Device memory for a test; a failed cudaMalloc throws (with the CUDA error) instead of leaving p null.
+struct DeviceMem {
+  void* p = nullptr;
+  explicit DeviceMem(std::size_t bytes) {
+    if (const cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1); e != cudaSuccess)
+      throw std::runtime_error(std::string("cudaMalloc(") + std::to_string(bytes) + ") failed: " + cudaGetErrorString(e));
+  }
+  ~DeviceMem() { cudaFree(p); }
+  DeviceMem(const DeviceMem&) = delete;
+  DeviceMem& operator=(const DeviceMem&) = delete;
+};
+
+/// Multiprocessors of the current device (0 when the query fails).
+inline int sms() {
+  int dev = 0, s = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&s, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
+  return s;
+}
 
 }  // namespace ewtest

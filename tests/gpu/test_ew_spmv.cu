@@ -15,12 +15,6 @@ namespace {
 using namespace sparsenm;
 using namespace ewtest;
 
-struct DeviceMem {
-  void* p = nullptr;
-  explicit DeviceMem(std::size_t bytes) { cudaMalloc(&p, bytes ? bytes : 1); }
-  ~DeviceMem() { cudaFree(p); }
-};
-
 struct SpmvCase {
   Pattern pattern;
   std::int64_t n, k;
@@ -32,13 +26,6 @@ struct SpmvCase {
 std::string name(const SpmvCase& c) {
   return c.pattern.str() + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " m=" + std::to_string(c.m) +
          " " + std::string(to_string(c.t)) + "->" + std::string(to_string(c.yt));
-}
-
-int sms() {
-  int dev = 0, s = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&s, cudaDevAttrMultiProcessorCount, dev);
-  return s;
 }
 
 /// Runs the kernel on (w, x) with y poisoned (0xFF bytes = NaN) including one extra row past m

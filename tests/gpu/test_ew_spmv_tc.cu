@@ -23,12 +23,6 @@ namespace {
 using namespace sparsenm;
 using namespace ewtest;
 
-struct DeviceMem {
-  void* p = nullptr;
-  explicit DeviceMem(std::size_t bytes) { cudaMalloc(&p, bytes ? bytes : 1); }
-  ~DeviceMem() { cudaFree(p); }
-};
-
 struct TcCase {
   Pattern pattern;
   std::int64_t n, k;
@@ -54,13 +48,6 @@ std::string name(const TcCase& c) {
          " " + std::string(to_string(c.t)) + "->" + std::string(to_string(c.yt)) + " split<=" +
          std::to_string(c.max_split) + " budget=" + std::to_string(c.smem_budget) + (c.misalign_x ? " misaligned x" : "") +
          " " + sew::spmv_tc_variant_name(c.variant) + (c.cta_warps ? " warps=" + std::to_string(c.cta_warps) : "");
-}
-
-int sms() {
-  int dev = 0, s = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&s, cudaDevAttrMultiProcessorCount, dev);
-  return s;
 }
 
 /// Runs the kernel with y poisoned (0xFF bytes) plus one extra row past m that must stay
