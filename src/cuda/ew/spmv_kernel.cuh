@@ -38,6 +38,7 @@
 
 #include <cstdint>
 
+#include "cuda/ew/stream_tile.cuh"
 #include "cuda/ew/spmv_traits.cuh"
 
 namespace sparsenm::cuda::ew {
@@ -109,26 +110,7 @@ struct Tile {
 
 template <class Tr>
 __device__ __forceinline__ void load_tile(Tile<Tr>& tile, const SpmvArgs& a, int group, int lane, int t) {
-  const std::size_t gt = std::size_t(group) * a.tiles + t;
-  const uint4* vp = static_cast<const uint4*>(a.values) + gt * Tr::kVecs * 32 + lane;
-#pragma unroll
-  for (int q = 0; q < Tr::kVecs; ++q) {
-    const uint4 u = __ldcs(vp + q * 32);  // streamed once: evict-first
-    tile.v[4 * q] = u.x, tile.v[4 * q + 1] = u.y, tile.v[4 * q + 2] = u.z, tile.v[4 * q + 3] = u.w;
-  }
-  const std::uint32_t* ip = a.indices + (gt * Tr::kIdxLoads * 32 + lane) * Tr::kIdxVec;
-#pragma unroll
-  for (int q = 0; q < Tr::kIdxLoads; ++q) {
-    if constexpr (Tr::kIdxVec == 4) {
-      const uint4 u = __ldcs(reinterpret_cast<const uint4*>(ip + q * 32 * 4));
-      tile.i[4 * q] = u.x, tile.i[4 * q + 1] = u.y, tile.i[4 * q + 2] = u.z, tile.i[4 * q + 3] = u.w;
-    } else if constexpr (Tr::kIdxVec == 2) {
-      const uint2 u = __ldcs(reinterpret_cast<const uint2*>(ip + q * 32 * 2));
-      tile.i[2 * q] = u.x, tile.i[2 * q + 1] = u.y;
-    } else {
-      tile.i[q] = __ldcs(ip + q * 32);
-    }
-  }
+  load_stream_tile<Tr::kVecs, Tr::kIdxLoads, Tr::kIdxVec>(tile.v, tile.i, a.values, a.indices, std::size_t(group) * a.tiles + t, lane);
 }
 
 /// acc[r] += sum over the tile's 32 slots of w * X[r][col]. xs: shared X of this phase, whose

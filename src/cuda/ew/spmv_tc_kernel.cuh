@@ -53,6 +53,7 @@
 
 #include <cstdint>
 
+#include "cuda/ew/stream_tile.cuh"
 #include "cuda/ew/spmv_tc_traits.cuh"
 
 namespace sparsenm::cuda::ew {
@@ -108,26 +109,7 @@ struct Tile {
 
 template <class Tr>
 __device__ __forceinline__ void load_tile(Tile<Tr>& tile, const SpmvTcArgs& a, int block, int lane, int t) {
-  const std::size_t gt = std::size_t(block) * a.tiles + t;
-  const uint4* vp = static_cast<const uint4*>(a.values) + gt * 4 * 32 + lane;
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const uint4 u = __ldcs(vp + q * 32);  // streamed once: evict-first
-    tile.v[4 * q] = u.x, tile.v[4 * q + 1] = u.y, tile.v[4 * q + 2] = u.z, tile.v[4 * q + 3] = u.w;
-  }
-  const std::uint32_t* ip = a.indices + (gt * Tr::kIdxLoads * 32 + lane) * Tr::kIdxVec;
-#pragma unroll
-  for (int q = 0; q < Tr::kIdxLoads; ++q) {
-    if constexpr (Tr::kIdxVec == 4) {
-      const uint4 u = __ldcs(reinterpret_cast<const uint4*>(ip + q * 32 * 4));
-      tile.i[4 * q] = u.x, tile.i[4 * q + 1] = u.y, tile.i[4 * q + 2] = u.z, tile.i[4 * q + 3] = u.w;
-    } else if constexpr (Tr::kIdxVec == 2) {
-      const uint2 u = __ldcs(reinterpret_cast<const uint2*>(ip + q * 32 * 2));
-      tile.i[2 * q] = u.x, tile.i[2 * q + 1] = u.y;
-    } else {
-      tile.i[q] = __ldcs(ip + q * 32);
-    }
-  }
+  load_stream_tile<4, Tr::kIdxLoads, Tr::kIdxVec>(tile.v, tile.i, a.values, a.indices, std::size_t(block) * a.tiles + t, lane);
 }
 
 /// Reads the lane's M staged X values of one window (row g) as M / 2 half2 registers.

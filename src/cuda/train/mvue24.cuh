@@ -267,6 +267,37 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_p
   cp_async_wait<0>();
 }
 
+/// The guarded write-out of a shared hw24 output tile (Tile24, TileW64: kRows x kWindows, value
+/// chunks at Tile::slot, nibble words at kNibPitch) for edge tiles and unaligned rows: element and
+/// byte stores, each checked against out_rows and windows. Called by all threads after a barrier.
+template <class Tile, class Raw>
+__device__ __forceinline__ void write_tile_guarded(const Tile& t, Raw* __restrict__ values, std::uint8_t* __restrict__ indices,
+                                                   std::int64_t row0, std::int64_t win0, std::int64_t out_rows,
+                                                   std::int64_t windows) {
+  constexpr int kRows = Tile::kRows, kWindows = Tile::kWindows, kChunks = Tile::kChunks, kNibPitch = Tile::kNibPitch;
+  constexpr int kElemsPerChunk = 16 / int(sizeof(Raw));
+  const int tid = threadIdx.x;
+  const std::int64_t vcols = 2 * windows, irb = (windows + 1) / 2;
+  if (values) {
+    for (int i = tid; i < kRows * kChunks * kElemsPerChunk; i += Mvue24Traits::kThreads) {
+      const int row = i / (kChunks * kElemsPerChunk), e = i % (kChunks * kElemsPerChunk);
+      if (row0 + row >= out_rows || 2 * win0 + e >= vcols) continue;
+      const Raw* c = reinterpret_cast<const Raw*>(&t.vals[Tile::slot(row, e / kElemsPerChunk)]);
+      values[(row0 + row) * vcols + 2 * win0 + e] = c[e % kElemsPerChunk];
+    }
+  }
+  if (indices) {
+    for (int i = tid; i < kRows * kWindows / 2; i += Mvue24Traits::kThreads) {
+      const int row = i / (kWindows / 2), b = i % (kWindows / 2);
+      const std::int64_t gb = win0 / 2 + b, w = win0 + 2 * b;
+      if (row0 + row >= out_rows || w >= windows) continue;
+      unsigned byte = (t.nib[row * kNibPitch + b / 2] >> (8 * (b & 1))) & 0xffu;
+      if (w + 1 >= windows) byte &= 0xfu;
+      indices[(row0 + row) * irb + gb] = std::uint8_t(byte);
+    }
+  }
+}
+
 /// 128 feature rows x 32 windows of hw24 output in shared memory: value words with 16-byte
 /// chunks swizzled (chunk ^ (row / 4) % 8: the per-feature 16-byte deposits of a warp and the
 /// row-wise reads are conflict-free), nibbles as 16-bit words (4 windows) at a 9-word pitch.
@@ -287,7 +318,6 @@ struct Tile24 {
                                         std::int64_t win0, std::int64_t out_rows, std::int64_t windows, bool fast) const {
     const int tid = threadIdx.x;
     const std::int64_t vcols = 2 * windows, irb = (windows + 1) / 2;
-    constexpr int kElemsPerChunk = 16 / int(sizeof(Raw));
     if (fast) {
       if (values) {
         // thread: chunk tid % kChunks of rows tid / kChunks + j * kStep (fixed count, so the
@@ -309,24 +339,7 @@ struct Tile24 {
       }
       return;
     }
-    if (values) {
-      for (int i = tid; i < kRows * kChunks * kElemsPerChunk; i += Mvue24Traits::kThreads) {
-        const int row = i / (kChunks * kElemsPerChunk), e = i % (kChunks * kElemsPerChunk);
-        if (row0 + row >= out_rows || 2 * win0 + e >= vcols) continue;
-        const Raw* c = reinterpret_cast<const Raw*>(&vals[slot(row, e / kElemsPerChunk)]);
-        values[(row0 + row) * vcols + 2 * win0 + e] = c[e % kElemsPerChunk];
-      }
-    }
-    if (indices) {
-      for (int i = tid; i < kRows * kWindows / 2; i += Mvue24Traits::kThreads) {
-        const int row = i / (kWindows / 2), b = i % (kWindows / 2);
-        const std::int64_t gb = win0 / 2 + b, w = win0 + 2 * b;
-        if (row0 + row >= out_rows || w >= windows) continue;
-        unsigned byte = (nib[row * kNibPitch + b / 2] >> (8 * (b & 1))) & 0xffu;
-        if (w + 1 >= windows) byte &= 0xfu;
-        indices[(row0 + row) * irb + gb] = std::uint8_t(byte);
-      }
-    }
+    write_tile_guarded(*this, values, indices, row0, win0, out_rows, windows);
   }
 };
 
@@ -583,7 +596,6 @@ struct TileW64 {
                                         bool idx16) const {
     const int tid = threadIdx.x;
     const std::int64_t vcols = 2 * windows, irb = (windows + 1) / 2;
-    constexpr int kElemsPerChunk = 16 / int(sizeof(Raw));
     if (fast) {
       if (values) {
         constexpr int kStep = Mvue24Traits::kThreads / kChunks;  // rows per round: a warp stores 2 (1) whole rows
@@ -607,24 +619,7 @@ struct TileW64 {
       }
       return;
     }
-    if (values) {
-      for (int i = tid; i < kRows * kChunks * kElemsPerChunk; i += Mvue24Traits::kThreads) {
-        const int row = i / (kChunks * kElemsPerChunk), e = i % (kChunks * kElemsPerChunk);
-        if (row0 + row >= out_rows || 2 * win0 + e >= vcols) continue;
-        const Raw* c = reinterpret_cast<const Raw*>(&vals[slot(row, e / kElemsPerChunk)]);
-        values[(row0 + row) * vcols + 2 * win0 + e] = c[e % kElemsPerChunk];
-      }
-    }
-    if (indices) {
-      for (int i = tid; i < kRows * kWindows / 2; i += Mvue24Traits::kThreads) {
-        const int row = i / (kWindows / 2), b = i % (kWindows / 2);
-        const std::int64_t gb = win0 / 2 + b, w = win0 + 2 * b;
-        if (row0 + row >= out_rows || w >= windows) continue;
-        unsigned byte = (nib[row * kNibPitch + b / 2] >> (8 * (b & 1))) & 0xffu;
-        if (w + 1 >= windows) byte &= 0xfu;
-        indices[(row0 + row) * irb + gb] = std::uint8_t(byte);
-      }
-    }
+    write_tile_guarded(*this, values, indices, row0, win0, out_rows, windows);
   }
 };
 
