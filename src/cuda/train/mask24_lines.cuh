@@ -148,29 +148,7 @@ __device__ __forceinline__ void mask24_l_pass(const Mask24Args& args, std::int64
   };
   const std::int64_t br = r0 / 4, bc = c0 / 4;
   unsigned bm[2];
-  if constexpr (kSearch) {
-#pragma unroll
-    for (int b = 0; b < 2; ++b) {
-      float a[4][4];
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) a[r][c] = rank_magnitude24(E::to_float(elem(r, 4 * b + c)));
-      bm[b] = best_pattern24(a);
-    }
-    if (args.mask_out) {
-      if (fast && (bcols % 2 == 0)) {
-        *reinterpret_cast<std::uint32_t*>(args.mask_out + br * bcols + bc) = bm[0] | (bm[1] << 16);
-      } else if (br < brows) {
-        if (bc < bcols) args.mask_out[br * bcols + bc] = std::uint16_t(bm[0]);
-        if (bc + 1 < bcols) args.mask_out[br * bcols + bc + 1] = std::uint16_t(bm[1]);
-      }
-    }
-  } else {
-#pragma unroll
-    for (int b = 0; b < 2; ++b)
-      bm[b] = (br < brows && bc + b < bcols) ? unsigned(args.mask_in[br * bcols + bc + b]) : 0xCC33u;
-  }
+  mask24_s2_masks<T, kSearch>(args, xw, br, bc, brows, bcols, fast, bm);
   // ---- S(W): values straight from registers, index bytes to the staging rows ----
   if (args.w_values || args.w_indices) {
     const std::int64_t windows = bcols, vcols = 2 * windows;
@@ -180,20 +158,7 @@ __device__ __forceinline__ void mask24_l_pass(const Mask24Args& args, std::int64
       std::uint32_t pw[2];
       Raw v[4];
       unsigned nib[2];
-#pragma unroll
-      for (int b = 0; b < 2; ++b) {
-        const QuadPos q = quad_positions(bm[b] >> (4 * r));
-        nib[b] = unsigned(q.lo) | (unsigned(q.hi) << 2);
-        if constexpr (k16) {
-          pw[b] = pair16(xw[r][2 * b], xw[r][2 * b + 1], nib[b]);
-          v[2 * b] = Raw(pw[b]);
-          v[2 * b + 1] = Raw(pw[b] >> 16);
-        } else {
-          v[2 * b] = sel4(elem(r, 4 * b), elem(r, 4 * b + 1), elem(r, 4 * b + 2), elem(r, 4 * b + 3), q.lo);
-          v[2 * b + 1] = sel4(elem(r, 4 * b), elem(r, 4 * b + 1), elem(r, 4 * b + 2), elem(r, 4 * b + 3), q.hi);
-        }
-        if (!kSearch && q.bad && r0 + r < rows && bc + b < bcols) ++bad;
-      }
+      mask24_s2_row<T, kSearch>(xw, r, bm, r0 + r < rows, bc, bcols, pw, v, nib, bad);
       const std::int64_t row = r0 + r;
       if (wv) {
         if (fast) {

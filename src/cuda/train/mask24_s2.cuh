@@ -54,6 +54,76 @@ __device__ __forceinline__ void offset_to_matrix_s2(Mask24Args& a, std::int64_t 
 template <class Raw>
 constexpr int kMaskS2Words = sizeof(Raw) == 2 ? 4 : 8;
 
+/// Element c (0..7) of row r of the thread's 4 x 8 region held in xw (16-bit types: two per word).
+template <class Raw>
+__device__ __forceinline__ Raw mask24_s2_elem(const std::uint32_t (&xw)[4][kMaskS2Words<Raw>], int r, int c) {
+  if constexpr (sizeof(Raw) == 2) return Raw(xw[r][c / 2] >> (16 * (c % 2)));
+  else return Raw(xw[r][c]);
+}
+
+/// The masks of the thread's two 4 x 4 blocks (block row br, block columns bc, bc + 1; bits 4r..4r+3:
+/// row r's kept columns): searched from xw and written to mask_out (kSearch), or read from mask_in
+/// (blocks past the matrix: a valid filler pattern).
+template <class T, bool kSearch>
+__device__ __forceinline__ void mask24_s2_masks(const Mask24Args& args,
+                                                const std::uint32_t (&xw)[4][kMaskS2Words<typename Elem<T>::Raw>],
+                                                std::int64_t br, std::int64_t bc, std::int64_t brows, std::int64_t bcols,
+                                                bool fast, unsigned (&bm)[2]) {
+  using E = Elem<T>;
+  using Raw = typename E::Raw;
+  if constexpr (kSearch) {
+#pragma unroll
+    for (int b = 0; b < 2; ++b) {
+      float a[4][4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) a[r][c] = rank_magnitude24(E::to_float(mask24_s2_elem<Raw>(xw, r, 4 * b + c)));
+      bm[b] = best_pattern24(a);
+    }
+    if (args.mask_out) {
+      if (fast && (bcols % 2 == 0)) {
+        *reinterpret_cast<std::uint32_t*>(args.mask_out + br * bcols + bc) = bm[0] | (bm[1] << 16);
+      } else if (br < brows) {
+        if (bc < bcols) args.mask_out[br * bcols + bc] = std::uint16_t(bm[0]);
+        if (bc + 1 < bcols) args.mask_out[br * bcols + bc + 1] = std::uint16_t(bm[1]);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int b = 0; b < 2; ++b)
+      bm[b] = (br < brows && bc + b < bcols) ? unsigned(args.mask_in[br * bcols + bc + b]) : 0xCC33u;
+  }
+}
+
+/// Row r of the thread's two blocks under masks bm: each quad's kept pair (v[2b], v[2b + 1]; 16-bit
+/// types also packed lo | hi << 16 in pw[b], by one byte permute whose selector comes from the quad
+/// nibble) and its nibble lo | hi << 2. Apply (!kSearch): quads whose given mask is not 2:4 and that
+/// lie inside the matrix (row_in, block columns < bcols) are counted in bad.
+template <class T, bool kSearch>
+__device__ __forceinline__ void mask24_s2_row(const std::uint32_t (&xw)[4][kMaskS2Words<typename Elem<T>::Raw>], int r,
+                                              const unsigned (&bm)[2], bool row_in, std::int64_t bc, std::int64_t bcols,
+                                              std::uint32_t (&pw)[2], typename Elem<T>::Raw (&v)[4], unsigned (&nib)[2],
+                                              unsigned& bad) {
+  using Raw = typename Elem<T>::Raw;
+#pragma unroll
+  for (int b = 0; b < 2; ++b) {
+    const QuadPos q = quad_positions(bm[b] >> (4 * r));
+    nib[b] = unsigned(q.lo) | (unsigned(q.hi) << 2);
+    if constexpr (sizeof(Raw) == 2) {
+      pw[b] = __byte_perm(xw[r][2 * b], xw[r][2 * b + 1], 0x1010u + (nib[b] & 3u) * 0x22u + (nib[b] & 0xcu) * 0x880u);
+      v[2 * b] = Raw(pw[b]);
+      v[2 * b + 1] = Raw(pw[b] >> 16);
+    } else {
+      const Raw e0 = mask24_s2_elem<Raw>(xw, r, 4 * b), e1 = mask24_s2_elem<Raw>(xw, r, 4 * b + 1),
+                e2 = mask24_s2_elem<Raw>(xw, r, 4 * b + 2), e3 = mask24_s2_elem<Raw>(xw, r, 4 * b + 3);
+      v[2 * b] = sel4(e0, e1, e2, e3, q.lo);
+      v[2 * b + 1] = sel4(e0, e1, e2, e3, q.hi);
+    }
+    if (!kSearch && q.bad && row_in && bc + b < bcols) ++bad;
+  }
+}
+
 /// One 128 x 64 tile of matrix `args` (pointers already at its matrix): the thread's words are
 /// in xw; searches (kSearch) or reads the mask, writes mask / S(W) / S(W)^T. All 256 threads call
 /// it (it contains __syncthreads when S(W)^T is wanted).
@@ -81,31 +151,7 @@ __device__ __forceinline__ void mask24_s2_tile(const Mask24Args& args, std::int6
 
   const std::int64_t br = r0 / 4, bc = c0 / 4;
   unsigned bm[2];
-  if constexpr (kSearch) {
-#pragma unroll
-    for (int b = 0; b < 2; ++b) {
-      float a[4][4];
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) a[r][c] = rank_magnitude24(E::to_float(elem(r, 4 * b + c)));
-      bm[b] = best_pattern24(a);
-    }
-  } else {
-#pragma unroll
-    for (int b = 0; b < 2; ++b)
-      bm[b] = (br < brows && bc + b < bcols) ? unsigned(args.mask_in[br * bcols + bc + b]) : 0xCC33u;
-  }
-  if constexpr (kSearch) {
-    if (args.mask_out) {
-      if (fast && (bcols % 2 == 0)) {
-        *reinterpret_cast<std::uint32_t*>(args.mask_out + br * bcols + bc) = bm[0] | (bm[1] << 16);
-      } else if (br < brows) {
-        if (bc < bcols) args.mask_out[br * bcols + bc] = std::uint16_t(bm[0]);
-        if (bc + 1 < bcols) args.mask_out[br * bcols + bc + 1] = std::uint16_t(bm[1]);
-      }
-    }
-  }
+  mask24_s2_masks<T, kSearch>(args, xw, br, bc, brows, bcols, fast, bm);
 
   unsigned bad = 0;
   // ---- S(W): rows of the thread, straight from registers ----
@@ -117,20 +163,7 @@ __device__ __forceinline__ void mask24_s2_tile(const Mask24Args& args, std::int6
       std::uint32_t pw[2];  // 16-bit: packed pairs
       Raw v[4];
       unsigned nib[2];
-#pragma unroll
-      for (int b = 0; b < 2; ++b) {
-        const QuadPos q = quad_positions(bm[b] >> (4 * r));
-        nib[b] = unsigned(q.lo) | (unsigned(q.hi) << 2);
-        if constexpr (k16) {
-          pw[b] = pair16(xw[r][2 * b], xw[r][2 * b + 1], nib[b]);
-          v[2 * b] = Raw(pw[b]);
-          v[2 * b + 1] = Raw(pw[b] >> 16);
-        } else {
-          v[2 * b] = sel4(elem(r, 4 * b), elem(r, 4 * b + 1), elem(r, 4 * b + 2), elem(r, 4 * b + 3), q.lo);
-          v[2 * b + 1] = sel4(elem(r, 4 * b), elem(r, 4 * b + 1), elem(r, 4 * b + 2), elem(r, 4 * b + 3), q.hi);
-        }
-        if (!kSearch && q.bad && r0 + r < rows && bc + b < bcols) ++bad;
-      }
+      mask24_s2_row<T, kSearch>(xw, r, bm, r0 + r < rows, bc, bcols, pw, v, nib, bad);
       const std::int64_t row = r0 + r;
       if (fast) {
         if (wv) {
