@@ -200,9 +200,29 @@ void run_case(Context& ctx, std::int64_t n, std::int64_t k, std::int64_t m, std:
   cs::Problem pr{DType::f16, DType::f16, dX.get(), dY.get(), m, n, k, k};
   // SPTC_NCU: only cuBLAS, 128x256 (one tile per CTA and persistent) and 192x256, for a short profiler run
   const bool ncu = std::getenv("SPTC_NCU") != nullptr;
+  // SPTC_LEAN24: skip the rows that are no plan candidate at m >= 2048 (one-tile 128x128, 192x256sk,
+  // p128x128), to leave device time for the register-A rows
+  const bool lean24 = std::getenv("SPTC_LEAN24") != nullptr && m >= 2048;
+  if (cs::device_cc() == 90) {
+    // register-A kernel (cuda:sptc_24_wgmma_ra): every tile, W packed with the tile's row alignment
+    for (cs::RaTile tile : {cs::RaTile::r128n256, cs::RaTile::r192n192, cs::RaTile::r256n128}) {
+      if (ncu && tile != cs::RaTile::r128n256) continue;
+      sptc::Packed24 other;
+      if (cs::ra_tile_rows(tile) != 128) other = sptc::pack_hw24(w, cs::ra_tile_rows(tile));
+      const sptc::Packed24& pt = cs::ra_tile_rows(tile) == 128 ? p : other;
+      const std::vector<std::uint32_t> f = sptc::pack_ra_frags(pt);
+      cuda::DeviceBuffer dF(f.size() * 4), dMr(pt.meta.size() * 4);
+      dF.upload(f.data(), dF.size());
+      dMr.upload(pt.meta.data(), dMr.size());
+      const cs::DeviceRa ar{dF.get(), dMr.as<std::uint32_t>(), n, pt.rows_pad, pt.k_pad};
+      me.measure(std::string("sparsenm:sptc_24_wgmma_") + cs::to_string(tile),
+                 [&] { cs::run_sptc24_wgmma_ra(ar, tile, pr, nullptr); }, sparse_bytes, l2);
+    }
+  }
   if (cs::device_cc() == 90) {
     for (cs::WgTile tile : {cs::WgTile::m128n256, cs::WgTile::m128n128, cs::WgTile::m64n256, cs::WgTile::m64n128}) {
       if (m >= 2048 && cs::wg_tile_rows(tile) == 64) continue;  // 64-row tiles: never the fastest at m >= 2048
+      if (lean24 && tile == cs::WgTile::m128n128) continue;
       if (ncu && tile != cs::WgTile::m128n256) continue;
       const CUtensorMap map = cs::make_values_map(a, DType::f16, tile);
       me.measure(std::string("sparsenm:sptc_24_wgmma_") + cs::to_string(tile),
@@ -223,6 +243,7 @@ void run_case(Context& ctx, std::int64_t n, std::int64_t k, std::int64_t m, std:
       cuda::DeviceBuffer dWs3(cs::sptc24_wgmma3_workspace_bytes());
       SPARSENM_CUDA_CHECK(cudaMemset(dWs3.get(), 0, dWs3.size()));
       for (const cs::W3Opts o : {cs::W3Opts{false}, cs::W3Opts{true}}) {
+        if (lean24 && o.stream_k) continue;
         me.measure(std::string("sparsenm:sptc_24_wgmma_192x256") + (o.stream_k ? "sk" : ""),
                    [&] { cs::run_sptc24_wgmma3(a3, map3, pr, nullptr, o, dWs3.get()); }, sparse_bytes, l2);
       }
@@ -234,7 +255,7 @@ void run_case(Context& ctx, std::int64_t n, std::int64_t k, std::int64_t m, std:
       int raster;
     };
     std::vector<V> vs{{cs::PTile::r128n256, 8}, {cs::PTile::r128n256, -2}};
-    if (!ncu) vs.push_back({cs::PTile::r128n128, 8});
+    if (!ncu && !lean24) vs.push_back({cs::PTile::r128n128, 8});
     if (ncu) vs = {{cs::PTile::r128n256, 8}};
     if (std::getenv("SPTC_CLUSTER")) vs.push_back({cs::PTile::r128n256x2, 8});  // experiment: 2x1 clusters, X multicast
     for (V v : vs) {

@@ -49,6 +49,43 @@ TEST(SptcLayout, SelectorPairsAndWarpRows) {
   }
 }
 
+TEST(SptcLayout, RegisterAFragmentsCoverEveryValueOnceInThePtxLayout) {
+  // PTX (sparse mma m16n8k32 / wgmma m64nNk32, f16/bf16 A): registers 0,2 hold row g, 1,3 row
+  // g+8 (g = lane/4) of the warp's 16 rows; the first logical column is 4t (t = lane%4), +16 for
+  // registers 2,3; each register holds the 2 kept values of that group of 4 (compressed column
+  // = logical / 2).
+  const std::int64_t rows_pad = 128, k_pad = 128;  // 2 row blocks x 2 k blocks
+  std::set<std::pair<std::int64_t, std::int64_t>> seen;
+  for (std::int64_t kb = 0; kb < k_pad / 64; ++kb)
+    for (std::int64_t rb = 0; rb < rows_pad / 64; ++rb)
+      for (int kk = 0; kk < 2; ++kk)
+        for (int th = 0; th < 128; ++th)
+          for (int reg = 0; reg < 4; ++reg) {
+            const sptc::RaSource s = sptc::ra_frag_source(rb, kb, kk, th, reg);
+            const int w = th / 32, g = (th % 32) / 4, t = th % 4;
+            EXPECT_EQ(s.row, rb * 64 + 16 * w + g + (reg % 2 ? 8 : 0));
+            const std::int64_t logical = kb * 64 + 32 * kk + 4 * t + (reg >= 2 ? 16 : 0);
+            EXPECT_EQ(s.col, logical / 2);
+            ASSERT_TRUE(seen.insert({s.row, s.col}).second && seen.insert({s.row, s.col + 1}).second);
+          }
+  EXPECT_EQ(seen.size(), std::size_t(rows_pad * k_pad / 2));
+  // the packed array holds those values, low half first, in [kb][rb][kk][thread][reg] order
+  DenseMatrix dense = random_pattern_matrix(Pattern::hw24(), DType::f16, 70, 200, 7, 0.1);
+  const Packed24 p = sptc::pack_hw24(condense(dense.view(), Pattern::hw24()), 128);
+  const std::vector<std::uint32_t> f = sptc::pack_ra_frags(p);
+  ASSERT_EQ(f.size(), std::size_t(p.rows_pad * p.k_pad / 2 / 2));
+  std::size_t i = 0;
+  for (std::int64_t kb = 0; kb < p.k_pad / 64; ++kb)
+    for (std::int64_t rb = 0; rb < p.rows_pad / 64; ++rb)
+      for (int kk = 0; kk < 2; ++kk)
+        for (int th = 0; th < 128; ++th)
+          for (int reg = 0; reg < 4; ++reg, ++i) {
+            const sptc::RaSource s = sptc::ra_frag_source(rb, kb, kk, th, reg);
+            ASSERT_EQ(f[i] & 0xFFFFu, p.value(s.row, s.col));
+            ASSERT_EQ(f[i] >> 16, p.value(s.row, s.col + 1));
+          }
+}
+
 /// Dense expansion of a packed operand (values at the positions the metadata names).
 std::vector<float> expand(const Packed24& p, DType t) {
   std::vector<float> d(std::size_t(p.rows * p.k), 0.f);

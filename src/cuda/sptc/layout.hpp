@@ -80,6 +80,27 @@ struct Packed24 {
   }
 };
 
+/// Register-A fragments (the `cuda:sptc_24_wgmma_ra` kernel, wgmma.mma_async.sp with A in
+/// registers): the compressed values re-ordered so that each thread of a warpgroup loads, per
+/// (64-k block kb, 64-row block rb, k32 step kk), the four 32-bit registers of its A fragment
+/// with one coalesced 16-byte load (a warp reads 512 contiguous bytes).
+///   frags [k_pad/64][rows_pad/64][2 (kk)][128 (thread)][4 (register)] uint32
+/// Register j of thread i = 32*w + 4*g + t (warp w, group g = lane/4, t = lane%4) holds the two
+/// compressed values (low half first) of row 16w + g + 8*(j%2) of the row block at compressed
+/// columns kb*32 + 16kk + 8*(j/2) + 2t, +1: the 2 kept values of group (8kk + 4*(j/2) + t) of that
+/// row, i.e. of logical columns 4t..4t+3 (j < 2) or 16+4t..16+4t+3 (j >= 2) of the k32 step. This
+/// is the PTX fragment layout of sparse m16n8k32 f16/bf16 A (a0,a1: row g; a2,a3: row g+8; a4..a7:
+/// the same rows 16 columns further), which sparse wgmma m64nNk32 repeats per warp for rows
+/// 16w..16w+15. The metadata words are unchanged (meta_place; selector kk reads quad lanes 2kk,
+/// 2kk+1, so a thread's A registers and its metadata word describe different groups).
+struct RaSource {
+  std::int64_t row = 0, col = 0;  ///< row and compressed column of the register's low half
+};
+inline RaSource ra_frag_source(std::int64_t rb, std::int64_t kb, int kk, int thread, int reg) {
+  const int w = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
+  return {rb * kRowBlock + 16 * w + g + 8 * (reg % 2), kb * 32 + 16 * kk + 8 * (reg / 2) + 2 * t};
+}
+
 /// One kept slot: its group along sparse-k, its position in the group (0..3), its value bits.
 /// `row_slots(r, slots)` must fill the 2*groups slots of row r in order (group-major, positions
 /// strictly ascending inside a group).
@@ -158,6 +179,22 @@ inline bool columns_to_slots(const std::vector<std::pair<std::int64_t, std::uint
       if (used[std::size_t(gi * 4 + pos)]) slots[std::size_t(2 * gi + s++)] = Slot{gi, pos, bits[std::size_t(gi * 4 + pos)]};
   }
   return true;
+}
+
+/// The register-A fragment array of a packed operand (see ra_frag_source), [k_pad/64][rows_pad/64][2][128][4].
+inline std::vector<std::uint32_t> pack_ra_frags(const Packed24& p) {
+  const std::int64_t kblocks = p.k_pad / kBlockK, rblocks = p.rows_pad / kRowBlock;
+  std::vector<std::uint32_t> f(std::size_t(kblocks * rblocks * 2 * 128 * 4));
+  std::size_t i = 0;
+  for (std::int64_t kb = 0; kb < kblocks; ++kb)
+    for (std::int64_t rb = 0; rb < rblocks; ++rb)
+      for (int kk = 0; kk < 2; ++kk)
+        for (int th = 0; th < 128; ++th)
+          for (int reg = 0; reg < 4; ++reg) {
+            const RaSource s = ra_frag_source(rb, kb, kk, th, reg);
+            f[i++] = std::uint32_t(p.value(s.row, s.col)) | (std::uint32_t(p.value(s.row, s.col + 1)) << 16);
+          }
+  return f;
 }
 
 /// V:2:M gather table: for each slab of V rows and each gathered sparse-k index (window*4 + i),

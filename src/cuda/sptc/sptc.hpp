@@ -104,6 +104,25 @@ std::size_t sptc24_wgmma3_workspace_bytes();
 void run_sptc24_wgmma3(const DeviceA& a, const CUtensorMap& values_map, const Problem& p, cudaStream_t stream,
                        W3Opts opts = {}, void* workspace = nullptr);
 
+/// Register-A operand (wgmma_ra.cuh): the values as per-thread A fragments (layout.hpp:
+/// pack_ra_frags, [k_pad/64][rows_pad/64][2][128][4] uint32, 16-byte aligned) + the metadata
+/// words in the Packed24 layout.
+struct DeviceRa {
+  const void* frags = nullptr;
+  const std::uint32_t* meta = nullptr;
+  std::int64_t rows = 0, rows_pad = 0, k_pad = 0;
+};
+/// Tiles of the register-A kernel (W rows x Y rows): 128 x 256 (2 consumer warpgroups),
+/// 192 x 192 (3), 256 x 128 (4).
+enum class RaTile : int { r128n256, r192n192, r256n128 };
+const char* to_string(RaTile t) noexcept;
+int ra_tile_rows(RaTile t) noexcept;  ///< W rows per CTA tile (a.rows_pad must be a multiple)
+
+/// sm_90a: hardware 2:4 with A (values + metadata) loaded from global memory straight into
+/// registers (wgmma.mma_async.sp, A from registers), X by TMA through a shared-memory ring;
+/// one tile per CTA. Throws InvalidArgument on bad operands, CudaError on a launch failure.
+void run_sptc24_wgmma_ra(const DeviceRa& a, RaTile tile, const Problem& p, cudaStream_t stream);
+
 /// sm_80+: hardware 2:4 SpMM with mma.sp::ordered_metadata m16n8k32 and a cp.async pipeline.
 void run_sptc24_mma(const DeviceA& a, const Problem& p, cudaStream_t stream);
 
