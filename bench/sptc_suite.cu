@@ -204,19 +204,23 @@ void run_case(Context& ctx, std::int64_t n, std::int64_t k, std::int64_t m, std:
   // p128x128), to leave device time for the register-A rows
   const bool lean24 = std::getenv("SPTC_LEAN24") != nullptr && m >= 2048;
   if (cs::device_cc() == 90) {
-    // register-A kernel (cuda:sptc_24_wgmma_ra): every tile, W packed with the tile's row alignment
+    // register-A kernel (run_sptc24_wgmma_ra; not a plan candidate): every tile, W packed with the
+    // tile's row alignment
     for (cs::RaTile tile : {cs::RaTile::r128n256, cs::RaTile::r192n192, cs::RaTile::r256n128}) {
       if (ncu && tile != cs::RaTile::r128n256) continue;
       sptc::Packed24 other;
       if (cs::ra_tile_rows(tile) != 128) other = sptc::pack_hw24(w, cs::ra_tile_rows(tile));
       const sptc::Packed24& pt = cs::ra_tile_rows(tile) == 128 ? p : other;
-      const std::vector<std::uint32_t> f = sptc::pack_ra_frags(pt);
-      cuda::DeviceBuffer dF(f.size() * 4), dMr(pt.meta.size() * 4);
-      dF.upload(f.data(), dF.size());
-      dMr.upload(pt.meta.data(), dMr.size());
-      const cs::DeviceRa ar{dF.get(), dMr.as<std::uint32_t>(), n, pt.rows_pad, pt.k_pad};
-      me.measure(std::string("sparsenm:sptc_24_wgmma_") + cs::to_string(tile),
-                 [&] { cs::run_sptc24_wgmma_ra(ar, tile, pr, nullptr); }, sparse_bytes, l2);
+      // per-stage form (measured at fa61bfc) and batched form (row suffix _b); k padded per form
+      for (const cs::RaOpts o : {cs::RaOpts{false}, cs::RaOpts{true}}) {
+        const sptc::PackedRa ra = sptc::pack_ra(pt, cs::ra_kblock_multiple(tile, o));
+        cuda::DeviceBuffer dF(ra.frags.size() * 4), dMr(ra.meta.size() * 4);
+        dF.upload(ra.frags.data(), dF.size());
+        dMr.upload(ra.meta.data(), dMr.size());
+        const cs::DeviceRa ar{dF.get(), dMr.as<std::uint32_t>(), n, pt.rows_pad, ra.k_pad};
+        me.measure(std::string("sparsenm:sptc_24_wgmma_") + cs::to_string(tile) + (o.batched ? "_b" : ""),
+                   [&] { cs::run_sptc24_wgmma_ra(ar, tile, pr, nullptr, o); }, sparse_bytes, l2);
+      }
     }
   }
   if (cs::device_cc() == 90) {

@@ -84,6 +84,16 @@ TEST(SptcLayout, RegisterAFragmentsCoverEveryValueOnceInThePtxLayout) {
             ASSERT_EQ(f[i] & 0xFFFFu, p.value(s.row, s.col));
             ASSERT_EQ(f[i] >> 16, p.value(s.row, s.col + 1));
           }
+  // pack_ra: the same arrays with the k-blocks padded to a multiple of 4 (zero values, pad words)
+  const sptc::PackedRa ra = sptc::pack_ra(p, 4);
+  EXPECT_EQ(ra.k_pad, 256);  // 200 columns -> 4 k-blocks
+  ASSERT_EQ(ra.frags.size(), std::size_t(ra.k_pad / 64 * (p.rows_pad / 64) * 1024));
+  ASSERT_EQ(ra.meta.size(), std::size_t(ra.k_pad / 64 * (p.rows_pad / 64) * 128));
+  for (std::size_t j = 0; j < ra.frags.size(); ++j) ASSERT_EQ(ra.frags[j], j < f.size() ? f[j] : 0u);
+  for (std::size_t j = 0; j < ra.meta.size(); ++j) ASSERT_EQ(ra.meta[j], j < p.meta.size() ? p.meta[j] : sptc::kPadWord);
+  const sptc::PackedRa ra5 = sptc::pack_ra(sptc::pack_hw24(condense(random_pattern_matrix(Pattern::hw24(), DType::f16, 64, 320, 8, 0.1).view(), Pattern::hw24()), 128), 4);
+  EXPECT_EQ(ra5.k_pad, 512);  // 5 k-blocks -> 8
+  EXPECT_THROW(sptc::pack_ra(p, 0), std::invalid_argument);
 }
 
 /// Dense expansion of a packed operand (values at the positions the metadata names).

@@ -1,8 +1,10 @@
-// sparsenm GPU tests — the register-A hardware 2:4 kernel (wgmma_ra.cuh, plan candidate
-// cuda:sptc_24_wgmma_ra) against an fp64 reference: every tile it ships, f16/bf16 in and
+// sparsenm GPU tests — the register-A hardware 2:4 kernel (wgmma_ra.cuh, run_sptc24_wgmma_ra;
+// no plan candidate: slower than the shared-memory kernels, docs/PERF-sptc.md session 4) against
+// an fp64 reference: every tile x both forms (per-stage fence; RaOpts::batched), f16/bf16 in and
 // f32/f16/bf16 out, tails in m, n and k, k-block counts around the ring depth (ring reuse) and
-// around the register-buffer depth (loop remainders), poisoned outputs, repeated launches, and
-// the error paths. Skips without a device.
+// around the register-buffer depth, poisoned outputs, repeated launches, and the error paths.
+// Skips without a device. (The per-stage form passed on the H200 at fa61bfc; the batched form
+// has not run on a device yet.)
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -25,18 +27,21 @@ using namespace sptc_test;
 
 constexpr cs::RaTile kTiles[] = {cs::RaTile::r128n256, cs::RaTile::r192n192, cs::RaTile::r256n128};
 
-/// The register-A operand of `w` on the device (pack_hw24 with the tile's row alignment).
+constexpr cs::RaOpts kForms[] = {cs::RaOpts{false}, cs::RaOpts{true}};
+
+/// The register-A operand of `w` on the device (pack_hw24 with the tile's row alignment, then
+/// pack_ra with k padded to the k-block multiple of the form).
 struct RaOperand {
   cuda::DeviceBuffer frags, meta;
   cs::DeviceRa a;
-  RaOperand(const CondensedMatrix& w, cs::RaTile tile) {
+  RaOperand(const CondensedMatrix& w, cs::RaTile tile, cs::RaOpts o = {}) {
     const sptc::Packed24 p = sptc::pack_hw24(w, cs::ra_tile_rows(tile));
-    const std::vector<std::uint32_t> f = sptc::pack_ra_frags(p);
-    frags = cuda::DeviceBuffer(f.size() * 4);
-    frags.upload(f.data(), frags.size());
-    meta = cuda::DeviceBuffer(p.meta.size() * 4);
-    meta.upload(p.meta.data(), meta.size());
-    a = cs::DeviceRa{frags.get(), meta.as<std::uint32_t>(), p.rows, p.rows_pad, p.k_pad};
+    const sptc::PackedRa r = sptc::pack_ra(p, cs::ra_kblock_multiple(tile, o));
+    frags = cuda::DeviceBuffer(r.frags.size() * 4);
+    frags.upload(r.frags.data(), frags.size());
+    meta = cuda::DeviceBuffer(r.meta.size() * 4);
+    meta.upload(r.meta.data(), meta.size());
+    a = cs::DeviceRa{frags.get(), meta.as<std::uint32_t>(), p.rows, p.rows_pad, r.k_pad};
   }
 };
 
@@ -52,18 +57,19 @@ TEST(SptcRaGpu, EveryTileEveryDtypeWithTails) {
   REQUIRE_DEVICE();
   if (!sm90()) GTEST_SKIP() << "the register-A wgmma kernel needs sm_90";
   std::uint64_t seed = 700;
+  for (cs::RaOpts form : kForms)
   for (cs::RaTile tile : kTiles)
     for (DType in : {DType::f16, DType::bf16})
       for (DType out : {DType::f32, DType::f16, DType::bf16})
         for (const Case& c : kRaCases) {
           // every case in f16 -> f32 (the exact check), the other dtype pairs on a subset
           if (!(in == DType::f16 && out == DType::f32) && c.m * c.n * c.k > 30000000) continue;
-          SCOPED_TRACE(std::string(cs::to_string(tile)) + " " + std::string(to_string(in)) + "->" +
-                       std::string(to_string(out)));
+          SCOPED_TRACE(std::string(cs::to_string(tile)) + (form.batched ? " batched " : " per-stage ") +
+                       std::string(to_string(in)) + "->" + std::string(to_string(out)));
           Result r = check(Pattern::hw24(), in, out, c, seed++, [&](const CondensedMatrix& w, void* x, void* y) {
-            RaOperand op(w, tile);
+            RaOperand op(w, tile, form);
             cs::Problem pr{in, out, x, y, c.m, c.n, c.k, c.k};
-            cs::run_sptc24_wgmma_ra(op.a, tile, pr, nullptr);
+            cs::run_sptc24_wgmma_ra(op.a, tile, pr, nullptr, form);
             SPARSENM_CUDA_CHECK(cudaGetLastError());
             SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
           });
@@ -76,14 +82,15 @@ TEST(SptcRaGpu, RepeatedLaunchesGiveIdenticalBits) {
   REQUIRE_DEVICE();
   if (!sm90()) GTEST_SKIP() << "the register-A wgmma kernel needs sm_90";
   const Case c{300, 200, 1600};  // 25 k-blocks: ring wraps 3-4 times, remainder 1 of the depth-4 loop
+  for (cs::RaOpts form : kForms)
   for (cs::RaTile tile : kTiles) {
     std::vector<std::uint16_t> first;
     for (int rep = 0; rep < 3; ++rep) {
       std::vector<std::uint16_t> got(std::size_t(c.m * c.n));
       Result r = check(Pattern::hw24(), DType::bf16, DType::bf16, c, 900, [&](const CondensedMatrix& w, void* x, void* y) {
-        RaOperand op(w, tile);
+        RaOperand op(w, tile, form);
         cs::Problem pr{DType::bf16, DType::bf16, x, y, c.m, c.n, c.k, c.k};
-        cs::run_sptc24_wgmma_ra(op.a, tile, pr, nullptr);
+        cs::run_sptc24_wgmma_ra(op.a, tile, pr, nullptr, form);
         SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
         SPARSENM_CUDA_CHECK(cudaMemcpy(got.data(), y, got.size() * 2, cudaMemcpyDeviceToHost));
       });
@@ -96,27 +103,16 @@ TEST(SptcRaGpu, RepeatedLaunchesGiveIdenticalBits) {
   }
 }
 
-TEST(SptcRaGpu, PlanCandidateAllCasesAndDtypes) {
-  REQUIRE_DEVICE();
-  std::uint64_t seed = 800;
-  for (DType in : {DType::f16, DType::bf16})
-    for (DType out : {DType::f32, DType::f16, DType::bf16})
-      for (const Case& c : {Case{1, 64, 64}, Case{37, 200, 136}, Case{129, 257, 1000}, Case{64, 128, 24}, Case{77, 190, 333}}) {
-        SCOPED_TRACE(std::string(to_string(in)) + "->" + std::string(to_string(out)));
-        run_candidate("cuda:sptc_24_wgmma_ra", Pattern::hw24(), in, out, c, seed++);  // k = 333: padded X workspace
-      }
-  run_candidate("cuda:sptc_24_wgmma_ra", Pattern::element(2, 8), DType::f16, DType::f32, {77, 190, 333}, 850);
-}
-
 TEST(SptcRaGpu, SmallForSanitizers) {
   REQUIRE_DEVICE();
   if (!sm90()) GTEST_SKIP() << "the register-A wgmma kernel needs sm_90";
+  for (cs::RaOpts form : kForms)
   for (cs::RaTile tile : kTiles)
     for (const Case& c : {Case{300, 130, 520}, Case{129, 257, 1000}}) {
       Result r = check(Pattern::hw24(), DType::f16, DType::f16, c, 950, [&](const CondensedMatrix& w, void* x, void* y) {
-        RaOperand op(w, tile);
+        RaOperand op(w, tile, form);
         cs::Problem pr{DType::f16, DType::f16, x, y, c.m, c.n, c.k, c.k};
-        cs::run_sptc24_wgmma_ra(op.a, tile, pr, nullptr);
+        cs::run_sptc24_wgmma_ra(op.a, tile, pr, nullptr, form);
         SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
       });
       EXPECT_LT(r.rel_fro, tolerance(DType::f16)) << cs::to_string(tile) << " m=" << c.m;
@@ -148,7 +144,7 @@ TEST(SptcRaGpu, BadOperandsAreRejected) {
   p.x_trans = true;
   EXPECT_THROW(cs::run_sptc24_wgmma_ra(op.a, cs::RaTile::r128n256, p, nullptr), InvalidArgument);
   p = good;
-  p.k = 200;  // more than the packed k
+  p.k = 200;  // more than the packed k (128: the per-stage form pads to 64 only)
   EXPECT_THROW(cs::run_sptc24_wgmma_ra(op.a, cs::RaTile::r128n256, p, nullptr), InvalidArgument);
   p = good;
   p.n = 99;  // not the packed rows
@@ -159,6 +155,11 @@ TEST(SptcRaGpu, BadOperandsAreRejected) {
   bad = op.a;
   bad.frags = static_cast<const std::uint8_t*>(op.a.frags) + 4;  // misaligned
   EXPECT_THROW(cs::run_sptc24_wgmma_ra(bad, cs::RaTile::r128n256, good, nullptr), InvalidArgument);
+  // the batched form needs k_pad / 64 to be a multiple of ra_kblock_multiple (6 at 128 x 256)
+  EXPECT_EQ(cs::ra_kblock_multiple(cs::RaTile::r128n256, cs::RaOpts{true}), 6);
+  EXPECT_EQ(cs::ra_kblock_multiple(cs::RaTile::r256n128, cs::RaOpts{true}), 4);
+  EXPECT_EQ(cs::ra_kblock_multiple(cs::RaTile::r128n256, cs::RaOpts{false}), 1);
+  EXPECT_THROW(cs::run_sptc24_wgmma_ra(op.a, cs::RaTile::r128n256, good, nullptr, cs::RaOpts{true}), InvalidArgument);
 }
 
 }  // namespace

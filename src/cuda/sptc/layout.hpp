@@ -197,6 +197,26 @@ inline std::vector<std::uint32_t> pack_ra_frags(const Packed24& p) {
   return f;
 }
 
+/// The register-A operand: fragments + metadata with the k-blocks padded to a multiple of
+/// `kblock_multiple` (padding: zero values, positions (0, 1)), so a k-loop unrolled by that many
+/// k-blocks needs no per-k-block guard. k_pad = the padded sparse-k.
+struct PackedRa {
+  std::int64_t k_pad = 0;
+  std::vector<std::uint32_t> frags;  ///< [k_pad/64][rows_pad/64][2][128][4]
+  std::vector<std::uint32_t> meta;   ///< [k_pad/64][rows_pad/64][128]
+};
+inline PackedRa pack_ra(const Packed24& p, int kblock_multiple = 4) {
+  if (kblock_multiple < 1) throw std::invalid_argument("pack_ra: kblock_multiple must be >= 1");
+  PackedRa r;
+  r.k_pad = round_up(p.k_pad, std::int64_t(kBlockK) * kblock_multiple);
+  const std::int64_t rblocks = p.rows_pad / kRowBlock;
+  r.frags = pack_ra_frags(p);
+  r.frags.resize(std::size_t(r.k_pad / kBlockK * rblocks * 1024), 0u);
+  r.meta = p.meta;
+  r.meta.resize(std::size_t(r.k_pad / kBlockK * rblocks * 128), kPadWord);
+  return r;
+}
+
 /// V:2:M gather table: for each slab of V rows and each gathered sparse-k index (window*4 + i),
 /// the weight column to read from X, or -1 for a padding column (read as zero). [slabs][k_pad].
 struct GatherTable {

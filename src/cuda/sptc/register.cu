@@ -4,8 +4,9 @@
 //   cuda:sptc_24_wgmma_p  sm_90: the same product on the persistent kernel (wgmma_persistent.cu)
 //   cuda:sptc_24_wgmma_3  sm_90: 192 x 256 tiles on 3 warpgroups (sptc24_wgmma3.cu: one X stage in
 //                       shared memory feeds 3 warpgroups, fewer shared-memory bytes per MMA)
-//   cuda:sptc_24_wgmma_ra sm_90: A (values + metadata) from global memory straight into registers
-//                       (wgmma_ra.cuh: wgmma.mma_async.sp with A in registers; only X in shared memory)
+// Not a candidate: the register-A kernel (wgmma_ra.cuh, run_sptc24_wgmma_ra): measured at fa61bfc
+// at 0.58-0.69x of the shared-memory kernels and below cuBLAS in all 10 bench cases
+// (docs/PERF-sptc.md, session 4), so racing it would only cost plan time.
 //   cuda:vnm_wgmma      sm_90: V:2:M (venom) weights: X transposed into a workspace once per run,
 //                       cp.async gather of the selected columns, wgmma.mma_async.sp (trans-b);
 //                       tiles in groups of 8 row tiles sweeping all column tiles
@@ -63,29 +64,19 @@ int sm_count() {
 /// Packed weight on the device + the padded-X workspace when k % 8 != 0.
 class Sptc24Instance : public KernelInstance {
  public:
-  /// three: the 192 x 256 three-warpgroup kernel (cuda:sptc_24_wgmma_3; wgmma must be true);
-  /// ra: the register-A kernel (cuda:sptc_24_wgmma_ra; wgmma must be true)
-  Sptc24Instance(const CondensedMatrix& w, const MatmulDesc& d, bool wgmma, bool persistent = false, bool three = false,
-                 bool ra = false)
-      : desc_(d), wgmma_(wgmma), persistent_(persistent), three_(three), ra_(ra) {
+  /// three: the 192 x 256 three-warpgroup kernel (cuda:sptc_24_wgmma_3; wgmma must be true)
+  Sptc24Instance(const CondensedMatrix& w, const MatmulDesc& d, bool wgmma, bool persistent = false, bool three = false)
+      : desc_(d), wgmma_(wgmma), persistent_(persistent), three_(three) {
     n_ = w.layout.rows;
     k_ = w.layout.cols;
     ldx_ = sptc::round_up(k_, 8);
     if (wgmma_) tile_ = choose_tile(n_, d.m);
     ptile_ = (tile_ == cs::WgTile::m128n256) ? cs::PTile::r128n256 : cs::PTile::r128n128;
-    if (ra_) ra_tile_ = choose_ra_tile(n_, d.m);
-    // every tile shape's row count divides 128, except the 192-row tile (and the register-A tiles)
-    const int align = ra_ ? cs::ra_tile_rows(ra_tile_) : three_ ? 192 : 128;
+    // every tile shape's row count divides 128, except the 192-row tile
+    const int align = three_ ? 192 : 128;
     sptc::Packed24 p = sptc::pack_hw24(w, align);
-    if (ra_) {
-      // the values as per-thread A fragments (layout.hpp: pack_ra_frags); the metadata as is
-      const std::vector<std::uint32_t> f = sptc::pack_ra_frags(p);
-      values_ = cuda::DeviceBuffer(f.size() * 4);
-      values_.upload(f.data(), f.size() * 4);
-    } else {
-      values_ = cuda::DeviceBuffer(p.values.size() * 2);
-      values_.upload(p.values.data(), p.values.size() * 2);
-    }
+    values_ = cuda::DeviceBuffer(p.values.size() * 2);
+    values_.upload(p.values.data(), p.values.size() * 2);
     meta_ = cuda::DeviceBuffer(p.meta.size() * 4);
     meta_.upload(p.meta.data(), p.meta.size() * 4);
     a_.values = values_.get();
@@ -96,7 +87,7 @@ class Sptc24Instance : public KernelInstance {
     if (ldx_ != k_) workspace_ = cuda::DeviceBuffer(std::size_t(d.m * ldx_) * 2);
     if (three_)
       map_ = cs::make_values_map_rows(a_, 192);
-    else if (wgmma_ && !ra_)  // (the register-A kernel loads its fragments without a tensor map)
+    else if (wgmma_)
       map_ = persistent_ ? cs::make_values_map_rows(a_, 128) : cs::make_values_map(a_, w.dtype, tile_);
   }
 
@@ -107,9 +98,7 @@ class Sptc24Instance : public KernelInstance {
       cs::pad_x(desc_.x_dtype, x, desc_.m, k_, workspace_.get(), ldx_, s);
       p.x = workspace_.get();
     }
-    if (ra_)
-      cs::run_sptc24_wgmma_ra(cs::DeviceRa{a_.values, a_.meta, a_.rows, a_.rows_pad, a_.k_pad}, ra_tile_, p, s);
-    else if (three_)
+    if (three_)
       cs::run_sptc24_wgmma3(a_, map_, p, s);
     else if (persistent_)
       cs::run_sptc24_wgmma_persistent(a_, map_, ptile_, p, s);
@@ -130,18 +119,9 @@ class Sptc24Instance : public KernelInstance {
     return cs::WgTile::m64n128;
   }
 
-  /// Register-A tile: 128 x 256 (the shape of the best shared-memory kernel) until the H200 run
-  /// says otherwise (docs/PERF-sptc.md, session 4).
-  static cs::RaTile choose_ra_tile(std::int64_t n, std::int64_t m) {
-    (void)n;
-    (void)m;
-    return cs::RaTile::r128n256;
-  }
-
  private:
   MatmulDesc desc_;
-  bool wgmma_, persistent_, three_, ra_;
-  cs::RaTile ra_tile_ = cs::RaTile::r128n256;
+  bool wgmma_, persistent_, three_;
   std::int64_t n_ = 0, k_ = 0, ldx_ = 0;
   cs::WgTile tile_ = cs::WgTile::m128n256;
   cs::PTile ptile_ = cs::PTile::r128n256;
@@ -225,14 +205,6 @@ void register_sptc_kernels(KernelRegistry& r) {
          },
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
            return std::make_unique<Sptc24Instance>(w, d, true, false, true);
-         }});
-  r.add({"cuda:sptc_24_wgmma_ra", Backend::cuda,
-         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
-           if (cs::device_cc() != 90) return "needs an sm_90 device (Hopper; built as sm_90a)";
-           return common_unsupported(w, d);
-         },
-         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-           return std::make_unique<Sptc24Instance>(w, d, true, false, false, true);
          }});
   r.add({"cuda:vnm_wgmma", Backend::cuda, vnm_unsupported,
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {

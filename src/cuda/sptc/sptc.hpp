@@ -118,10 +118,23 @@ enum class RaTile : int { r128n256, r192n192, r256n128 };
 const char* to_string(RaTile t) noexcept;
 int ra_tile_rows(RaTile t) noexcept;  ///< W rows per CTA tile (a.rows_pad must be a multiple)
 
+/// Options of the register-A kernel. batched = false: one wgmma.fence per k-block (measured at
+/// fa61bfc: every fence waits for all loads in flight, so each k-block waits one global-load
+/// latency); true: one fence per batch of ra_fence_batch(tile) k-blocks, the loads of the next
+/// batch in flight while the current batch's wgmmas execute (built and SASS-checked, not yet
+/// measured). See wgmma_ra.cuh.
+struct RaOpts {
+  bool batched = false;
+};
+/// k-blocks per wgmma.fence in the batched form: 3 at 128 x 256 (2 x 3 buffers of 9 registers
+/// beside 128 accumulators: 220 registers), 2 at 192 x 192 (160 of 168) and 256 x 128 (126 of 128).
+constexpr int ra_fence_batch(RaTile t) noexcept { return t == RaTile::r128n256 ? 3 : 2; }
+/// The k-block multiple a.k_pad / 64 must have for (tile, opts): pack_ra's kblock_multiple.
+int ra_kblock_multiple(RaTile t, RaOpts o) noexcept;
 /// sm_90a: hardware 2:4 with A (values + metadata) loaded from global memory straight into
 /// registers (wgmma.mma_async.sp, A from registers), X by TMA through a shared-memory ring;
 /// one tile per CTA. Throws InvalidArgument on bad operands, CudaError on a launch failure.
-void run_sptc24_wgmma_ra(const DeviceRa& a, RaTile tile, const Problem& p, cudaStream_t stream);
+void run_sptc24_wgmma_ra(const DeviceRa& a, RaTile tile, const Problem& p, cudaStream_t stream, RaOpts opts = {});
 
 /// sm_80+: hardware 2:4 SpMM with mma.sp::ordered_metadata m16n8k32 and a cp.async pipeline.
 void run_sptc24_mma(const DeviceA& a, const Problem& p, cudaStream_t stream);
