@@ -97,7 +97,7 @@ KernelCandidate ew_candidate() {
 }
 
 
-/// "cuda:ew_spmv_tc" / "_bal" / "_prmt" (SpmvTcVariant): the weight in the tensor-core layout on
+/// "cuda:ew_spmv_tc" / "_bal" / "_prmt" / "_ring" (SpmvTcVariant): the weight in the tensor-core layout on
 /// the device, the launch arguments and the compiled launcher. x_vec is decided per run (it
 /// depends on the x pointer).
 class EwTcInstance final : public KernelInstance {
@@ -139,8 +139,8 @@ KernelCandidate ew_tc_candidate(cuda::ew::SpmvTcVariant v) {
   c.unsupported = [v](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
     if (auto why = ew_common_unsupported(w, d); !why.empty()) return std::string(cuda::ew::spmv_tc_variant_name(v)) + " " + why;
     if (auto why = cuda::ew::spmv_tc_unsupported(w.layout, w.dtype, d.m, v); !why.empty()) return why;
-    // All three variants race in the automatic choice: measured on the H200 at 08296c0, prmt is the
-    // fastest at 2:8 / 2:16, shift or balanced at 1:8 (docs/PERF.md, ew_spmv_tc).
+    // All four variants race in the automatic choice: measured on the H200 at 08296c0, prmt is the
+    // fastest at 2:8 / 2:16, shift or balanced at 1:8; ring (session 4) see docs/PERF.md, ew_spmv_tc.
     return needs_finite_x(d, "multiplies X by explicit zeros at pruned positions (dense tensor-core fragments)");
   };
   c.create = [v](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
@@ -156,6 +156,7 @@ void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::shift));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::balanced));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::prmt));
+  r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::ring));
   r.add(ew_candidate<true>());
 }
 

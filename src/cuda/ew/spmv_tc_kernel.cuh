@@ -318,17 +318,27 @@ __device__ __forceinline__ void store_y(void* y, std::size_t i, float v, int y_d
 }
 
 /// Stages X[0..8)[c0, c0 + ncols) as raw 16-bit values, rows [8][pitch]; zeros past m and k.
+/// 16-byte path: cp.async (LDGSTS) global -> shared, so every vector of the thread is in flight at
+/// once and none passes through registers (the register loop before kept one load in flight per
+/// iteration: 16 dependent L2 round trips per thread and phase at m = 8, ~4 us of the 28672 x 8192
+/// time at 08296c0); the caller's __syncthreads() after this call publishes the data.
 template <class Tr>
 __device__ __forceinline__ void stage_x(unsigned char* xs, const SpmvTcArgs& a, int c0, int ncols, int pitch) {
   const unsigned short* x = static_cast<const unsigned short*>(a.x);
   if (a.x_vec) {  // k % 8 == 0 and x 16-byte aligned: a vector is wholly inside or past k
     const int nv = ncols / 8;
+    const std::uint32_t base = std::uint32_t(__cvta_generic_to_shared(xs));
     for (int e = threadIdx.x; e < 8 * nv; e += int(blockDim.x)) {
       const int r = e / nv, v = e - r * nv, col = c0 + 8 * v;
-      uint4 u = make_uint4(0u, 0u, 0u, 0u);
-      if (r < a.m && col < a.k) u = __ldg(reinterpret_cast<const uint4*>(x + std::size_t(r) * a.k + col));
-      *reinterpret_cast<uint4*>(xs + r * pitch + v * 16) = u;
+      const std::uint32_t dst = base + std::uint32_t(r * pitch + v * 16);
+      if (r < a.m && col < a.k) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(x + std::size_t(r) * a.k + col)
+                     : "memory");
+      } else {
+        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dst), "r"(0u) : "memory");
+      }
     }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
   } else {
     for (int e = threadIdx.x; e < 8 * ncols; e += int(blockDim.x)) {
       const int r = e / ncols, c = e - r * ncols, col = c0 + c;
@@ -342,7 +352,7 @@ __device__ __forceinline__ void stage_x(unsigned char* xs, const SpmvTcArgs& a, 
 }  // namespace tc_detail
 
 template <class Tr>
-__global__ void __launch_bounds__(Tr::kThreads) ew_spmv_tc_kernel(const __grid_constant__ SpmvTcArgs a) {
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_tc_kernel(const __grid_constant__ SpmvTcArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
   const int rows_per_cta = a.cta_warps * 16;  // blockDim.x = 32 x cta_warps
@@ -356,7 +366,38 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmv_tc_kernel(const __grid_c
   const std::uint32_t tab = std::uint32_t(__cvta_generic_to_shared(smem)) + 16u * std::uint32_t(lane & 7);
   float acc[Tr::kAcc][4] = {};
 
-  if constexpr (Tr::kDec == kDecPrmt) {
+  if constexpr (Tr::kRing > 2) {
+    // Register ring (cuda:ew_spmv_tc_ring): tile t lives in slot (t - t_begin) % kRing and is
+    // reloaded with tile t + kRing as soon as it is decoded, so kRing - 1 tiles of the warp stay
+    // in flight during every decode, and the ring runs across X phases. The slot must be a
+    // compile-time index (registers), so the tile loop is unrolled kRing times; phases therefore
+    // start at a slot-0 tile: tiles_per_phase is a multiple of kRing or covers the whole split
+    // (plan_spmv_tc; launch_spmv_tc checks it).
+    tc_detail::Tile<Tr> ring[Tr::kRing];
+    if (active) {
+#pragma unroll
+      for (int s = 0; s < Tr::kRing; ++s)
+        if (t_begin + s < t_end) tc_detail::load_tile<Tr>(ring[s], a, block, lane, t_begin + s);
+    }
+    for (int ph = t_begin; ph < t_end; ph += a.tiles_per_phase) {
+      const int pe = min(ph + a.tiles_per_phase, t_end);
+      if (ph != t_begin) __syncthreads();  // every warp is done with the previous phase's X
+      tc_detail::stage_x<Tr>(xs, a, ph * Tr::kTileCols, (pe - ph) * Tr::kTileCols, pitch);
+      __syncthreads();
+      if (active) {
+        const unsigned char* xw = xs + g * pitch + tq * Tr::MM * 2;
+        for (int t = ph; t < pe; t += Tr::kRing) {
+#pragma unroll
+          for (int s = 0; s < Tr::kRing; ++s) {
+            if (t + s < pe) {
+              tc_detail::compute_tile<Tr>(ring[s], acc, xw + (t + s - ph) * Tr::kTileCols * 2, tab);
+              if (t + s + Tr::kRing < t_end) tc_detail::load_tile<Tr>(ring[s], a, block, lane, t + s + Tr::kRing);
+            }
+          }
+        }
+      }
+    }
+  } else if constexpr (Tr::kDec == kDecPrmt) {
     // Two tiles in flight across phase boundaries too: tile t lives in buffer (t - t_begin) & 1
     // and is reloaded with tile t + 2 (of whichever phase) as soon as it is consumed, so a
     // phase's first tiles were loaded during the previous phase's last ones.

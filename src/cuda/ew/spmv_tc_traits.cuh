@@ -62,11 +62,13 @@ constexpr int spmv_tc_table_bytes(int dec, int pn, int pm) {
 }
 
 /// T: __half or __nv_bfloat16. NN, MM: the pattern (NN divides 16, MM in {4, 8, 16}). DEC: the
-/// decode (kDecShift or kDecPrmt).
-template <class T, int NN_, int MM_, int DEC_ = kDecShift>
+/// decode (kDecShift or kDecPrmt). RING: weight tiles each warp keeps in registers (2: the
+/// session-3 double buffer; > 2: the register ring of cuda:ew_spmv_tc_ring, tile t + RING is
+/// loaded as soon as tile t is decoded, so RING - 1 tiles stay in flight during every decode).
+template <class T, int NN_, int MM_, int DEC_ = kDecShift, int RING_ = 2>
 struct SpmvTcTraits {
   using Elem = T;
-  static constexpr int NN = NN_, MM = MM_, kDec = DEC_;
+  static constexpr int NN = NN_, MM = MM_, kDec = DEC_, kRing = RING_;
   static constexpr int B = spmv_bits(MM);               // index bits
   static constexpr int kWarps = 8;
   static constexpr int kThreads = kWarps * 32;
@@ -87,6 +89,10 @@ struct SpmvTcTraits {
   static constexpr int kPitchMod = MM == 4 ? 32 : MM == 8 ? 64 : 16;
   static constexpr int kRedBytes = 8 * kRowsPerCta * 4;  // split-k partials (fp32)
   static constexpr int kAcc = kDec == kDecPrmt ? 2 : 1;   // independent accumulator chains
+  // A ring of RING tiles needs ~19-20 registers per tile (2:8): cap at 128 so two 8-warp CTAs
+  // (or four 4-warp ones) fit an SM; the double buffer keeps the compiler's choice (76-98; 0 = no
+  // minimum: an explicit 1 raises its register use, e.g. prmt 2:8 76 -> 93).
+  static constexpr int kMinBlocks = kRing > 2 ? 2 : 0;
   // kDecPrmt tables (see spmv_tc_table_bytes)
   static constexpr bool kTabJoint = NN == 2 || MM == 8;  // one entry per window pair of fields
   static constexpr int kTabSets = kTabJoint ? 1 : 2;
@@ -98,6 +104,7 @@ struct SpmvTcTraits {
   static_assert(kDec == kDecShift || (kDec == kDecPrmt && (NN == 1 || NN == 2) && (MM == 8 || MM == 16)),
                 "the permute decode serves N in {1, 2}, M in {8, 16}");
   static_assert(MM == 4 || MM == 8 || MM == 16, "M in {4, 8, 16}");
+  static_assert(kRing >= 2 && kRing <= 6, "2..6 tiles per warp in registers");
 };
 
 /// Bytes of one staged X row for `cols` columns (16-bit values), padded as above.
