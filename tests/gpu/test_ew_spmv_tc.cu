@@ -180,16 +180,25 @@ struct HostDecodeOps {
     const std::uint32_t* p = g_table->data() + addr / 4;
     return make_uint4(p[0], p[1], p[2], p[3]);
   }
+  static uint2 lds64(std::uint32_t addr) {
+    EXPECT_EQ(addr % 8, 0u);
+    EXPECT_LT(std::size_t(addr / 4 + 1), g_table->size());
+    if (addr % 8 != 0 || std::size_t(addr / 4 + 1) >= g_table->size()) return make_uint2(0xdead, 0xdead);
+    const std::uint32_t* p = g_table->data() + addr / 4;
+    return make_uint2(p[0], p[1]);
+  }
 };
 
 /// The kernel's own decode (decode_prmt, field extraction, table_words) run on the CPU over a
 /// packed weight with row and column tails: every A register of every lane, chunk, tile and row
 /// block must equal the dense expansion's bits at its (row, column), zero where nothing is
-/// stored and past the matrix. Lane copies: tab = 16 (lane & 7) as on the device.
-template <int N, int M>
+/// stored and past the matrix. Lane copies: tab = kTabCopyBytes (lane & kTabCopyMask) as on the
+/// device. RING > 2: the ring variant's decode (2:8: the 8-byte table entries).
+template <int N, int M, int RING = 2>
 void check_prmt_decode_on_host(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
-  using Tr = sew::SpmvTcTraits<__half, N, M, sew::kDecPrmt>;
-  SCOPED_TRACE(std::to_string(N) + ":" + std::to_string(M) + " " + std::to_string(rows) + "x" + std::to_string(cols));
+  using Tr = sew::SpmvTcTraits<__half, N, M, sew::kDecPrmt, RING>;
+  SCOPED_TRACE(std::to_string(N) + ":" + std::to_string(M) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+               " ring " + std::to_string(RING));
   const auto w = random_ew(Pattern::element(N, M), rows, cols, DType::f16, seed);
   const auto packed = sew::pack_spmv_tc(w);
   const auto& l = packed.layout;
@@ -212,7 +221,8 @@ void check_prmt_decode_on_host(std::int64_t rows, std::int64_t cols, std::uint64
         for (int wd = 0; wd < Tr::B; ++wd) tile.i[wd] = packed.indices[l.index_word_offset(rb, t, lane, wd)];
         for (int c = 0; c < Tr::kChunks; ++c) {
           std::uint32_t d[2][Tr::kRegs];
-          sew::tc_detail::decode_prmt<Tr, HostDecodeOps>(tile, c, 16u * std::uint32_t(lane & 7), d);
+          sew::tc_detail::decode_prmt<Tr, HostDecodeOps>(
+              tile, c, std::uint32_t(Tr::kTabCopyBytes) * std::uint32_t(lane & Tr::kTabCopyMask), d);
           const int g = lane >> 2, tq = lane & 3;
           const std::int64_t window = t * 4 * Tr::kChunks + c * 4 + tq;
           for (int h = 0; h < 2; ++h)
@@ -238,6 +248,13 @@ TEST(EwSpmvTcLayout, PrmtDecodeReproducesTheDenseWindowsOnHost) {
   check_prmt_decode_on_host<2, 16>(21, 64 * 16 / 2 + 16 + 7, 8103);
   check_prmt_decode_on_host<1, 16>(21, 64 * 16 + 5 * 16 + 1, 8104);
   check_prmt_decode_on_host<2, 8>(16, 2 * 64 * 8 / 2, 8105);            // no tails
+  // The ring variant: 2:8 reads 8-byte entries (16 copies); the others decode as prmt.
+  static_assert(sew::SpmvTcTraits<__half, 2, 8, sew::kDecPrmt, sew::kTcRing>::kTab64);
+  static_assert(!sew::SpmvTcTraits<__half, 2, 8, sew::kDecPrmt>::kTab64);
+  check_prmt_decode_on_host<2, 8, sew::kTcRing>(37, 64 * 8 / 2 + 3 * 8 + 5, 8106);
+  check_prmt_decode_on_host<2, 8, sew::kTcRing>(16, 2 * 64 * 8 / 2, 8107);
+  check_prmt_decode_on_host<1, 8, sew::kTcRing>(37, 64 * 8 + 2 * 8 + 3, 8108);
+  check_prmt_decode_on_host<2, 16, sew::kTcRing>(21, 64 * 16 / 2 + 16 + 7, 8109);
 }
 
 /// The ring's launch refuses a phase length that would start a phase in the middle of the ring

@@ -191,11 +191,17 @@ struct DeviceDecodeOps {
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "r"(addr));
     return u;
   }
+  /// 8 bytes at shared-memory address addr.
+  __device__ static uint2 lds64(std::uint32_t addr) {
+    uint2 u;
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(u.x), "=r"(u.y) : "r"(addr));
+    return u;
+  }
 };
 
 /// The kDecPrmt decode of one chunk: every A register is one PRMT of the 32-bit word holding the
 /// window's value(s) against zero, with the selector from the table (tab: address of this lane's
-/// copy, i.e. table base + 16 (lane & 7)).
+/// copy, i.e. table base + kTabCopyBytes (lane & kTabCopyMask)).
 #pragma nv_exec_check_disable
 template <class Tr, class Ops = DeviceDecodeOps>
 __host__ __device__ __forceinline__ void decode_prmt(const Tile<Tr>& tile, int c, std::uint32_t tab,
@@ -205,7 +211,14 @@ __host__ __device__ __forceinline__ void decode_prmt(const Tile<Tr>& tile, int c
 SPARSENM_TC_UNROLL
   for (int h = 0; h < 2; ++h) {
     const int j = c * 2 * N + h * N;  // first slot of the window
-    if constexpr (N == 2) {
+    if constexpr (N == 2 && Tr::kTab64) {  // 2:8 ring: 8-byte entries, selectors two per word
+      const std::uint32_t word = tile.v[j >> 1];
+      const uint2 sel = Ops::lds64(tab + field128<B, 2 * B>(tile.i, j * B));
+      d[h][0] = Ops::prmt(word, sel.x);
+      d[h][1] = Ops::prmt(word, Ops::hi16(sel.x));
+      d[h][2] = Ops::prmt(word, sel.y);
+      d[h][3] = Ops::prmt(word, Ops::hi16(sel.y));
+    } else if constexpr (N == 2) {
       const std::uint32_t word = tile.v[j >> 1];  // both values: low half slot j, high half j + 1
       const uint4 sel = Ops::lds128(tab + field128<B, 2 * B>(tile.i, j * B));
       if constexpr (!Tr::kTabPacked) {
@@ -265,7 +278,11 @@ template <class Tr>
 __host__ __device__ inline void table_words(int e, std::uint32_t (&wv)[4]) {
   constexpr int B = Tr::B, kMask = (1 << B) - 1;
   const int idx = (e >> 3) % Tr::kTabEntries, sp = (e >> 3) / Tr::kTabEntries;  // sp = set * planes + plane
-  if constexpr (Tr::NN == 2) {
+  if constexpr (Tr::kTab64) {  // two 8-byte copies of {sel(0) | sel(1) << 16, sel(2) | sel(3) << 16}
+    const int p0 = idx & kMask, p1 = idx >> B;
+    for (int q = 0; q < 4; ++q)
+      wv[q] = prmt_selector(2 * (q & 1), p0, p1) | (prmt_selector(2 * (q & 1) + 1, p0, p1) << 16);
+  } else if constexpr (Tr::NN == 2) {
     const int p0 = idx & kMask, p1 = idx >> B;
     for (int q = 0; q < 4; ++q)
       wv[q] = Tr::kTabPacked ? (prmt_selector(2 * q, p0, p1) | (prmt_selector(2 * q + 1, p0, p1) << 16))
@@ -363,7 +380,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_tc_kerne
   const int pitch = spmv_tc_pitch(a.tiles_per_phase * Tr::kTileCols, Tr::MM);
   unsigned char* xs = smem + Tr::kTabBytes;  // [selector table][staged X]
   if constexpr (Tr::kDec == kDecPrmt) tc_detail::fill_table<Tr>(smem);  // ordered by the phase's __syncthreads
-  const std::uint32_t tab = std::uint32_t(__cvta_generic_to_shared(smem)) + 16u * std::uint32_t(lane & 7);
+  const std::uint32_t tab = std::uint32_t(__cvta_generic_to_shared(smem)) +
+                           std::uint32_t(Tr::kTabCopyBytes) * std::uint32_t(lane & Tr::kTabCopyMask);
   float acc[Tr::kAcc][4] = {};
 
   if constexpr (Tr::kRing > 2) {

@@ -99,6 +99,14 @@ struct SpmvTcTraits {
   static constexpr int kTabPlanes = kTabJoint ? 1 : 2;
   static constexpr int kTabEntries = 1 << ((kTabJoint ? 2 : 1) * B);
   static constexpr bool kTabPacked = MM == 16 && NN == 2;
+  // ring, 2:8: the entry's 4 selectors packed two per word into 8 bytes (registers 2q, 2q + 1 in
+  // word q's low / high 16 bits), read with one LDS.64 (2 shared-memory wavefronts per warp
+  // instead of 4 for the LDS.128: 64 instead of 96 wavefronts per 2:8 tile with the X reads);
+  // 16 copies of 8 bytes (copy = lane & 15) keep each half-warp wavefront conflict-free. The
+  // entry stride stays 128 bytes, so the table is the same 8 KiB.
+  static constexpr bool kTab64 = kDec == kDecPrmt && NN == 2 && MM == 8 && kRing > 2;
+  static constexpr int kTabCopyBytes = kTab64 ? 8 : 16;  // lane copy stride
+  static constexpr int kTabCopyMask = kTab64 ? 15 : 7;
   static constexpr int kTabBytes = spmv_tc_table_bytes(kDec, NN, MM);
   static_assert(16 % NN == 0 && NN < MM, "N must divide 16 and be < M");
   static_assert(kDec == kDecShift || (kDec == kDecPrmt && (NN == 1 || NN == 2) && (MM == 8 || MM == 16)),
