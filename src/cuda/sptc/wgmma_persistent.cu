@@ -220,6 +220,9 @@ __global__ void __launch_bounds__(384, 1)
     float acc[ACC];
     int it = 0;
     auto release = [&](int stage) {
+      // one lane arrives for the warp: __syncwarp first, so the arrive (release semantics, this
+      // thread's accesses only) also orders the other lanes' metadata reads before the refill
+      __syncwarp();
       if ((tid % 32) == 0) {
         if constexpr (CL == 2) {
           mbar_arrive_cluster(&empty[stage], 0);
