@@ -139,8 +139,9 @@ KernelCandidate ew_tc_candidate(cuda::ew::SpmvTcVariant v) {
   c.unsupported = [v](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
     if (auto why = ew_common_unsupported(w, d); !why.empty()) return std::string(cuda::ew::spmv_tc_variant_name(v)) + " " + why;
     if (auto why = cuda::ew::spmv_tc_unsupported(w.layout, w.dtype, d.m, v); !why.empty()) return why;
-    // All four variants race in the automatic choice: measured on the H200 at 08296c0, prmt is the
-    // fastest at 2:8 / 2:16, shift or balanced at 1:8; ring (session 4) see docs/PERF.md, ew_spmv_tc.
+    // All four variants race in the automatic choice (measured on the H200 at d55cf64: ring is the
+    // fastest at 2:8 and at 2:16 on 12288^2, prmt at 2:16 on 28672 x 8192, shift or balanced at
+    // 1:8 / 1:16; docs/PERF.md, ew_spmv_tc).
     return needs_finite_x(d, "multiplies X by explicit zeros at pruned positions (dense tensor-core fragments)");
   };
   c.create = [v](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {

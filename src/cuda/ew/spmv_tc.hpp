@@ -32,7 +32,7 @@ using SpmvTcOccupancyFn = int (*)(int smem_bytes, int threads, int ksplit, int s
 ///   ring     "cuda:ew_spmv_tc_ring": PRMT-table decode with a register ring of kTcRing tiles per
 ///                                    warp (kTcRing - 1 tiles in flight during each decode,
 ///                                    <= 128 registers), the balanced grid rule (session 4).
-/// All four race in the automatic choice (shift, balanced, prmt measured at 08296c0).
+/// All four race in the automatic choice (measured on the H200 at 08296c0 and d55cf64).
 enum class SpmvTcVariant : int { shift = 0, balanced = 1, prmt = 2, ring = 3 };
 constexpr int kTcRing = 4;  ///< tiles per warp in the ring variant
 const char* spmv_tc_variant_name(SpmvTcVariant v);  ///< "ew_spmv_tc", "ew_spmv_tc_bal", "ew_spmv_tc_prmt", "ew_spmv_tc_ring"

@@ -33,6 +33,12 @@
 //   SASS per stored value: 2:8 5.7 instructions (2.9 integer ALU), 2:16 10.8 (5.1) against the
 //   shift decode's 12.1 (10.0) and 20.2 (17.9). Two accumulator chains; the weight pipeline
 //   runs across X phases. Tables + X phases are sized for 3 CTAs per SM (fill_table below).
+// Ring (template option RING > 2; cuda:ew_spmv_tc_ring, raced by the plan): RING tiles per warp
+//   in registers (<= 128 registers), tile t + RING loaded as soon as tile t is decoded (RING - 1
+//   in flight during each decode); 2:8 reads 8-byte selector entries (LDS.64). Measured at
+//   d55cf64 (docs/PERF.md, session 4): +1 % (28672 x 8192) / +7 % (12288^2) over prmt at 2:8 with
+//   3x the bytes in flight: the weight stream tops out near 2.8 TB/s, not at HBM latency.
+// X staging: cp.async (every 16-byte vector of a thread in flight at once), all variants.
 // Grid: a runtime CTA width (SpmvTcArgs::cta_warps, 4..8 warps); the shift variant keeps 8.
 // Tiling: CTA = 8 warps = 128 rows x a range of tiles along k; split-k over a thread-block cluster
 //   of `ksplit` CTAs reduced through distributed shared memory (as ew_spmv). Each lane streams its
