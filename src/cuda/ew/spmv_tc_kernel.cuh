@@ -320,17 +320,26 @@ template <class Tr>
 __device__ __forceinline__ void compute_tile(const Tile<Tr>& tile, float (&acc)[Tr::kAcc][4], const unsigned char* xw,
                                              std::uint32_t tab) {
   constexpr int M = Tr::MM, R = Tr::kRegs;
+  if constexpr (Tr::kDec == kDecNone) {  // diagnostic: keep the loads, drop decode / X / mma
+    std::uint32_t f = tile.i[0];
 #pragma unroll
-  for (int c = 0; c < Tr::kChunks; ++c) {
-    std::uint32_t xb[R];
-    load_xwin<M>(xw + c * Tr::kChunkCols * 2, xb);
-    std::uint32_t d[2][R];
-    if constexpr (Tr::kDec == kDecPrmt) decode_prmt<Tr>(tile, c, tab, d);
-    else decode_shift<Tr>(tile, c, d);
+    for (int q = 0; q < 16; ++q) f ^= tile.v[q];
 #pragma unroll
-    for (int st = 0; st < Tr::kSteps; ++st)
-      mma16816<typename Tr::Elem>(acc[(c * Tr::kSteps + st) % Tr::kAcc], d[0][2 * st], d[1][2 * st], d[0][2 * st + 1],
-                                  d[1][2 * st + 1], xb[2 * st], xb[2 * st + 1]);
+    for (int q = 1; q < Tr::B; ++q) f ^= tile.i[q];
+    acc[0][0] += __uint_as_float(f & 0x007fffffu);  // a denormal or zero: the sum stays finite
+  } else {
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c) {
+      std::uint32_t xb[R];
+      load_xwin<M>(xw + c * Tr::kChunkCols * 2, xb);
+      std::uint32_t d[2][R];
+      if constexpr (Tr::kDec == kDecPrmt) decode_prmt<Tr>(tile, c, tab, d);
+      else decode_shift<Tr>(tile, c, d);
+#pragma unroll
+      for (int st = 0; st < Tr::kSteps; ++st)
+        mma16816<typename Tr::Elem>(acc[(c * Tr::kSteps + st) % Tr::kAcc], d[0][2 * st], d[1][2 * st],
+                                    d[0][2 * st + 1], d[1][2 * st + 1], xb[2 * st], xb[2 * st + 1]);
+    }
   }
 }
 
@@ -421,7 +430,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_tc_kerne
         }
       }
     }
-  } else if constexpr (Tr::kDec == kDecPrmt) {
+  } else if constexpr (Tr::kDec != kDecShift) {  // kDecPrmt (and the kDecNone diagnostic)
     // Two tiles in flight across phase boundaries too: tile t lives in buffer (t - t_begin) & 1
     // and is reloaded with tile t + 2 (of whichever phase) as soon as it is consumed, so a
     // phase's first tiles were loaded during the previous phase's last ones.

@@ -34,7 +34,11 @@ struct SpmvTcArgs {
 ///   kDecPrmt:  a byte permute per A register, its selector read from a shared-memory table
 ///              indexed by the window's index field(s) (N in {1, 2}, M in {8, 16}); two
 ///              accumulator chains.
-enum : int { kDecShift = 0, kDecPrmt = 1 };
+///   kDecNone:  no decode (diagnostic only, bench/standalone/spmv_tc_probe.cu; never a plan
+///              candidate): each tile's registers are folded into the accumulators with one
+///              integer op per register, so the weight stream and the X staging run as in the
+///              double-buffer path without the decode, the X reads and the mma; wrong products.
+enum : int { kDecShift = 0, kDecPrmt = 1, kDecNone = 2 };
 
 /// Selector-table geometry of the kDecPrmt decode for pattern (pn, pm) with b index bits (0 bytes
 /// for kDecShift). A table entry is 16 bytes (4 selector words) per plane, stored in 8 copies so
@@ -109,7 +113,7 @@ struct SpmvTcTraits {
   static constexpr int kTabCopyMask = kTab64 ? 15 : 7;
   static constexpr int kTabBytes = spmv_tc_table_bytes(kDec, NN, MM);
   static_assert(16 % NN == 0 && NN < MM, "N must divide 16 and be < M");
-  static_assert(kDec == kDecShift || (kDec == kDecPrmt && (NN == 1 || NN == 2) && (MM == 8 || MM == 16)),
+  static_assert(kDec == kDecShift || kDec == kDecNone || (kDec == kDecPrmt && (NN == 1 || NN == 2) && (MM == 8 || MM == 16)),
                 "the permute decode serves N in {1, 2}, M in {8, 16}");
   static_assert(MM == 4 || MM == 8 || MM == 16, "M in {4, 8, 16}");
   static_assert(kRing >= 2 && kRing <= 6, "2..6 tiles per warp in registers");
