@@ -267,11 +267,18 @@ TEST(EwSpmmSmoke, SanitizerSmoke) {
 }  // namespace
 
 // ---- the fp32 async variants (X double-buffered by cp.async): ew_spmm_async (8 warps, 544-column
-// buffers) and ew_spmm_async16 (16 warps, 1088-column buffers) ----
+// buffers), ew_spmm_async16 (16 warps, 1088-column buffers) and ew_spmm_async_x4 (as async, X in
+// planes of 4 rows read by LDS.128; 2:4, 4:8, 2:8, 1:8 only) ----
 namespace {
 
 using cuda::ew::SpmmVariant;
-constexpr SpmmVariant kAsyncVariants[] = {SpmmVariant::async, SpmmVariant::async16};
+constexpr SpmmVariant kAsyncVariants[] = {SpmmVariant::async, SpmmVariant::async16, SpmmVariant::async_x4};
+
+/// x4 serves only the patterns it is compiled for; every other variant serves all f32 members here.
+bool served(SpmmVariant v, const Pattern& p) {
+  if (v != SpmmVariant::async_x4) return true;
+  return (p.n == 2 && p.m == 4) || (p.n == 4 && p.m == 8) || (p.n == 2 && p.m == 8) || (p.n == 1 && p.m == 8);
+}
 
 // Every family member the base kernel supports in f32, m tails (1, 16 = one CTA row, 37), n and k
 // tails (290 rows: 9 full row groups + 2; k = 777: a partial last window, k % 4 != 0 so the
@@ -283,7 +290,13 @@ TEST(EwSpmmAsync, FamilyMembersTailsAndBothCopyWidths) {
     for (auto nm : std::vector<std::pair<int, int>>{{2, 4}, {4, 8}, {2, 8}, {1, 8}, {2, 16}, {1, 16}, {3, 32}, {8, 32},
                                                     {16, 32}, {4, 32}, {2, 5}, {3, 7}, {3, 10}, {1, 2}})
       for (auto [k, m] : std::vector<std::pair<int, int>>{{777, 1}, {777, 37}, {4100, 16}}) {
-        check_spmm(Pattern::element(nm.first, nm.second), 290, k, m, DType::f32, DType::f32, ++seed, 0, v);
+        const Pattern p = Pattern::element(nm.first, nm.second);
+        if (!served(v, p)) {
+          const auto w = random_ew(p, 64, k, DType::f32, ++seed);
+          EXPECT_NE(cuda::ew::spmm_unsupported(cuda::ew::pack_spmv(w).layout, DType::f32, m, v), "") << p.str();
+          continue;
+        }
+        check_spmm(p, 290, k, m, DType::f32, DType::f32, ++seed, 0, v);
         if (::testing::Test::HasFatalFailure()) return;
       }
 }
@@ -298,13 +311,15 @@ TEST(EwSpmmAsync, PhasesMisalignedXAndOutputDtypes) {
     for (auto p : {Pattern::element(2, 8), Pattern::element(8, 32), Pattern::element(3, 32), Pattern::element(4, 32),
                    Pattern::element(1, 8), Pattern::element(5, 7)})
       for (int budget : {4096, 20000}) {
+        if (!served(v, p)) continue;
         check_spmm(p, 300, 4000, 20, DType::f32, DType::f32, ++seed, budget, v);      // 16-byte copies
         check_spmm(p, 33, 4001, 17, DType::f32, DType::f32, ++seed, budget, v);       // 4-byte copies
         check_spmm(p, 65, 4700, 33, DType::f32, DType::f32, ++seed, budget, v, 1);    // misaligned X
         if (::testing::Test::HasFatalFailure()) return;
       }
     check_spmm(Pattern::element(2, 8), 200, 1000, 17, DType::f32, DType::f16, ++seed, 0, v);
-    check_spmm(Pattern::element(4, 32), 200, 1000, 17, DType::f32, DType::bf16, ++seed, 0, v);
+    check_spmm(Pattern::element(served(v, Pattern::element(4, 32)) ? 4 : 1, served(v, Pattern::element(4, 32)) ? 32 : 8),
+               200, 1000, 17, DType::f32, DType::bf16, ++seed, 0, v);
     for (auto [n, k, m] : std::vector<std::tuple<int, int, int>>{{31, 64, 130}, {513, 2051, 33}, {1, 7, 2}})
       check_spmm(Pattern::element(2, 8), n, k, m, DType::f32, DType::f32, ++seed, 0, v);
   }
@@ -349,6 +364,7 @@ TEST(EwSpmmAsync, NanInfFollowTheProductSemantics) {
   EW_REQUIRE_DEVICE();
   for (SpmmVariant v : kAsyncVariants)
     for (auto p : {Pattern::element(2, 8), Pattern::element(3, 32), Pattern::element(8, 32)}) {
+      if (!served(v, p)) continue;
       SCOPED_TRACE(p.str() + " " + cuda::ew::spmm_variant_name(v));
       const std::int64_t n = 96, k = 1500;
       auto w = random_ew(p, n, k, DType::f32, 2300);
@@ -386,10 +402,11 @@ TEST(EwSpmmAsync, NanInfFollowTheProductSemantics) {
 TEST(EwSpmmAsync, PlanForcedAndAutomatic) {
   EW_REQUIRE_DEVICE();
   std::uint64_t seed = 2400;
-  for (std::string kernel : {"cuda:ew_spmm_async", "cuda:ew_spmm_async16", ""}) {
+  for (std::string kernel : {"cuda:ew_spmm_async", "cuda:ew_spmm_async16", "cuda:ew_spmm_async_x4", ""}) {
     SCOPED_TRACE(kernel);
     const int m = 40;
-    const auto w = random_ew(Pattern::element(8, 32), 333, 1025, DType::f32, ++seed);
+    const auto w = random_ew(kernel == "cuda:ew_spmm_async_x4" ? Pattern::element(2, 8) : Pattern::element(8, 32), 333,
+                             1025, DType::f32, ++seed);
     const auto x = random_matrix(DType::f32, m, 1025, ++seed);
     MatmulDesc d;
     d.m = m;
@@ -426,10 +443,12 @@ TEST(EwSpmmAsync, PlanForcedAndAutomatic) {
 TEST(EwSpmmAsyncSmoke, SanitizerSmoke) {
   EW_REQUIRE_DEVICE();
   for (SpmmVariant v : kAsyncVariants) {
-    check_spmm(Pattern::element(2, 8), 70, 1000, 20, DType::f32, DType::f32, 9201, 4096, v);       // phases, 16-byte
-    check_spmm(Pattern::element(3, 7), 33, 301, 17, DType::f32, DType::f32, 9202, 0, v);           // generic, 4-byte
-    check_spmm(Pattern::element(3, 32), 40, 4100, 17, DType::f32, DType::f32, 9203, 4096, v);      // periods
-    check_spmm(Pattern::element(4, 32), 40, 1100, 17, DType::f32, DType::f16, 9204, 0, v, 1);      // misaligned
+    check_spmm(Pattern::element(2, 8), 70, 1000, 20, DType::f32, DType::f32, 9201, 4096, v);  // phases, 16-byte
+    check_spmm(Pattern::element(1, 8), 33, 301, 17, DType::f32, DType::f32, 9205, 0, v, 1);   // tails, misaligned
+    if (v == SpmmVariant::async_x4) continue;
+    check_spmm(Pattern::element(3, 7), 33, 301, 17, DType::f32, DType::f32, 9202, 0, v);       // generic, 4-byte
+    check_spmm(Pattern::element(3, 32), 40, 4100, 17, DType::f32, DType::f32, 9203, 4096, v);  // periods
+    check_spmm(Pattern::element(4, 32), 40, 1100, 17, DType::f32, DType::f16, 9204, 0, v, 1);  // misaligned
   }
 }
 

@@ -1,6 +1,6 @@
 // sparsenm — the EW-N:M family's plan candidates: "cuda:ew_spmv" (m <= 8, CUDA cores, any N:M),
 // "cuda:ew_spmv_tc" (m <= 8, tensor cores, f16 / bf16, the patterns in spmv_tc_instances.def, finite X)
-// and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "cuda:ew_spmm_async16" (any m; the async two: f32).
+// and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick.
 #include <memory>
 
@@ -162,6 +162,7 @@ void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_candidate<true>());
   r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async));
   r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async16));
+  r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async_x4));
 }
 
 }  // namespace sparsenm::detail

@@ -18,6 +18,11 @@
 // Variants (SpmmAsyncTraits): kWarps = 8 with a 544-column pitch (2 x 34.8 KB: two CTAs per SM,
 //   16 warps), or kWarps = 16 with a 1088-column pitch (2 x 69.6 KB, one CTA of 16 warps per SM;
 //   the staged X is shared by 512 rows of W instead of 256: half the staging per FMA).
+// x4 layout (variant "async_x4", the 16-byte-LDS experiment; N | 32 and M <= 8 only): X planes of
+//   4 rows, [MR/4][kLd][4] floats, copied element-wise (4-byte cp.async, transposing); per slot
+//   4 LDS.128 instead of 16 LDS.32. Same bytes per FMA; it asks whether the 16-byte reads of 32
+//   lanes inside one 8-column window (8 distinct 16-byte chunks, 128 bytes) return in fewer than
+//   4 cycles. docs/PERF.md predicts no (one 4-byte register per lane per clock).
 // Limits: as ew_spmm: the L1/shared return path delivers 128 B = one 4-byte register per lane
 //   per clock per SM, and every FMA needs its own X element, so 32 FMA/clock/SM; the W tile
 //   (4 B value + b/8 B index per slot, 1/16 of the X bytes at MR = 16) and the cp.async bank
@@ -32,8 +37,10 @@
 namespace sparsenm::cuda::ew {
 
 /// fp32 SpMM traits with the CTA size and the X pitch of the async variants.
-template <int B_, int NN_, int MM_, int kWarps_, int kLd_>
+template <int B_, int NN_, int MM_, int kWarps_, int kLd_, bool kX4_>
 struct SpmmAsyncTraits : SpmmTraits<float, kSpmmRows, B_, NN_, MM_> {
+  static constexpr bool kX4 = kX4_;  ///< X as [MR/4 planes][kLd columns][4 rows]: LDS.128 per slot and plane
+  static_assert(!kX4_ || (NN_ > 0 && MM_ <= 8 && 32 % NN_ == 0), "x4: compile-time N | 32, M <= 8");
   static constexpr int kWarps = kWarps_;
   static constexpr int kThreads = kWarps_ * 32;
   static constexpr int kRowsPerCta = kWarps_ * 32;
@@ -65,6 +72,17 @@ __device__ __forceinline__ void stage_x_async(float* dst, const SpmvArgs& a, int
   const int w0 = ph * Tr::kSlots / pn, w1 = (pe * Tr::kSlots - 1) / pn + 1;
   const int c0 = w0 * pm, ncols = (w1 - w0) * pm;
   const float* x = static_cast<const float*>(a.x);
+  if constexpr (Tr::kX4) {  // transposed: element (r, c) at plane r / 4, column c, lane r % 4
+    for (int c = threadIdx.x; c < ncols; c += T) {
+      const int col = c0 + c;
+#pragma unroll
+      for (int r = 0; r < MR; ++r) {
+        const bool ok = m0 + r < a.m && col < a.k;
+        cp_async_f32(dst + (r / 4) * LD * 4 + c * 4 + (r % 4), ok ? x + std::size_t(m0 + r) * a.k + col : x, ok ? 4 : 0);
+      }
+    }
+    return;
+  }
   if (vec) {  // ncols and c0 are multiples of 4 here
     for (int q = threadIdx.x * 4; q < ncols; q += T * 4) {
       const int col = c0 + q;
@@ -83,6 +101,29 @@ __device__ __forceinline__ void stage_x_async(float* dst, const SpmvArgs& a, int
         const bool ok = m0 + r < a.m && col < a.k;
         cp_async_f32(dst + r * LD + c, ok ? x + std::size_t(m0 + r) * a.k + col : x, ok ? 4 : 0);
       }
+    }
+  }
+}
+
+/// The x4 layout's tile (compile-time N | 32, M <= 8): per slot one index decode, then MR / 4
+/// LDS.128 (one per plane of 4 X rows) and MR FFMA. The 32 lanes' 16-byte reads of one plane fall
+/// in the M <= 8 consecutive 16-byte columns of one window: 8 distinct bank groups.
+template <class Tr>
+__device__ __forceinline__ void compute_spmm_tile_x4(const Tile<Tr>& tile, float (&acc)[Tr::MR], const float* xs, int t,
+                                                     int w0) {
+  constexpr int MR = Tr::MR, B = Tr::B, LD = Tr::kLd;
+  const float4* base = reinterpret_cast<const float4*>(xs) + (t * Tr::kSlots / Tr::NN - w0) * Tr::MM;
+#pragma unroll
+  for (int j = 0; j < Tr::kSlots; ++j) {
+    const float4* p = base + field<B>(tile.i, j) + (j / Tr::NN) * Tr::MM;
+    const float w = value_at<float>(tile.v, j);
+#pragma unroll
+    for (int q = 0; q < MR / 4; ++q) {
+      const float4 v = p[q * LD];
+      acc[4 * q] = fmaf(w, v.x, acc[4 * q]);
+      acc[4 * q + 1] = fmaf(w, v.y, acc[4 * q + 1]);
+      acc[4 * q + 2] = fmaf(w, v.z, acc[4 * q + 2]);
+      acc[4 * q + 3] = fmaf(w, v.w, acc[4 * q + 3]);
     }
   }
 }
@@ -138,13 +179,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmm_async_ke
     } else {
       for (int t = ph; t < pe; t += 2) {
         if (t + 1 < a.tiles) detail::load_tile<Tr>(tb, a, group, lane, t + 1);
-        detail::compute_spmm_tile<Tr>(ta, acc, xs, LD, t, w0, pn, pm);
+        if constexpr (Tr::kX4) detail::compute_spmm_tile_x4<Tr>(ta, acc, xs, t, w0);
+        else detail::compute_spmm_tile<Tr>(ta, acc, xs, LD, t, w0, pn, pm);
         // Phases hold an even number of tiles (launch_spmm_async checks), so a phase ends on
         // the second tile of a pair with ta = its next tile; only the last phase may end on
         // the first (no next tile).
         if (t + 1 < pe) {
           if (t + 2 < a.tiles) detail::load_tile<Tr>(ta, a, group, lane, t + 2);
-          detail::compute_spmm_tile<Tr>(tb, acc, xs, LD, t + 1, w0, pn, pm);
+          if constexpr (Tr::kX4) detail::compute_spmm_tile_x4<Tr>(tb, acc, xs, t + 1, w0);
+          else detail::compute_spmm_tile<Tr>(tb, acc, xs, LD, t + 1, w0, pn, pm);
         }
       }
     }
@@ -181,5 +224,10 @@ void launch_spmm_async(const SpmvArgs& a, const SpmvConfig& cfg, cudaStream_t st
 
 /// W = 8 warps with the 544-column pitch ("async"), or 16 warps with kSpmmLd ("async16").
 #define SPARSENM_EW_SPMM_ASYNC_INSTANCE(B, NN, MM, W, LD)                                              \
-  template void ::sparsenm::cuda::ew::launch_spmm_async<::sparsenm::cuda::ew::SpmmAsyncTraits<B, NN, MM, W, LD>>( \
+  template void ::sparsenm::cuda::ew::launch_spmm_async<::sparsenm::cuda::ew::SpmmAsyncTraits<B, NN, MM, W, LD, false>>( \
+      const ::sparsenm::cuda::ew::SpmvArgs&, const ::sparsenm::cuda::ew::SpmvConfig&, cudaStream_t);
+/// The x4 layout ("async_x4": 8 warps, 544 columns per plane; N | 32, M <= 8).
+#define SPARSENM_EW_SPMM_ASYNC_X4_INSTANCE(B, NN, MM)                                                \
+  template void ::sparsenm::cuda::ew::launch_spmm_async<                                             \
+      ::sparsenm::cuda::ew::SpmmAsyncTraits<B, NN, MM, 8, ::sparsenm::cuda::ew::kSpmmAsyncLd, true>>( \
       const ::sparsenm::cuda::ew::SpmvArgs&, const ::sparsenm::cuda::ew::SpmvConfig&, cudaStream_t);

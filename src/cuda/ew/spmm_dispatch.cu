@@ -10,7 +10,7 @@ template <class T, int MR, int B, int NN, int MM>
 struct SpmmTraits;  // spmm_kernel.cuh
 template <class Tr>
 void launch_spmm(const SpmvArgs& a, const SpmvConfig& cfg, cudaStream_t stream);  // spmm_kernel.cuh
-template <int B, int NN, int MM, int W, int LD>
+template <int B, int NN, int MM, int W, int LD, bool X4>
 struct SpmmAsyncTraits;  // spmm_async_kernel.cuh
 template <class Tr>
 void launch_spmm_async(const SpmvArgs& a, const SpmvConfig& cfg, cudaStream_t stream);  // spmm_async_kernel.cuh
@@ -18,7 +18,7 @@ void launch_spmm_async(const SpmvArgs& a, const SpmvConfig& cfg, cudaStream_t st
 namespace {
 
 /// Pitch (columns) of one X buffer and buffers per CTA of a variant.
-int variant_ld(SpmmVariant v) { return v == SpmmVariant::async ? kSpmmAsyncLd : kSpmmLd; }
+int variant_ld(SpmmVariant v) { return v == SpmmVariant::async || v == SpmmVariant::async_x4 ? kSpmmAsyncLd : kSpmmLd; }
 int variant_bufs(SpmmVariant v) { return v == SpmmVariant::base ? 1 : 2; }
 
 template <class T>
@@ -49,23 +49,34 @@ SpmvLaunchFn find_typed(int bits, int pn, int pm, bool* spec) {
 template <int W, int LD>
 SpmvLaunchFn find_async(int bits, int pn, int pm, bool* spec) {
 #define SPEC(N, M) \
-  if (pn == N && pm == M) { *spec = true; return &launch_spmm_async<SpmmAsyncTraits<spmv_bits(M), N, M, W, LD>>; }
+  if (pn == N && pm == M) { *spec = true; return &launch_spmm_async<SpmmAsyncTraits<spmv_bits(M), N, M, W, LD, false>>; }
 #include "cuda/ew/spmv_instances.def"
   SPEC(4, 32)
   SPEC(3, 32)
 #undef SPEC
   *spec = false;
   switch (bits) {
-    case 1: return &launch_spmm_async<SpmmAsyncTraits<1, 0, 0, W, LD>>;
-    case 2: return &launch_spmm_async<SpmmAsyncTraits<2, 0, 0, W, LD>>;
-    case 3: return &launch_spmm_async<SpmmAsyncTraits<3, 0, 0, W, LD>>;
-    case 4: return &launch_spmm_async<SpmmAsyncTraits<4, 0, 0, W, LD>>;
-    case 5: return &launch_spmm_async<SpmmAsyncTraits<5, 0, 0, W, LD>>;
-    case 6: return &launch_spmm_async<SpmmAsyncTraits<6, 0, 0, W, LD>>;
-    case 7: return &launch_spmm_async<SpmmAsyncTraits<7, 0, 0, W, LD>>;
-    case 8: return &launch_spmm_async<SpmmAsyncTraits<8, 0, 0, W, LD>>;
+    case 1: return &launch_spmm_async<SpmmAsyncTraits<1, 0, 0, W, LD, false>>;
+    case 2: return &launch_spmm_async<SpmmAsyncTraits<2, 0, 0, W, LD, false>>;
+    case 3: return &launch_spmm_async<SpmmAsyncTraits<3, 0, 0, W, LD, false>>;
+    case 4: return &launch_spmm_async<SpmmAsyncTraits<4, 0, 0, W, LD, false>>;
+    case 5: return &launch_spmm_async<SpmmAsyncTraits<5, 0, 0, W, LD, false>>;
+    case 6: return &launch_spmm_async<SpmmAsyncTraits<6, 0, 0, W, LD, false>>;
+    case 7: return &launch_spmm_async<SpmmAsyncTraits<7, 0, 0, W, LD, false>>;
+    case 8: return &launch_spmm_async<SpmmAsyncTraits<8, 0, 0, W, LD, false>>;
     default: return nullptr;
   }
+}
+
+/// The x4 layout (spmm_async_inst_x4.cu): 2:4, 4:8, 2:8, 1:8; null otherwise.
+SpmvLaunchFn find_x4(int pn, int pm, bool* spec) {
+  *spec = true;
+  if (pn == 2 && pm == 4) return &launch_spmm_async<SpmmAsyncTraits<2, 2, 4, 8, kSpmmAsyncLd, true>>;
+  if (pn == 4 && pm == 8) return &launch_spmm_async<SpmmAsyncTraits<3, 4, 8, 8, kSpmmAsyncLd, true>>;
+  if (pn == 2 && pm == 8) return &launch_spmm_async<SpmmAsyncTraits<3, 2, 8, 8, kSpmmAsyncLd, true>>;
+  if (pn == 1 && pm == 8) return &launch_spmm_async<SpmmAsyncTraits<3, 1, 8, 8, kSpmmAsyncLd, true>>;
+  *spec = false;
+  return nullptr;
 }
 
 /// Tiles after which a pattern's window phase repeats (N / gcd(N, 32)); the specialised kernel
@@ -84,6 +95,7 @@ const char* spmm_variant_name(SpmmVariant v) {
   switch (v) {
     case SpmmVariant::async: return "cuda:ew_spmm_async";
     case SpmmVariant::async16: return "cuda:ew_spmm_async16";
+    case SpmmVariant::async_x4: return "cuda:ew_spmm_async_x4";
     default: return "cuda:ew_spmm";
   }
 }
@@ -93,8 +105,9 @@ SpmvLaunchFn find_spmm(DType dtype, int bits, int pn, int pm, bool* specialised,
   SpmvLaunchFn f = nullptr;
   if (v != SpmmVariant::base) {
     if (dtype == DType::f32)
-      f = v == SpmmVariant::async ? find_async<8, kSpmmAsyncLd>(bits, pn, pm, &spec)
-                                  : find_async<16, kSpmmLd>(bits, pn, pm, &spec);
+      f = v == SpmmVariant::async      ? find_async<8, kSpmmAsyncLd>(bits, pn, pm, &spec)
+          : v == SpmmVariant::async16 ? find_async<16, kSpmmLd>(bits, pn, pm, &spec)
+                                       : find_x4(pn, pm, &spec);
   } else {
     switch (dtype) {
       case DType::f16: f = find_typed<__half>(bits, pn, pm, &spec); break;
@@ -114,7 +127,9 @@ std::string spmm_unsupported(const SpmvLayout& l, DType dtype, long long m, Spmm
   if (v != SpmmVariant::base && dtype != DType::f32)
     return name + " needs f32 (X is copied to shared memory as is, by cp.async)";
   bool spec = false;
-  find_spmm(dtype, l.bits, l.n, l.m, &spec, v);
+  if (!find_spmm(dtype, l.bits, l.n, l.m, &spec, v))
+    return name + ": no compiled instance for " + std::to_string(l.n) + ":" + std::to_string(l.m) +
+           (v == SpmmVariant::async_x4 ? " (x4: 2:4, 4:8, 2:8, 1:8 only)" : "");
   const long long ld = variant_ld(v);
   if (spec && phase_cols(l, std::min<long long>(tile_period(l.n), l.tiles)) > ld)
     return name + ": the X span of one " + std::to_string(tile_period(l.n)) + "-tile period exceeds the staged pitch of " +

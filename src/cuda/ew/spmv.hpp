@@ -56,7 +56,9 @@ constexpr int kSpmmLd = 1088;
 ///          by cp.async one phase ahead (the staging latency hides behind the previous phase).
 ///  async16 "cuda:ew_spmm_async16": fp32 only, 16 warps (512 rows of W per CTA: half the staged X
 ///          per FMA), two X buffers of kSpmmLd columns filled by cp.async one phase ahead.
-enum class SpmmVariant { base, async, async16 };
+///  async_x4 "cuda:ew_spmm_async_x4": as async, X transposed into planes of 4 rows so a slot reads
+///          one LDS.128 per plane (4 instead of 16 LDS); 2:4, 4:8, 2:8, 1:8 only (N | 32, M <= 8).
+enum class SpmmVariant { base, async, async16, async_x4 };
 constexpr int kSpmmAsyncLd = 544;  ///< pitch of the async variant's buffers (two fit twice per SM)
 /// The plan candidate name of a variant ("cuda:ew_spmm", ...).
 const char* spmm_variant_name(SpmmVariant v);
