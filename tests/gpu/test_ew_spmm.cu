@@ -433,6 +433,18 @@ TEST(EwSpmmAsync, PlanForcedAndAutomatic) {
     EXPECT_EQ(cmp.unwritten, 0);
     EXPECT_LT(cmp.rel_err, tolerance(DType::f32)) << plan.kernel() << ": " << plan.reason();
   }
+  // x4 is opt-in: never the automatic choice, named as such in the reason.
+  {
+    const auto w = random_ew(Pattern::element(2, 8), 333, 1025, DType::f32, ++seed);
+    MatmulDesc d;
+    d.m = 64;
+    d.x_dtype = DType::f32;
+    d.y_dtype = DType::f32;
+    d.backend = Backend::cuda;
+    const Plan plan = Plan::create(w, d);
+    EXPECT_NE(plan.kernel(), "cuda:ew_spmm_async_x4");
+    EXPECT_NE(plan.reason().find("ew_spmm_async_x4 is opt-in"), std::string::npos) << plan.reason();
+  }
   // f16 weights: the async variants are not in the race (named in the reason as unsupported).
   const auto w = random_ew(Pattern::element(2, 8), 64, 256, DType::f16, ++seed);
   MatmulDesc d;

@@ -82,6 +82,8 @@ class EwInstance final : public KernelInstance {
   cuda::ew::SpmvLaunchFn launch_ = nullptr;
 };
 
+std::string c_name(cuda::ew::SpmmVariant v) { return cuda::ew::spmm_variant_name(v); }
+
 /// The plan candidate "cuda:ew_spmv" (kSpmm false) or the SpMM variant `v` (kSpmm true).
 template <bool kSpmm>
 KernelCandidate ew_candidate(cuda::ew::SpmmVariant v = cuda::ew::SpmmVariant::base) {
@@ -92,7 +94,13 @@ KernelCandidate ew_candidate(cuda::ew::SpmmVariant v = cuda::ew::SpmmVariant::ba
     const std::string name = kSpmm ? cuda::ew::spmm_variant_name(v) + 5 : "ew_spmv";
     if (auto why = ew_common_unsupported(w, d); !why.empty()) return name + " " + why;
     const auto layout = cuda::ew::SpmvLayout::of(w.layout, w.dtype);
-    return kSpmm ? cuda::ew::spmm_unsupported(layout, w.dtype, d.m, v) : cuda::ew::spmv_unsupported(layout, w.dtype, d.m);
+    const std::string why =
+        kSpmm ? cuda::ew::spmm_unsupported(layout, w.dtype, d.m, v) : cuda::ew::spmv_unsupported(layout, w.dtype, d.m);
+    // x4 (the 16-byte-LDS experiment) measured 2-9 % slower than ew_spmm_async on every case of
+    // the H200 run at 5c4bea2 (docs/PERF.md, ew_spmm session 4): opt-in, not raced.
+    if (why.empty() && kSpmm && v == cuda::ew::SpmmVariant::async_x4 && d.kernel != c_name(v))
+      return name + " is opt-in (force desc.kernel): slower than ew_spmm_async on the H200";
+    return why;
   };
   c.create = [v](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
     return std::make_unique<EwInstance<kSpmm>>(w, d, v);

@@ -40,7 +40,7 @@ namespace sparsenm::cuda::ew {
 template <int B_, int NN_, int MM_, int kWarps_, int kLd_, bool kX4_>
 struct SpmmAsyncTraits : SpmmTraits<float, kSpmmRows, B_, NN_, MM_> {
   static constexpr bool kX4 = kX4_;  ///< X as [MR/4 planes][kLd columns][4 rows]: LDS.128 per slot and plane
-  static_assert(!kX4_ || (NN_ > 0 && MM_ <= 8 && 32 % NN_ == 0), "x4: compile-time N | 32, M <= 8");
+  static_assert(!kX4_ || (NN_ > 0 && MM_ <= 8 && 32 % (NN_ > 0 ? NN_ : 1) == 0), "x4: compile-time N | 32, M <= 8");
   static constexpr int kWarps = kWarps_;
   static constexpr int kThreads = kWarps_ * 32;
   static constexpr int kRowsPerCta = kWarps_ * 32;
