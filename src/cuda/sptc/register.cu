@@ -9,6 +9,8 @@
 //                       tiles in groups of 8 row tiles sweeping all column tiles
 //   cuda:vnm_wgmma_mr   the same with groups of 2 column tiles sweeping all row tiles (the Xt slice
 //                       the gathers re-read stays in L2)
+//   cuda:vnm_wgmma_s / _sw / _h  vnm_wgmma_mr with the gather modes 6 / 8 / 7 (streamlined cp.async
+//                       producer; + wait_group; hybrid TMA rows + cp.async; wgmma_persistent.cu)
 // The 2:4 candidates take hw24 weights and element N:M or venom V:2:M weights whose aligned groups of
 // 4 hold <= 2 nonzeros (repacked to 2:4 at plan time; V:2:M with M % 4 == 0 always qualifies), f16/bf16
 // in, f32 accumulation, f32/f16/bf16 out. A V:2:M plan thus races vnm_wgmma(_mr), these and cuBLAS.
@@ -130,7 +132,8 @@ class Sptc24Instance : public KernelInstance {
 /// V:2:M weight packed as a gathered 2:4 operand + the gather table on the device; X^T workspace.
 class VnmInstance : public KernelInstance {
  public:
-  VnmInstance(const CondensedMatrix& w, const MatmulDesc& d, cs::PSched sched) : desc_(d), sched_(sched) {
+  VnmInstance(const CondensedMatrix& w, const MatmulDesc& d, cs::PSched sched, int gather_mode = 0)
+      : desc_(d), sched_(sched), gather_mode_(gather_mode) {
     n_ = w.layout.rows;
     k_ = w.layout.cols;
     ldt_ = sptc::round_up(d.m, 8);
@@ -152,7 +155,7 @@ class VnmInstance : public KernelInstance {
     auto s = static_cast<cudaStream_t>(stream);
     cs::transpose_x(x, desc_.m, k_, xt_.get(), ldt_, s);
     cs::Problem p{desc_.x_dtype, desc_.y_dtype, xt_.get(), y, desc_.m, n_, k_, ldt_};
-    cs::run_vnm_wgmma(a_, map_, gather_.as<std::int32_t>(), rows_per_tile_, tile_, p, s, 0, sched_);
+    cs::run_vnm_wgmma(a_, map_, gather_.as<std::int32_t>(), rows_per_tile_, tile_, p, s, gather_mode_, sched_);
   }
   std::size_t workspace_bytes() const override { return xt_.size(); }
 
@@ -168,6 +171,7 @@ class VnmInstance : public KernelInstance {
  private:
   MatmulDesc desc_;
   cs::PSched sched_;
+  int gather_mode_ = 0;
   std::int64_t n_ = 0, k_ = 0, ldt_ = 0;
   int rows_per_tile_ = 128;
   cs::PTile tile_ = cs::PTile::r128n256;
@@ -211,6 +215,14 @@ void register_sptc_kernels(KernelRegistry& r) {
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
            return std::make_unique<VnmInstance>(w, d, cs::PSched{-2, true});
          }});
+  // session 4 gather candidates (wgmma_persistent.cu gather modes), column-group order:
+  // _s streamlined cp.async producer, _sw the same with wait_group + one arrival per warp,
+  // _h hybrid (producer warp 0 by 128-byte TMA boxes, warps 1..3 by cp.async)
+  for (auto [name, mode] : {std::pair<const char*, int>{"cuda:vnm_wgmma_s", 6}, {"cuda:vnm_wgmma_sw", 8}, {"cuda:vnm_wgmma_h", 7}})
+    r.add({name, Backend::cuda, vnm_unsupported,
+           [mode = mode](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+             return std::make_unique<VnmInstance>(w, d, cs::PSched{-2, true}, mode);
+           }});
   r.add({"cuda:sptc_24_mma", Backend::cuda,
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
            if (cs::device_cc() < 80) return "needs an sm_80+ device";
