@@ -9,8 +9,8 @@
 //                       tiles in groups of 8 row tiles sweeping all column tiles
 //   cuda:vnm_wgmma_mr   the same with groups of 2 column tiles sweeping all row tiles (the Xt slice
 //                       the gathers re-read stays in L2)
-//   cuda:vnm_wgmma_s / _sw / _h  vnm_wgmma_mr with the gather modes 6 / 8 / 7 (streamlined cp.async
-//                       producer; + wait_group; hybrid TMA rows + cp.async; wgmma_persistent.cu)
+//   (both with gather mode 6 since session 4: the streamlined cp.async producer, 1.9-2.3x faster than
+//   mode 1 on the H200, docs/PERF-sptc.md "Session 4"; modes 7 / 8 measured slower: experiments only)
 // The 2:4 candidates take hw24 weights and element N:M or venom V:2:M weights whose aligned groups of
 // 4 hold <= 2 nonzeros (repacked to 2:4 at plan time; V:2:M with M % 4 == 0 always qualifies), f16/bf16
 // in, f32 accumulation, f32/f16/bf16 out. A V:2:M plan thus races vnm_wgmma(_mr), these and cuBLAS.
@@ -209,20 +209,12 @@ void register_sptc_kernels(KernelRegistry& r) {
          }});
   r.add({"cuda:vnm_wgmma", Backend::cuda, vnm_unsupported,
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-           return std::make_unique<VnmInstance>(w, d, cs::PSched{8, true});
+           return std::make_unique<VnmInstance>(w, d, cs::PSched{8, true}, 6);
          }});
   r.add({"cuda:vnm_wgmma_mr", Backend::cuda, vnm_unsupported,
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-           return std::make_unique<VnmInstance>(w, d, cs::PSched{-2, true});
+           return std::make_unique<VnmInstance>(w, d, cs::PSched{-2, true}, 6);
          }});
-  // session 4 gather candidates (wgmma_persistent.cu gather modes), column-group order:
-  // _s streamlined cp.async producer, _sw the same with wait_group + one arrival per warp,
-  // _h hybrid (producer warp 0 by 128-byte TMA boxes, warps 1..3 by cp.async)
-  for (auto [name, mode] : {std::pair<const char*, int>{"cuda:vnm_wgmma_s", 6}, {"cuda:vnm_wgmma_sw", 8}, {"cuda:vnm_wgmma_h", 7}})
-    r.add({name, Backend::cuda, vnm_unsupported,
-           [mode = mode](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-             return std::make_unique<VnmInstance>(w, d, cs::PSched{-2, true}, mode);
-           }});
   r.add({"cuda:sptc_24_mma", Backend::cuda,
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
            if (cs::device_cc() < 80) return "needs an sm_80+ device";

@@ -14,9 +14,10 @@
 //     selected columns of a window are scattered 2-byte elements of every X row, so a K-major
 //     gather would be element-wise; in Xt they are whole rows. Its cost is one pass over X
 //     (2*m*k*2 bytes), measured separately by the bench ("sparsenm:vnm_transpose"): ~3.1 TB/s on
-//     an H200, 3-10 % of the total. What limits the kernel is the cp.async gather rate (~8 B/clk
-//     per SM vs ~36 B/clk for TMA in the 2:4 path; docs/PERF-sptc.md), hence the experimental
-//     gather modes below and the schedule options (PSched): the tile order (groups of row tiles
+//     an H200, 3-10 % of the total. The gather's producer instruction stream limited the kernel
+//     (session 4, docs/PERF-sptc.md: the SHFL -> 64-bit address -> LDGSTS chain of 4 producer warps,
+//     not the memory path and not the trans-b wgmma); gather mode 6 (the plan's) streamlines it,
+//     1.9-2.3x faster; see the gather modes below and the schedule options (PSched): the tile order (groups of row tiles
 //     sweeping the column tiles, or groups of column tiles sweeping the row tiles so that the Xt
 //     slice every row tile gathers from stays in L2) and the prefetch of the gather indices one
 //     stage ahead (off the producer's critical path).
