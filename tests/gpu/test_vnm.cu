@@ -229,6 +229,76 @@ TEST(VnmGpu, GatherModesAgree) {
     }
 }
 
+// The session-4 gather modes (6: streamlined cp.async producer, what cuda:vnm_wgmma(_mr) run; 8: the
+// same with commit/wait_group and one arrival per warp; 7: hybrid, producer warp 0 by 128-byte TMA
+// boxes and warps 1..3 by cp.async; 7 and 8 are tested experiments, not plan candidates): every tile shape, f16 and bf16 in, every out dtype, tails in m/n/k,
+// V = 32 spread, -1 gather columns (k tails, M > k), NaN in X columns no stored slot uses, grids
+// with several tiles per CTA and the ring running on across tiles.
+TEST(VnmGpu, Session4GatherModesEveryTileAndDtype) {
+  REQUIRE_SM90();
+  struct C {
+    int v, mw;
+    std::int64_t m, n, k;
+  };
+  std::uint64_t seed = 4000;
+  for (int mode : {6, 7, 8})
+    for (cs::PTile tile : {cs::PTile::r128n256, cs::PTile::r128n128, cs::PTile::c64n256, cs::PTile::c64n128}) {
+      const int g = cs::ptile_rows(tile);
+      for (C c : {C{128, 8, 4100, 1100, 203}, C{256, 16, 7, 256, 1000}, C{64, 10, 517, 300, 333}, C{32, 7, 300, 200, 333},
+                  C{128, 100, 131, 300, 1000}}) {
+        if (c.v < g && !(c.v == 32 && g == 64)) continue;  // a tile never spans two slabs
+        if (c.v >= 128 && g == 64) continue;                 // 128-row slabs take the 128-row tiles
+        const DType in = seed % 2 ? DType::bf16 : DType::f16;
+        const DType out = seed % 3 == 0 ? DType::f16 : seed % 3 == 1 ? DType::f32 : DType::bf16;
+        const Pattern pat = Pattern::venom(c.v, c.mw);
+        SCOPED_TRACE("mode " + std::to_string(mode) + " " + cs::to_string(tile) + " " + pat.str() + " " +
+                     std::string(to_string(in)) + "->" + std::string(to_string(out)) + " m=" + std::to_string(c.m));
+        const CondensedMatrix w = condense(random_pattern_matrix(pat, in, c.n, c.k, seed, 0.0).view(), pat);
+        const DenseMatrix x = make_x(w, in, c.m, seed + 1, true);
+        ++seed;
+        sptc::PackedVnm p = sptc::pack_venom(w, g, 128);
+        cuda::DeviceBuffer vb(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4);
+        vb.upload(p.a.values.data(), vb.size());
+        mt.upload(p.a.meta.data(), mt.size());
+        gt.upload(p.gather.data(), gt.size());
+        cs::DeviceA a{vb.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
+        const CUtensorMap map = cs::make_values_map_rows(a, g);
+        const std::int64_t ldt = (c.m + 7) / 8 * 8;
+        cuda::DeviceBuffer xt(std::size_t(c.k * ldt) * 2);
+        for (cs::PSched q : {cs::PSched{-2, true}, cs::PSched{8, true}}) {
+          const double err = run_and_compare(w, x, out, [&](void* xp, void* yp) {
+            cs::transpose_x(xp, c.m, c.k, xt.get(), ldt, nullptr);
+            cs::Problem pr{in, out, xt.get(), yp, c.m, c.n, c.k, ldt};
+            cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), p.rows_per_group, tile, pr, nullptr, mode, q);
+          });
+          EXPECT_LT(err, tolerance(out)) << "raster " << q.raster;
+        }
+      }
+    }
+  // the diagnostic modes (wrong products by design) run, but only on f16 and the 128 x 256 tile
+  const Pattern pat = Pattern::venom(128, 8);
+  const CondensedMatrix w = condense(random_pattern_matrix(pat, DType::f16, 300, 520, 7, 0.0).view(), pat);
+  sptc::PackedVnm p = sptc::pack_venom(w, 128, 128);
+  cuda::DeviceBuffer vb(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4), xt(520 * 304 * 2),
+      yb(300 * 300 * 4);
+  vb.upload(p.a.values.data(), vb.size());
+  mt.upload(p.a.meta.data(), mt.size());
+  gt.upload(p.gather.data(), gt.size());
+  SPARSENM_CUDA_CHECK(cudaMemset(xt.get(), 0, xt.size()));
+  cs::DeviceA a{vb.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
+  const CUtensorMap map = cs::make_values_map_rows(a, 128);
+  cs::Problem pr{DType::f16, DType::f16, xt.get(), yb.get(), 300, 300, 520, 304};
+  for (int mode : {4, 5}) {
+    cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), 128, cs::PTile::r128n256, pr, nullptr, mode);
+    SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_THROW(cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), 128, cs::PTile::r128n128, pr, nullptr, mode), InvalidArgument);
+    cs::Problem pb = pr;
+    pb.out = DType::f32;
+    EXPECT_THROW(cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), 128, cs::PTile::r128n256, pb, nullptr, mode), InvalidArgument);
+  }
+  EXPECT_THROW(cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), 128, cs::PTile::r128n256, pr, nullptr, 9), InvalidArgument);
+}
+
 TEST(VnmGpu, PersistentHw24EveryTileShape) {
   REQUIRE_SM90();
   std::uint64_t seed = 700;
@@ -392,7 +462,7 @@ TEST(VnmGpu, SmallForSanitizers) {
     gt.upload(p.gather.data(), gt.size());
     cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
     const CUtensorMap map = cs::make_values_map_rows(a, g);
-    for (int mode : {1, 2, 3})
+    for (int mode : {1, 2, 3, 6, 7, 8})
       for (cs::PSched q : {cs::PSched{8, true}, cs::PSched{-2, true}, cs::PSched{8, false}}) {
         if (mode != 1 && !q.prefetch) continue;
         const double err = run_and_compare(w, x, DType::f16, [&](void* xp, void* yp) {
@@ -526,6 +596,7 @@ TEST(VnmGpu, PlanRaceOnVenomIncludesThe24CandidatesAndIsCorrect) {
     EXPECT_NE(why.find(plan.kernel() + " "), std::string::npos) << why;  // the report names the choice
     const std::string raced = why.substr(0, why.find("; not supported"));
     EXPECT_NE(raced.find("cuda:vnm_wgmma "), std::string::npos) << why;
+    EXPECT_NE(raced.find("cuda:vnm_wgmma_mr "), std::string::npos) << why;
     EXPECT_NE(raced.find("cuda:cublas_dense "), std::string::npos) << why;
     if (c.packable) {
       EXPECT_NE(raced.find("cuda:sptc_24_wgmma "), std::string::npos) << why;

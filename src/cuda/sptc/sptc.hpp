@@ -82,7 +82,9 @@ void run_sptc24_wgmma_persistent(const DeviceA& a, const CUtensorMap& values_map
 /// m rounded up to 8; gather [rows_pad / ptile_rows(tile)][k_pad] from pack.hpp's PackedVnm
 /// packed with group_rows = ptile_rows(tile); rows_per_tile = PackedVnm::rows_per_group (weight
 /// rows per tile: the tile's rows, or 32 for V = 32 spread over 64-row tiles). gather_mode: 0/1
-/// = cp.async gather (the default), 2 and 3 = experiments (f16 only; see wgmma_persistent.cu).
+/// = cp.async gather (the session-1 producer), 6 = streamlined cp.async producer (what the plan
+/// candidates run), 7 / 8 = experiments (all dtypes), 2 / 3 = experiments (f16 only), 4 / 5 =
+/// DIAGNOSTICS with wrong products by design (f16, p128x256 only); see wgmma_persistent.cu.
 void run_vnm_wgmma(const DeviceA& a, const CUtensorMap& values_map, const std::int32_t* gather, int rows_per_tile,
                    PTile tile, const Problem& p, cudaStream_t stream, int gather_mode = 0, PSched sched = {});
 
