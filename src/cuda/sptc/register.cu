@@ -11,6 +11,9 @@
 //                       the gathers re-read stays in L2)
 //   (both with gather mode 6 since session 4: the streamlined cp.async producer, 1.9-2.3x faster than
 //   mode 1 on the H200, docs/PERF-sptc.md "Session 4"; modes 7 / 8 measured slower: experiments only)
+//   cuda:vnm_wgmma_x    session 4b candidate: column-group order, gather mode 10 (ring stages
+//                       released as soon as their wgmma retired, 5 stages on the 128 x 256 tile) and
+//                       the register transpose of X (docs/PERF-sptc.md "Session 4b")
 // The 2:4 candidates take hw24 weights and element N:M or venom V:2:M weights whose aligned groups of
 // 4 hold <= 2 nonzeros (repacked to 2:4 at plan time; V:2:M with M % 4 == 0 always qualifies), f16/bf16
 // in, f32 accumulation, f32/f16/bf16 out. A V:2:M plan thus races vnm_wgmma(_mr), these and cuBLAS.
@@ -132,8 +135,8 @@ class Sptc24Instance : public KernelInstance {
 /// V:2:M weight packed as a gathered 2:4 operand + the gather table on the device; X^T workspace.
 class VnmInstance : public KernelInstance {
  public:
-  VnmInstance(const CondensedMatrix& w, const MatmulDesc& d, cs::PSched sched, int gather_mode = 0)
-      : desc_(d), sched_(sched), gather_mode_(gather_mode) {
+  VnmInstance(const CondensedMatrix& w, const MatmulDesc& d, cs::PSched sched, int gather_mode = 0, int transpose = 0)
+      : desc_(d), sched_(sched), gather_mode_(gather_mode), transpose_(transpose) {
     n_ = w.layout.rows;
     k_ = w.layout.cols;
     ldt_ = sptc::round_up(d.m, 8);
@@ -153,7 +156,7 @@ class VnmInstance : public KernelInstance {
 
   void run(const void* x, void* y, void* stream) const override {
     auto s = static_cast<cudaStream_t>(stream);
-    cs::transpose_x(x, desc_.m, k_, xt_.get(), ldt_, s);
+    cs::transpose_x(x, desc_.m, k_, xt_.get(), ldt_, s, transpose_);
     cs::Problem p{desc_.x_dtype, desc_.y_dtype, xt_.get(), y, desc_.m, n_, k_, ldt_};
     cs::run_vnm_wgmma(a_, map_, gather_.as<std::int32_t>(), rows_per_tile_, tile_, p, s, gather_mode_, sched_);
   }
@@ -171,7 +174,7 @@ class VnmInstance : public KernelInstance {
  private:
   MatmulDesc desc_;
   cs::PSched sched_;
-  int gather_mode_ = 0;
+  int gather_mode_ = 0, transpose_ = 0;
   std::int64_t n_ = 0, k_ = 0, ldt_ = 0;
   int rows_per_tile_ = 128;
   cs::PTile tile_ = cs::PTile::r128n256;
@@ -214,6 +217,10 @@ void register_sptc_kernels(KernelRegistry& r) {
   r.add({"cuda:vnm_wgmma_mr", Backend::cuda, vnm_unsupported,
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
            return std::make_unique<VnmInstance>(w, d, cs::PSched{-2, true}, 6);
+         }});
+  r.add({"cuda:vnm_wgmma_x", Backend::cuda, vnm_unsupported,
+         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+           return std::make_unique<VnmInstance>(w, d, cs::PSched{-2, true}, 10, 1);
          }});
   r.add({"cuda:sptc_24_mma", Backend::cuda,
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
