@@ -11,9 +11,9 @@
 //                       the gathers re-read stays in L2)
 //   (both with gather mode 6 since session 4: the streamlined cp.async producer, 1.9-2.3x faster than
 //   mode 1 on the H200, docs/PERF-sptc.md "Session 4"; modes 7 / 8 measured slower: experiments only)
-//   cuda:vnm_wgmma_x    session 4b candidate: column-group order, gather mode 10 (ring stages
-//                       released as soon as their wgmma retired, 5 stages on the 128 x 256 tile) and
-//                       the register transpose of X (docs/PERF-sptc.md "Session 4b")
+//   (session 4b options - gather modes 9 / 10, the shared-memory index ring, the register transpose
+//   of X (VnmInstance's `transpose` argument) - are tested options, not yet plan candidates: they were
+//   not measured on a device yet, docs/PERF-sptc.md "Session 4b")
 // The 2:4 candidates take hw24 weights and element N:M or venom V:2:M weights whose aligned groups of
 // 4 hold <= 2 nonzeros (repacked to 2:4 at plan time; V:2:M with M % 4 == 0 always qualifies), f16/bf16
 // in, f32 accumulation, f32/f16/bf16 out. A V:2:M plan thus races vnm_wgmma(_mr), these and cuBLAS.
@@ -218,10 +218,7 @@ void register_sptc_kernels(KernelRegistry& r) {
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
            return std::make_unique<VnmInstance>(w, d, cs::PSched{-2, true}, 6);
          }});
-  r.add({"cuda:vnm_wgmma_x", Backend::cuda, vnm_unsupported,
-         [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-           return std::make_unique<VnmInstance>(w, d, cs::PSched{-2, true}, 10, 1);
-         }});
+
   r.add({"cuda:sptc_24_mma", Backend::cuda,
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
            if (cs::device_cc() < 80) return "needs an sm_80+ device";
