@@ -94,8 +94,14 @@ struct Mask24Args {
   /// memory); 2 = the session-3 kernel (mask24.cuh, one 8 x 8 region per thread, table-driven
   /// compression); 3 = variant 2 walked by a persistent grid with cp.async prefetch; 4 = the
   /// session-2 code over a 256 x 256 footprint per CTA with every store a whole 32-byte sector
-  /// (mask24_lines.cuh). Outputs are identical; the bench times the non-default ones in the same run.
+  /// (mask24_lines.cuh); 5 = variant 4 with one more resident CTA per SM (lower register cap);
+  /// 6 = variant 4 issuing each pass's loads before the previous pass's compute (docs/PERF-train.md
+  /// "Session 4"). Outputs are identical; the bench times the non-default ones in the same run.
   int variant = 0;
+  /// Bench / profiling only (variants 4-6): at most this many CTAs resident per SM, by padding the
+  /// launch with dynamic shared memory (the occupancy control of "Session 4"); 0 = no limit;
+  /// -k: k CTAs fewer than the kernel's own occupancy.
+  int max_ctas_per_sm = 0;
 };
 
 /// The measured-faster kernel per dtype size, mode and size (H200; results at 829fe99, 9e387cb and
@@ -128,9 +134,14 @@ struct Mvue24Args {
   /// chunk / tile per thread / CTA); 2 = the persistent kernels that prefetch the next chunk /
   /// tile with cp.async into thread-private shared memory while computing the current one
   /// (token-major: 16-bit types only, f32 runs variant 1); 3 = whole-line stores (token-major
-  /// 256-token x 64-feature tiles, feature-major 16-token units per lane, mvue24.cuh).
-  /// Outputs are identical.
+  /// 256-token x 64-feature tiles, feature-major 16-token units per lane, mvue24.cuh); 4 = variant
+  /// 1 and 5 = variant 3 under a lower register cap (more resident CTAs per SM: kMvueOccBlocks,
+  /// docs/PERF-train.md "Session 4"). Outputs are identical.
   int variant = 0;
+  /// Bench / profiling only (variants 1, 3, 4, 5): at most this many CTAs resident per SM, by
+  /// padding the launch with dynamic shared memory (the occupancy control of "Session 4"); 0 = no limit;
+  /// -k: k CTAs fewer than the kernel's own occupancy.
+  int max_ctas_per_sm = 0;
 };
 
 /// The MVUE kernels the API runs per dtype size, layout and feature count (H200, docs/PERF-train.md
