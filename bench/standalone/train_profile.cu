@@ -5,8 +5,8 @@
 // profiles one launch of each (the fill kernels are not matched). Cases: the batched f16 mask
 // refresh at 36 x [5120][1280] (search, then apply with the mask the search wrote): variants 4
 // (default), 5, 6 and 4 under the occupancy control (one resident CTA per SM fewer); MVUE at
-// 16384 x 6400: f16 / bf16 token-major and feature-major, the default (variant 1), its
-// register-capped forms (4, 5) and variant 1 under the occupancy control. Prints the launch order.
+// 16384 x 6400: f16 / bf16 token-major and feature-major, variant 1 (the default before session 4),
+// its register-capped forms (4, 5) and variant 1 under the occupancy control. Prints the launch order.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 

@@ -13,8 +13,9 @@
 //   row. Per feature the 4 windows go to shared memory as one 16-byte store (f32: two) into a
 //   chunk-swizzled tile (Tile24, conflict-free), then the CTA writes 128 rows with 16-byte stores.
 // Variant 3 (whole-line stores: feature-major 16-token units per lane, token-major 256 x 64
-//   tiles) is the default for f32 feature-major and 16-bit token-major with n % 128 == 64
-//   (mvue24_default_variant, docs/PERF-train.md "Session 3c").
+//   tiles) is the default for f32 feature-major and 16-bit token-major with n % 128 == 64;
+//   variant 5 (3 under a 64-register cap, 4 CTAs per SM) for bf16 feature-major and f16
+//   token-major c_fc shapes (mvue24_default_variant, docs/PERF-train.md "Session 3c", "Session 4").
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
@@ -680,7 +681,8 @@ template <class T>
 void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   using Traits = Mvue24Traits;
   constexpr bool k16 = sizeof(typename Elem<T>::Raw) == 2;
-  const int variant = a.variant != 0 ? a.variant : mvue24_default_variant(sizeof(typename Elem<T>::Raw), a.token_major, a.features);
+  constexpr DType kDtype = std::is_same_v<T, float> ? DType::f32 : kIsBf16<T> ? DType::bf16 : DType::f16;
+  const int variant = a.variant != 0 ? a.variant : mvue24_default_variant(kDtype, a.token_major, a.features);
   // the one-shot kernels (variants 1, 3, 4, 5), with the occupancy control's padding if asked for
   auto go = [&](auto kernel, dim3 grid, dim3 block) {
     const std::size_t smem = occupancy_cap_smem(kernel, int(block.x * block.y), a.max_ctas_per_sm);
