@@ -522,7 +522,7 @@ Suite spmv_suite() {
   Suite s;
   s.name = "spmv";
   s.description =
-      "EW N:M SpMV / small batch (m = 1, 2, 4, 8): cuda:ew_spmv (CUDA cores), cuda:ew_spmv_tc / _bal / _prmt "
+      "EW N:M SpMV / small batch (m = 1, 2, 4, 8): cuda:ew_spmv (CUDA cores), cuda:ew_spmv_tc / _bal / _prmt / _ring "
       "(tensor cores, f16/bf16) and the plan's automatic choice vs cuBLAS dense and cuSPARSE CSR";
   s.needs_gpu = true;
   s.run = [](Context& ctx) {
@@ -536,7 +536,8 @@ Suite spmv_suite() {
                   {{{28672, 8192}, {12288, 12288}}, {"2:8", "1:8", "2:16"}, {DType::bf16}, {8}},
                   {{{28672, 8192}}, {"2:4", "4:8"}, {DType::f16}, {8}}},
                  {1, 2, 4, 8},
-                 {"cuda:ew_spmv", "cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt", ""});
+                 {"cuda:ew_spmv", "cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt",
+                  "cuda:ew_spmv_tc_ring", ""});
   };
   return s;
 }
@@ -544,13 +545,15 @@ Suite spmv_suite() {
 Suite spmm_suite() {
   Suite s;
   s.name = "spmm";
-  s.description = "EW N:M SpMM (any m): the plan's automatic choice (and cuda:ew_spmm when built) vs cuBLAS and cuSPARSE";
+  s.description =
+      "EW N:M SpMM (any m): the plan's automatic choice, cuda:ew_spmm and (f32) cuda:ew_spmm_async / _async16 / _async_x4 vs cuBLAS "
+      "and cuSPARSE";
   s.needs_gpu = true;
   s.run = [](Context& ctx) {
     run_ew_suite(ctx, "spmm",
                  {{{{4096, 4096}, {11008, 4096}}, {"2:8", "8:32", "3:32", "1:8", "4:32"}, {DType::f32}, {1024, 4096}},
                   {{{11008, 4096}}, {"2:8", "8:32", "3:32"}, {DType::f16}, {32, 1024}}},
-                 {1, 8, 32, 128, 512, 2048, 8192}, {"cuda:ew_spmm", ""});
+                 {1, 8, 32, 128, 512, 2048, 8192}, {"cuda:ew_spmm", "cuda:ew_spmm_async", "cuda:ew_spmm_async16", "cuda:ew_spmm_async_x4", ""});
   };
   return s;
 }

@@ -410,7 +410,9 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
     auto tiles = [&](std::int64_t bm, std::int64_t bn) { return double(((n + bm - 1) / bm) * ((m + bn - 1) / bn)); };
     const cs::PTile plan_tile = v >= 128 ? (tiles(128, 256) >= 1.4 * sms ? cs::PTile::r128n256 : cs::PTile::r128n128)
                                          : (tiles(64, 256) >= 1.4 * sms ? cs::PTile::c64n256 : cs::PTile::c64n128);
-    if (!p24.empty()) {
+    // SPTC_VNM_PLANONLY: cuBLAS and the plan row only (the plan's race is the slow part)
+    const bool planonly = std::getenv("SPTC_VNM_PLANONLY") != nullptr;
+    if (!p24.empty() && !ncu && !planonly) {
       // the 2:4 plan candidates on the repacked weight, tiles as register.cu chooses them
       // (Sptc24Instance::choose_tile; persistent: 128x256 when that tile is chosen, else 128x128)
       const cs::WgTile t24 = tiles(128, 256) >= 1.4 * sms   ? cs::WgTile::m128n256
@@ -429,7 +431,7 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
       const CUtensorMap map3 = cs::make_values_map_rows(p24[1].a, 192);
       me.measure("sparsenm:sptc_24_wgmma_3", [&] { cs::run_sptc24_wgmma3(p24[1].a, map3, pr, nullptr); }, b24, rep + "192x256");
     }
-    {
+    if (!std::getenv("SPTC_VNM_NOPLAN") && !ncu) {
       // the plan's automatic choice: Plan::create races every supported CUDA candidate once on this
       // weight (plan time, not timed here), then plan.run is measured like every other row
       MatmulDesc desc;
@@ -443,7 +445,118 @@ void run_vnm_case(Context& ctx, std::int64_t n, std::int64_t k, int v, int mw, c
       me.measure("sparsenm:plan", [&] { plan.run(dX.get(), dY.get(), nullptr); }, sparse_bytes,
                  (l2.empty() ? std::string() : l2 + "; ") + "automatic choice: " + plan.kernel() + " (" + race + ")");
     }
+    if (planonly) continue;
     auto tr = [&] { cs::transpose_x(dX.get(), m, k, dXt.get(), ldt, nullptr); };
+    // SPTC_VNM_GATHER=4b (docs/PERF-sptc.md, session 4b): on the plan's tile, column-group order
+    // (raster -2) everywhere: GEMM-only rows for the control (mode 6, what cuda:vnm_wgmma_mr ran at
+    // 63f115e) and the candidates 9 (early release), 10 (9 + 5 stages at p128x256), 11 (6 + 5
+    // stages), 6 / 10 + the shared-memory index ring; the two transposes alone; transpose + GEMM
+    // rows (what a plan candidate runs): the control (variant-0 transpose + mode 6) and the
+    // candidates with the register transpose. Under SPTC_NCU: one GEMM launch of mode 6 and of
+    // mode 10, nothing timed.
+    const char* gsel = std::getenv("SPTC_VNM_GATHER");
+    if (((gsel && std::string(gsel) == "4b") || (ncu && std::getenv("SPTC_VNM_4B"))) && !packs.empty() && packs[0].g == 128) {
+      const Packed& pk = packs[0];
+      const CUtensorMap map = cs::make_values_map_rows(pk.a, pk.g);
+      cs::Problem pr{DType::f16, DType::f16, dXt.get(), dY.get(), m, n, k, ldt};
+      tr();
+      struct GMode {
+        int mode;
+        bool sidx;
+        const char* suffix;
+      };
+      const std::vector<GMode> gms{{6, false, "_s"}, {9, false, "_e"}, {10, false, "_e5"}, {11, false, "_s5"},
+                                   {6, true, "_si"}, {10, true, "_e5i"}};
+      for (const GMode& g : gms) {
+        if (ncu && !(g.mode == 6 || g.mode == 10) ) continue;
+        if (ncu && g.sidx) continue;
+        auto gm = [&] {
+          cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, plan_tile, pr, nullptr, g.mode,
+                            {-2, true, g.sidx});
+        };
+        if (ncu) {
+          gm();
+          SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+          continue;
+        }
+        me.measure(std::string("sparsenm:vnm_gemm_") + cs::to_string(plan_tile) + g.suffix, gm, sparse_bytes,
+                   "GEMM only (X^T given), gather mode " + std::to_string(g.mode) + (g.sidx ? " + smem index ring" : "") +
+                       ", raster -2");
+      }
+      if (ncu) continue;
+      for (int tv : {0, 1}) {
+        auto t = [&] { cs::transpose_x(dX.get(), m, k, dXt.get(), ldt, nullptr, tv); };
+        me.emit(tv ? "sparsenm:vnm_transpose_reg" : "sparsenm:vnm_transpose", time_ms(t, o.warmup, o.reps), -1,
+                4.0 * double(m) * k, tv ? "X -> X^T workspace only, register transpose (variant 1)" : "X -> X^T workspace only, shared-memory tiles (variant 0)");
+      }
+      struct FMode {
+        int mode;
+        bool sidx;
+        int tv;
+        const char* suffix;
+      };
+      for (const FMode& f : {FMode{6, false, 0, "_s"}, FMode{6, false, 1, "_sT"}, FMode{9, false, 1, "_eT"},
+                             FMode{10, false, 1, "_e5T"}, FMode{10, true, 1, "_e5iT"}}) {
+        auto full = [&] {
+          cs::transpose_x(dX.get(), m, k, dXt.get(), ldt, nullptr, f.tv);
+          cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, plan_tile, pr, nullptr, f.mode,
+                            {-2, true, f.sidx});
+        };
+        me.measure(std::string("sparsenm:vnm_wgmma") + f.suffix, full, sparse_bytes + 4.0 * double(m) * k,
+                   "transpose variant " + std::to_string(f.tv) + " + GEMM (plan candidate), tile " +
+                       std::string(cs::to_string(plan_tile)) + ", gather mode " + std::to_string(f.mode) +
+                       (f.sidx ? " + smem index ring" : "") + ", raster -2");
+      }
+      continue;
+    }
+    // SPTC_VNM_GATHER (docs/PERF-sptc.md, session 4): on the plan's tile, the gather modes of
+    // wgmma_persistent.cu, all with the column-group order of cuda:vnm_wgmma_mr: GEMM-only rows for
+    // the control (mode 1), the two DIAGNOSTICS (4: B by TMA without the gather, 5: the gather
+    // without the MMA; both give wrong products by design, their rel_err is flagged) and the
+    // candidates 6 (streamlined cp.async), 8 (6 + wait_group, one arrival per warp), 7 (hybrid TMA
+    // rows + cp.async); then transpose + GEMM rows for the candidates (what a plan candidate runs).
+    // Under SPTC_NCU: one GEMM launch per mode, nothing timed (ncu --launch-count picks them up).
+    if ((std::getenv("SPTC_VNM_GATHER") || ncu) && !packs.empty() && packs[0].g == 128) {
+      const Packed& pk = packs[0];
+      const CUtensorMap map = cs::make_values_map_rows(pk.a, pk.g);
+      cs::Problem pr{DType::f16, DType::f16, dXt.get(), dY.get(), m, n, k, ldt};
+      tr();
+      struct GMode {
+        int mode;
+        const char* suffix;
+        bool diag;
+      };
+      const std::vector<GMode> modes{{1, "_mr2", false}, {4, "_diag_tmaid", true}, {5, "_diag_nomma", true},
+                                     {6, "_s", false},   {8, "_sw", false},        {7, "_h", false}};
+      for (const GMode& gmode : modes) {
+        if (gmode.diag && plan_tile != cs::PTile::r128n256) continue;
+        auto gm = [&] {
+          cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, plan_tile, pr, nullptr, gmode.mode,
+                            {-2, true});
+        };
+        if (ncu) {
+          gm();
+          SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+          continue;
+        }
+        me.measure(std::string("sparsenm:vnm_gemm_") + cs::to_string(plan_tile) + gmode.suffix, gm, sparse_bytes,
+                   gmode.diag ? "DIAGNOSTIC (wrong product by design), GEMM only, gather mode " + std::to_string(gmode.mode)
+                              : "GEMM only (X^T given), gather mode " + std::to_string(gmode.mode) + ", raster -2");
+      }
+      if (!ncu)
+        for (const GMode& gmode : modes) {
+          if (gmode.diag || gmode.mode == 1) continue;  // mode 1 full = the vnm_wgmma_mr row below
+          auto full = [&] {
+            tr();
+            cs::run_vnm_wgmma(pk.a, map, pk.gather.as<std::int32_t>(), pk.rows_per_tile, plan_tile, pr, nullptr, gmode.mode,
+                              {-2, true});
+          };
+          me.measure(std::string("sparsenm:vnm_wgmma") + gmode.suffix, full, sparse_bytes + 4.0 * double(m) * k,
+                     "transpose + GEMM (plan candidate), tile " + std::string(cs::to_string(plan_tile)) + ", gather mode " +
+                         std::to_string(gmode.mode) + ", raster -2");
+        }
+      if (ncu) continue;
+    }
     if (!lean)
       me.emit("sparsenm:vnm_transpose", time_ms(tr, o.warmup, o.reps), -1, 4.0 * double(m) * k, "X -> X^T workspace only");
     tr();

@@ -3,7 +3,7 @@
 // staging paths (16-byte and element), split-k clusters, multi-phase staging, poisoned outputs,
 // NaN / Inf in X (stored slots propagate; pruned positions follow the dense product, which is why
 // the plan candidate requires desc.x_finite); the plan race; and the packed layout on the CPU.
-// Every case runs every variant that serves its pattern (SpmvTcVariant: shift, balanced, prmt).
+// Every case runs every variant that serves its pattern (SpmvTcVariant: shift, balanced, prmt, ring).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -36,10 +36,10 @@ struct TcCase {
 
 using V = sew::SpmvTcVariant;
 
-/// The variants that serve pattern p (prmt: N in {1, 2}, M in {8, 16}).
+/// The variants that serve pattern p (prmt, ring: N in {1, 2}, M in {8, 16}).
 std::vector<V> variants_for(const Pattern& p) {
   std::vector<V> v = {V::shift, V::balanced};
-  if ((p.n == 1 || p.n == 2) && (p.m == 8 || p.m == 16)) v.push_back(V::prmt);
+  if ((p.n == 1 || p.n == 2) && (p.m == 8 || p.m == 16)) v.push_back(V::prmt), v.push_back(V::ring);
   return v;
 }
 
@@ -59,7 +59,9 @@ void run_tc(const CondensedMatrix& w, const DenseMatrix& x, const TcCase& c, std
   const auto cfg = sew::plan_spmv_tc(packed.layout, c.t, c.m, sms(), a, c.smem_budget, c.max_split, c.variant);
   EXPECT_GE(a.cta_warps, 4);
   EXPECT_LE(a.cta_warps, 8);
-  if (c.variant != V::balanced) EXPECT_EQ(a.cta_warps, 8);
+  if (c.variant == V::shift || c.variant == V::prmt) EXPECT_EQ(a.cta_warps, 8);
+  if (c.variant == V::ring && a.tiles_per_phase < a.tiles_per_split)  // every phase starts at ring slot 0
+    EXPECT_EQ(a.tiles_per_phase % sew::kTcRing, 0) << a.tiles_per_phase << " of " << a.tiles_per_split;
   if (c.cta_warps > 0) a.cta_warps = c.cta_warps;
   if (ksplit_out) *ksplit_out = a.ksplit;
   const auto fn = sew::find_spmv_tc(c.t, c.pattern.n, c.pattern.m, c.variant);
@@ -178,16 +180,25 @@ struct HostDecodeOps {
     const std::uint32_t* p = g_table->data() + addr / 4;
     return make_uint4(p[0], p[1], p[2], p[3]);
   }
+  static uint2 lds64(std::uint32_t addr) {
+    EXPECT_EQ(addr % 8, 0u);
+    EXPECT_LT(std::size_t(addr / 4 + 1), g_table->size());
+    if (addr % 8 != 0 || std::size_t(addr / 4 + 1) >= g_table->size()) return make_uint2(0xdead, 0xdead);
+    const std::uint32_t* p = g_table->data() + addr / 4;
+    return make_uint2(p[0], p[1]);
+  }
 };
 
 /// The kernel's own decode (decode_prmt, field extraction, table_words) run on the CPU over a
 /// packed weight with row and column tails: every A register of every lane, chunk, tile and row
 /// block must equal the dense expansion's bits at its (row, column), zero where nothing is
-/// stored and past the matrix. Lane copies: tab = 16 (lane & 7) as on the device.
-template <int N, int M>
+/// stored and past the matrix. Lane copies: tab = kTabCopyBytes (lane & kTabCopyMask) as on the
+/// device. RING > 2: the ring variant's decode (2:8: the 8-byte table entries).
+template <int N, int M, int RING = 2>
 void check_prmt_decode_on_host(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
-  using Tr = sew::SpmvTcTraits<__half, N, M, sew::kDecPrmt>;
-  SCOPED_TRACE(std::to_string(N) + ":" + std::to_string(M) + " " + std::to_string(rows) + "x" + std::to_string(cols));
+  using Tr = sew::SpmvTcTraits<__half, N, M, sew::kDecPrmt, RING>;
+  SCOPED_TRACE(std::to_string(N) + ":" + std::to_string(M) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+               " ring " + std::to_string(RING));
   const auto w = random_ew(Pattern::element(N, M), rows, cols, DType::f16, seed);
   const auto packed = sew::pack_spmv_tc(w);
   const auto& l = packed.layout;
@@ -210,7 +221,8 @@ void check_prmt_decode_on_host(std::int64_t rows, std::int64_t cols, std::uint64
         for (int wd = 0; wd < Tr::B; ++wd) tile.i[wd] = packed.indices[l.index_word_offset(rb, t, lane, wd)];
         for (int c = 0; c < Tr::kChunks; ++c) {
           std::uint32_t d[2][Tr::kRegs];
-          sew::tc_detail::decode_prmt<Tr, HostDecodeOps>(tile, c, 16u * std::uint32_t(lane & 7), d);
+          sew::tc_detail::decode_prmt<Tr, HostDecodeOps>(
+              tile, c, std::uint32_t(Tr::kTabCopyBytes) * std::uint32_t(lane & Tr::kTabCopyMask), d);
           const int g = lane >> 2, tq = lane & 3;
           const std::int64_t window = t * 4 * Tr::kChunks + c * 4 + tq;
           for (int h = 0; h < 2; ++h)
@@ -236,6 +248,27 @@ TEST(EwSpmvTcLayout, PrmtDecodeReproducesTheDenseWindowsOnHost) {
   check_prmt_decode_on_host<2, 16>(21, 64 * 16 / 2 + 16 + 7, 8103);
   check_prmt_decode_on_host<1, 16>(21, 64 * 16 + 5 * 16 + 1, 8104);
   check_prmt_decode_on_host<2, 8>(16, 2 * 64 * 8 / 2, 8105);            // no tails
+  // The ring variant: 2:8 reads 8-byte entries (16 copies); the others decode as prmt.
+  static_assert(sew::SpmvTcTraits<__half, 2, 8, sew::kDecPrmt, sew::kTcRing>::kTab64);
+  static_assert(!sew::SpmvTcTraits<__half, 2, 8, sew::kDecPrmt>::kTab64);
+  check_prmt_decode_on_host<2, 8, sew::kTcRing>(37, 64 * 8 / 2 + 3 * 8 + 5, 8106);
+  check_prmt_decode_on_host<2, 8, sew::kTcRing>(16, 2 * 64 * 8 / 2, 8107);
+  check_prmt_decode_on_host<1, 8, sew::kTcRing>(37, 64 * 8 + 2 * 8 + 3, 8108);
+  check_prmt_decode_on_host<2, 16, sew::kTcRing>(21, 64 * 16 / 2 + 16 + 7, 8109);
+}
+
+/// The ring's launch refuses a phase length that would start a phase in the middle of the ring
+/// (its slots are compile-time), before touching the device.
+TEST(EwSpmvTcLayout, RingRejectsMisalignedPhases) {
+  const auto fn = sew::find_spmv_tc(DType::f16, 2, 8, V::ring);
+  ASSERT_NE(fn, nullptr);
+  sew::SpmvTcArgs a;
+  a.tiles = 12, a.tiles_per_split = 12, a.tiles_per_phase = 6;
+  EXPECT_THROW(fn(a, sew::SpmvTcConfig{}, nullptr), InvalidArgument);
+  a.tiles_per_phase = 0;
+  EXPECT_THROW(fn(a, sew::SpmvTcConfig{}, nullptr), InvalidArgument);
+  EXPECT_EQ(sew::find_spmv_tc(DType::f16, 4, 8, V::ring), nullptr);
+  EXPECT_EQ(std::string(sew::spmv_tc_variant_name(V::ring)), "ew_spmv_tc_ring");
 }
 
 TEST(EwSpmvTcLayout, RejectsWhatItDoesNotServe) {
@@ -293,6 +326,18 @@ TEST(EwSpmvTc, TailsSplitKPhasesAndMisalignedX) {
     check_case({Pattern::element(2, 16), 500, 5008, m, DType::f16, DType::f16, 9000, 2}, ++seed);
     check_case({Pattern::element(1, 8), 300, 6000, m, DType::bf16, DType::bf16, 4000, 1}, ++seed);
   }
+  // The ring across phases of 8 tiles (two ring rounds per phase) and a short last phase: 2:8 k =
+  // 5100 is 20 tiles (the last one partial), a budget of 8 tiles' X gives phases 8, 8, 4.
+  for (int m : {3, 8}) {
+    TcCase c{Pattern::element(2, 8), 100, 5100, m, DType::f16, DType::f16, 8 * (8 * 512 + 64) + 100, 1};
+    c.variant = V::ring;
+    sew::SpmvTcArgs a;
+    sew::plan_spmv_tc(sew::SpmvTcLayout::of(ew_layout(c.pattern, c.n, c.k), c.t), c.t, m, sms(), a, c.smem_budget,
+                      c.max_split, V::ring);
+    EXPECT_EQ(a.tiles_per_split, 20);
+    EXPECT_EQ(a.tiles_per_phase, 8);
+    check_one(c, ++seed);
+  }
   // x not 16-byte aligned: the element staging path even though k % 8 == 0.
   check_case({Pattern::element(2, 8), 200, 1024, 8, DType::f16, DType::f16, 0, 0, true}, ++seed);
   check_case({Pattern::element(4, 8), 33, 2048, 7, DType::bf16, DType::f32, 5000, 3, true}, ++seed);
@@ -324,7 +369,7 @@ TEST(EwSpmvTc, EveryCtaWidth) {
   std::uint64_t seed = 4100;
   for (int warps = 4; warps <= 8; ++warps)
     for (int split : {1, 3})
-      for (V v : {V::balanced, V::prmt})
+      for (V v : {V::balanced, V::prmt, V::ring})
         for (auto p : {Pattern::element(2, 8), Pattern::element(2, 16)}) {
           TcCase c{p, 16 * 13 + 5, 3000, warps == 8 ? 8 : warps, DType::f16, DType::f16, 0, split};
           c.variant = v;
@@ -344,14 +389,21 @@ TEST(EwSpmvTcPlanShape, BalancedGridOnTheBarShape) {
     const long long ctas = (a.row_blocks + a.cta_warps - 1) / a.cta_warps * a.ksplit;
     return (ctas + s - 1) / s * a.cta_warps * a.tiles_per_split;
   };
-  sew::SpmvTcArgs a0, a1, a2;
+  sew::SpmvTcArgs a0, a1, a2, a3;
   sew::plan_spmv_tc(l, DType::f16, 8, s, a0, 0, 0, V::shift);
   const auto c1 = sew::plan_spmv_tc(l, DType::f16, 8, s, a1, 0, 0, V::balanced);
   const auto c2 = sew::plan_spmv_tc(l, DType::f16, 8, s, a2, 0, 0, V::prmt);
+  const auto c3 = sew::plan_spmv_tc(l, DType::f16, 8, s, a3, 0, 0, V::ring);
   std::printf("  28672 x 8192 2:8 on %d SMs: shift %d warps x split %d (%lld warp-tiles on the busiest SM), balanced %d x "
-              "%d (%lld, %d B smem), prmt %d x %d (%lld, %d B smem)\n",
+              "%d (%lld, %d B smem), prmt %d x %d (%lld, %d B smem), ring %d x %d (%lld, %d B smem, %d tiles / phase)\n",
               s, a0.cta_warps, a0.ksplit, most(a0), a1.cta_warps, a1.ksplit, most(a1), c1.smem_bytes, a2.cta_warps,
-              a2.ksplit, most(a2), c2.smem_bytes);
+              a2.ksplit, most(a2), c2.smem_bytes, a3.cta_warps, a3.ksplit, most(a3), c3.smem_bytes, a3.tiles_per_phase);
+  EXPECT_LE(most(a3), most(a0));
+  const auto occ3 = sew::find_spmv_tc_occupancy(DType::f16, 2, 8, V::ring);
+  ASSERT_NE(occ3, nullptr);
+  EXPECT_LE((a3.row_blocks + a3.cta_warps - 1) / a3.cta_warps * a3.ksplit,
+            occ3(c3.smem_bytes, 32 * a3.cta_warps, a3.ksplit, s));  // one wave at <= 128 registers
+  EXPECT_EQ(a3.tiles_per_phase % sew::kTcRing, 0);
   if (s == 132) EXPECT_LT(most(a1), most(a0));  // the balanced grid evens the SMs out here
   EXPECT_LE(most(a1), most(a0));
   EXPECT_EQ(a2.cta_warps, 8);          // prmt keeps the 8-warp grid (one change at a time)
@@ -465,7 +517,7 @@ TEST(EwSpmvTcPlan, RaceReasonsAndForcedRun) {
   const Plan autoplan = Plan::create(w, d);
   EXPECT_NE(autoplan.reason().find("cuda:ew_spmv_tc "), std::string::npos) << autoplan.reason();
   // Every variant races (timed, listed with its time in the reason).
-  for (const char* kname : {"cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt"}) {
+  for (const char* kname : {"cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt", "cuda:ew_spmv_tc_ring"}) {
     EXPECT_NE(autoplan.reason().find(std::string(kname) + " "), std::string::npos) << autoplan.reason();
     EXPECT_EQ(autoplan.reason().find(std::string(kname) + " (opt-in only"), std::string::npos) << autoplan.reason();
   }
@@ -477,7 +529,7 @@ TEST(EwSpmvTcPlan, RaceReasonsAndForcedRun) {
   const Plan finite_off = Plan::create(w, nf);
   EXPECT_NE(finite_off.kernel(), "cuda:ew_spmv_tc");
   EXPECT_NE(finite_off.reason().find("cuda:ew_spmv_tc (desc.x_finite is false"), std::string::npos) << finite_off.reason();
-  for (const char* kname : {"cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt"}) {
+  for (const char* kname : {"cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt", "cuda:ew_spmv_tc_ring"}) {
     EXPECT_NE(finite_off.kernel(), kname);
     MatmulDesc forced_nf = nf;
     forced_nf.kernel = kname;
@@ -496,9 +548,10 @@ TEST(EwSpmvTcPlan, RaceReasonsAndForcedRun) {
   const Plan other3 = Plan::create(w48, d);
   EXPECT_NE(other3.kernel(), "cuda:ew_spmv_tc_prmt");
   EXPECT_NE(other3.reason().find("ew_spmv_tc_prmt: pattern 4:8 is not compiled"), std::string::npos) << other3.reason();
+  EXPECT_NE(other3.reason().find("ew_spmv_tc_ring: pattern 4:8 is not compiled"), std::string::npos) << other3.reason();
 
   const auto x = random_matrix(DType::f16, 8, k, 7003);
-  for (const char* kname : {"cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt"}) {
+  for (const char* kname : {"cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt", "cuda:ew_spmv_tc_ring"}) {
   SCOPED_TRACE(kname);
   MatmulDesc forced = d;
   forced.kernel = kname;

@@ -57,7 +57,8 @@ DenseMatrix make_x(const CondensedMatrix& w, DType in, std::int64_t m, std::uint
 
 /// Uploads x, poisons y, runs, returns relative error vs the fp64 reference (inf if not finite).
 template <class Run>
-double run_and_compare(const CondensedMatrix& w, const DenseMatrix& x, DType out, Run&& run_fn) {
+double run_and_compare(const CondensedMatrix& w, const DenseMatrix& x, DType out, Run&& run_fn,
+                       const std::vector<double>* ref = nullptr) {  // ref: reference_matmul_f64(x, w), if already computed
   const std::int64_t m = x.rows(), n = w.rows();
   cuda::DeviceBuffer xd(x.size_bytes()), yd(std::size_t(m * n) * dtype_size(out));
   xd.upload(x.data(), x.size_bytes());
@@ -70,7 +71,7 @@ double run_and_compare(const CondensedMatrix& w, const DenseMatrix& x, DType out
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j)
       if (!std::isfinite(y.at(i, j))) return INFINITY;
-  return relative_error(y.view(), reference_matmul_f64(x.view(), w));
+  return ref ? relative_error(y.view(), *ref) : relative_error(y.view(), reference_matmul_f64(x.view(), w));
 }
 
 const detail::KernelCandidate& candidate(const detail::KernelRegistry& reg, const std::string& name) {
@@ -134,6 +135,7 @@ TEST(VnmGpu, SchedulesAgree) {
     const CUtensorMap map = cs::make_values_map_rows(a, g);
     const std::int64_t ldt = (m + 7) / 8 * 8;
     cuda::DeviceBuffer xt(std::size_t(k * ldt) * 2);
+    const std::vector<double> ref = reference_matmul_f64(x.view(), w);  // once for the six schedules
     for (cs::PSched q : scheds) {
       SCOPED_TRACE(std::string(cs::to_string(tile)) + " raster " + std::to_string(q.raster) + " prefetch " +
                    std::to_string(q.prefetch));
@@ -141,7 +143,7 @@ TEST(VnmGpu, SchedulesAgree) {
         cs::transpose_x(xp, m, k, xt.get(), ldt, nullptr);
         cs::Problem pr{DType::f16, DType::f32, xt.get(), yp, m, n, k, ldt};
         cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), p.rows_per_group, tile, pr, nullptr, 0, q);
-      });
+      }, &ref);
       EXPECT_LT(err, 1e-5);
     }
   }
@@ -227,6 +229,123 @@ TEST(VnmGpu, GatherModesAgree) {
     }
 }
 
+// The session-4 gather modes (6: streamlined cp.async producer, what cuda:vnm_wgmma(_mr) run; 8: the
+// same with commit/wait_group and one arrival per warp; 7: hybrid, producer warp 0 by 128-byte TMA
+// boxes and warps 1..3 by cp.async; 7 and 8 are tested experiments, not plan candidates): every tile shape, f16 and bf16 in, every out dtype, tails in m/n/k,
+// V = 32 spread, -1 gather columns (k tails, M > k), NaN in X columns no stored slot uses, grids
+// with several tiles per CTA and the ring running on across tiles.
+// Session 4b adds 9 (early release), 10 (9 + 5 stages at p128x256, 32-row epilogue staging), 11
+// (6 + 5 stages, f16 only) and the gather indices through shared memory (PSched::smem_index) on 6 / 9
+// / 10, and the register transpose (variant 1) on the cases with k % 8 == 0.
+TEST(VnmGpu, Session4GatherModesEveryTileAndDtype) {
+  REQUIRE_SM90();
+  struct C {
+    int v, mw;
+    std::int64_t m, n, k;
+  };
+  std::uint64_t seed = 4000;
+  for (int mode : {6, 7, 8, 9, 10, 11})
+    for (cs::PTile tile : {cs::PTile::r128n256, cs::PTile::r128n128, cs::PTile::c64n256, cs::PTile::c64n128}) {
+      const int g = cs::ptile_rows(tile);
+      for (C c : {C{128, 8, 4100, 1100, 203}, C{256, 16, 7, 256, 1000}, C{64, 10, 517, 300, 333}, C{32, 7, 300, 200, 333},
+                  C{128, 100, 131, 300, 1000}}) {
+        if (c.v < g && !(c.v == 32 && g == 64)) continue;  // a tile never spans two slabs
+        if (c.v >= 128 && g == 64) continue;                 // 128-row slabs take the 128-row tiles
+        const DType in = mode == 11 ? DType::f16 : seed % 2 ? DType::bf16 : DType::f16;
+        const DType out = mode == 11 ? DType::f16 : seed % 3 == 0 ? DType::f16 : seed % 3 == 1 ? DType::f32 : DType::bf16;
+        const Pattern pat = Pattern::venom(c.v, c.mw);
+        SCOPED_TRACE("mode " + std::to_string(mode) + " " + cs::to_string(tile) + " " + pat.str() + " " +
+                     std::string(to_string(in)) + "->" + std::string(to_string(out)) + " m=" + std::to_string(c.m));
+        const CondensedMatrix w = condense(random_pattern_matrix(pat, in, c.n, c.k, seed, 0.0).view(), pat);
+        const DenseMatrix x = make_x(w, in, c.m, seed + 1, true);
+        ++seed;
+        sptc::PackedVnm p = sptc::pack_venom(w, g, 128);
+        cuda::DeviceBuffer vb(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4);
+        vb.upload(p.a.values.data(), vb.size());
+        mt.upload(p.a.meta.data(), mt.size());
+        gt.upload(p.gather.data(), gt.size());
+        cs::DeviceA a{vb.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
+        const CUtensorMap map = cs::make_values_map_rows(a, g);
+        const std::int64_t ldt = (c.m + 7) / 8 * 8;
+        cuda::DeviceBuffer xt(std::size_t(c.k * ldt) * 2);
+        const bool sidx_ok = mode == 6 || mode == 9 || mode == 10 || mode == 11;
+        for (cs::PSched q : {cs::PSched{-2, true}, cs::PSched{8, true}, cs::PSched{-2, true, true}, cs::PSched{3, true, true}}) {
+          if (q.smem_index && !sidx_ok) continue;
+          const int tv = q.smem_index ? 1 : 0;  // the register transpose (falls back to variant 0 where k % 8 != 0)
+          const double err = run_and_compare(w, x, out, [&](void* xp, void* yp) {
+            cs::transpose_x(xp, c.m, c.k, xt.get(), ldt, nullptr, tv);
+            cs::Problem pr{in, out, xt.get(), yp, c.m, c.n, c.k, ldt};
+            cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), p.rows_per_group, tile, pr, nullptr, mode, q);
+          });
+          EXPECT_LT(err, tolerance(out)) << "raster " << q.raster << " smem_index " << q.smem_index;
+        }
+      }
+    }
+  // the diagnostic modes (wrong products by design) run, but only on f16 and the 128 x 256 tile
+  const Pattern pat = Pattern::venom(128, 8);
+  const CondensedMatrix w = condense(random_pattern_matrix(pat, DType::f16, 300, 520, 7, 0.0).view(), pat);
+  sptc::PackedVnm p = sptc::pack_venom(w, 128, 128);
+  cuda::DeviceBuffer vb(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4), xt(520 * 304 * 2),
+      yb(300 * 300 * 4);
+  vb.upload(p.a.values.data(), vb.size());
+  mt.upload(p.a.meta.data(), mt.size());
+  gt.upload(p.gather.data(), gt.size());
+  SPARSENM_CUDA_CHECK(cudaMemset(xt.get(), 0, xt.size()));
+  cs::DeviceA a{vb.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
+  const CUtensorMap map = cs::make_values_map_rows(a, 128);
+  cs::Problem pr{DType::f16, DType::f16, xt.get(), yb.get(), 300, 300, 520, 304};
+  for (int mode : {4, 5}) {
+    cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), 128, cs::PTile::r128n256, pr, nullptr, mode);
+    SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_THROW(cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), 128, cs::PTile::r128n128, pr, nullptr, mode), InvalidArgument);
+    cs::Problem pb = pr;
+    pb.out = DType::f32;
+    EXPECT_THROW(cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), 128, cs::PTile::r128n256, pb, nullptr, mode), InvalidArgument);
+  }
+  EXPECT_THROW(cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), 128, cs::PTile::r128n256, pr, nullptr, 12), InvalidArgument);
+  EXPECT_THROW(cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), 128, cs::PTile::r128n256, pr, nullptr, 1, {8, true, true}),
+               InvalidArgument);  // the shared-memory index ring needs the streamlined producer
+  cs::Problem pb = pr;
+  pb.in = DType::bf16;
+  EXPECT_THROW(cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), 128, cs::PTile::r128n256, pb, nullptr, 11), InvalidArgument);
+}
+
+// The register transpose (variant 1) writes exactly what the shared-memory one (variant 0) writes,
+// zero columns m..ldt-1 included: tails in m and k, ldt > m + 8, a grid-stride loop (m, k large
+// enough for several warp tiles per warp is not needed: any size checks the mapping).
+TEST(VnmGpu, RegisterTransposeMatchesTheTiledOne) {
+  REQUIRE_SM90();
+  struct C {
+    std::int64_t m, k, ldt;
+  };
+  for (C c : {C{1, 8, 8}, C{7, 16, 8}, C{33, 72, 48}, C{150, 300, 152}, C{513, 1000, 528}, C{2049, 4104, 2056}}) {
+    SCOPED_TRACE("m=" + std::to_string(c.m) + " k=" + std::to_string(c.k) + " ldt=" + std::to_string(c.ldt));
+    std::vector<std::uint16_t> x(std::size_t(c.m * c.k));
+    std::uint32_t r = 12345u + std::uint32_t(c.m);
+    for (auto& e : x) e = std::uint16_t((r = r * 1664525u + 1013904223u) >> 16);
+    cuda::DeviceBuffer xd(x.size() * 2), t0(std::size_t(c.k * c.ldt) * 2), t1(std::size_t(c.k * c.ldt) * 2);
+    xd.upload(x.data(), xd.size());
+    SPARSENM_CUDA_CHECK(cudaMemset(t0.get(), 0xFF, t0.size()));
+    SPARSENM_CUDA_CHECK(cudaMemset(t1.get(), 0xFF, t1.size()));
+    cs::transpose_x(xd.get(), c.m, c.k, t0.get(), c.ldt, nullptr, 0);
+    cs::transpose_x(xd.get(), c.m, c.k, t1.get(), c.ldt, nullptr, 1);
+    SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<std::uint16_t> h0(std::size_t(c.k * c.ldt)), h1(h0.size());
+    t0.download(h0.data(), t0.size());
+    t1.download(h1.data(), t1.size());
+    std::int64_t bad = 0;
+    for (std::int64_t kk = 0; kk < c.k; ++kk)
+      for (std::int64_t i = 0; i < c.ldt; ++i) {
+        const std::uint16_t want = i < c.m ? x[std::size_t(i * c.k + kk)] : 0;
+        bad += h1[std::size_t(kk * c.ldt + i)] != want;
+        bad += h0[std::size_t(kk * c.ldt + i)] != want;
+      }
+    EXPECT_EQ(bad, 0);
+  }
+  cuda::DeviceBuffer xt(64);
+  EXPECT_THROW(cs::transpose_x(xt.get(), 2, 8, xt.get(), 8, nullptr, 2), InvalidArgument);
+}
+
 TEST(VnmGpu, PersistentHw24EveryTileShape) {
   REQUIRE_SM90();
   std::uint64_t seed = 700;
@@ -242,6 +361,7 @@ TEST(VnmGpu, PersistentHw24EveryTileShape) {
       mt.upload(p.meta.data(), mt.size());
       cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.rows, p.rows_pad, p.k_pad};
       const CUtensorMap map = cs::make_values_map_rows(a, cs::ptile_rows(tile));
+      const std::vector<double> ref = reference_matmul_f64(x.view(), w);  // once for every schedule and output type
       for (cs::PSched q : {cs::PSched{8, true}, cs::PSched{-2, true}, cs::PSched{-1, true}, cs::PSched{3, true}}) {
         if (q.raster != 8 && m < 4000) continue;  // other tile orders: on the case with several tiles per CTA
         for (DType out : {DType::f32, DType::f16}) {
@@ -250,7 +370,7 @@ TEST(VnmGpu, PersistentHw24EveryTileShape) {
           const double err = run_and_compare(w, x, out, [&](void* xp, void* yp) {
             cs::Problem pr{DType::bf16, out, xp, yp, m, n, k, k};
             cs::run_sptc24_wgmma_persistent(a, map, tile, pr, nullptr, q);
-          });
+          }, &ref);
           EXPECT_LT(err, out == DType::f32 ? 1e-5 : 2e-3);
         }
       }
@@ -389,7 +509,7 @@ TEST(VnmGpu, SmallForSanitizers) {
     gt.upload(p.gather.data(), gt.size());
     cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
     const CUtensorMap map = cs::make_values_map_rows(a, g);
-    for (int mode : {1, 2, 3})
+    for (int mode : {1, 2, 3, 6, 7, 8})
       for (cs::PSched q : {cs::PSched{8, true}, cs::PSched{-2, true}, cs::PSched{8, false}}) {
         if (mode != 1 && !q.prefetch) continue;
         const double err = run_and_compare(w, x, DType::f16, [&](void* xp, void* yp) {
@@ -402,6 +522,36 @@ TEST(VnmGpu, SmallForSanitizers) {
   }
   check_plan_candidate("cuda:sptc_24_wgmma_p", Pattern::hw24(), DType::f16, DType::f16, 150, 200, 256, 902);
   check_plan_candidate("cuda:sptc_24_wgmma_3", Pattern::hw24(), DType::f16, DType::f16, 150, 200, 1000, 903);  // refills the ring
+}
+
+// Session 4b's options under the sanitizers (scripts/vnm-4b-device-run: memcheck and racecheck):
+// early release (9), + 5 stages / 32-row epilogue on p128x256 (10), 5 stages alone (11), the
+// shared-memory index ring (smem_index) and the register transpose; k = 1200: 10 k blocks, so the
+// stage ring and the index ring both wrap.
+TEST(VnmGpu, SmallForSanitizers4b) {
+  REQUIRE_SM90();
+  for (cs::PTile tile : {cs::PTile::r128n256, cs::PTile::r128n128}) {
+    const Pattern pat = Pattern::venom(128, 8);
+    const CondensedMatrix w = condense(random_pattern_matrix(pat, DType::f16, 200, 1200, 904, 0.0).view(), pat);
+    const DenseMatrix x = make_x(w, DType::f16, 150, 905, false);
+    sptc::PackedVnm p = sptc::pack_venom(w, 128, 128);
+    cuda::DeviceBuffer v(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4), xt(1200 * 152 * 2);
+    v.upload(p.a.values.data(), v.size());
+    mt.upload(p.a.meta.data(), mt.size());
+    gt.upload(p.gather.data(), gt.size());
+    cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
+    const CUtensorMap map = cs::make_values_map_rows(a, 128);
+    for (int mode : {6, 9, 10, 11})
+      for (bool sidx : {false, true}) {
+        if (mode == 6 && !sidx) continue;
+        const double err = run_and_compare(w, x, DType::f16, [&](void* xp, void* yp) {
+          cs::transpose_x(xp, 150, 1200, xt.get(), 152, nullptr, 1);
+          cs::Problem pr{DType::f16, DType::f16, xt.get(), yp, 150, 200, 1200, 152};
+          cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), p.rows_per_group, tile, pr, nullptr, mode, {-2, true, sidx});
+        });
+        EXPECT_LT(err, 2e-3) << cs::to_string(tile) << " gather mode " << mode << " smem_index " << sidx;
+      }
+  }
 }
 
 TEST(VnmGpu, UnsupportedInputsAreReported) {
@@ -523,6 +673,7 @@ TEST(VnmGpu, PlanRaceOnVenomIncludesThe24CandidatesAndIsCorrect) {
     EXPECT_NE(why.find(plan.kernel() + " "), std::string::npos) << why;  // the report names the choice
     const std::string raced = why.substr(0, why.find("; not supported"));
     EXPECT_NE(raced.find("cuda:vnm_wgmma "), std::string::npos) << why;
+    EXPECT_NE(raced.find("cuda:vnm_wgmma_mr "), std::string::npos) << why;
     EXPECT_NE(raced.find("cuda:cublas_dense "), std::string::npos) << why;
     if (c.packable) {
       EXPECT_NE(raced.find("cuda:sptc_24_wgmma "), std::string::npos) << why;

@@ -1,6 +1,7 @@
 // sparsenm — the EW-N:M family's plan candidates: "cuda:ew_spmv" (m <= 8, CUDA cores, any N:M),
 // "cuda:ew_spmv_tc" (m <= 8, tensor cores, f16 / bf16, the patterns in spmv_tc_instances.def, finite X)
-// and "cuda:ew_spmm" (any m). The plan races every supported one (plus cuBLAS) and names its pick.
+// and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
+// The plan races every supported one (plus cuBLAS) and names its pick.
 #include <memory>
 
 #include "cuda/common.cuh"
@@ -41,18 +42,18 @@ std::string ew_common_unsupported(const CondensedMatrix& w, const MatmulDesc& d)
 
 /// One EW candidate's instance: the packed weight on the device, the kernel arguments, the
 /// launch configuration and the compiled launcher of "cuda:ew_spmv" (kSpmm false) or
-/// "cuda:ew_spmm" (kSpmm true).
+/// "cuda:ew_spmm" and its variants (kSpmm true; `v` picks the variant).
 template <bool kSpmm>
 class EwInstance final : public KernelInstance {
  public:
-  EwInstance(const CondensedMatrix& w, const MatmulDesc& d) {
+  EwInstance(const CondensedMatrix& w, const MatmulDesc& d, cuda::ew::SpmmVariant v = cuda::ew::SpmmVariant::base) {
     const cuda::ew::SpmvPacked p = cuda::ew::pack_spmv(w);
     values_ = cuda::DeviceBuffer(p.values.size());
     values_.upload(p.values.data(), p.values.size());
     indices_ = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
     indices_.upload(p.indices.data(), indices_.size());
     if constexpr (kSpmm)
-      cfg_ = cuda::ew::plan_spmm(p.layout, w.dtype, int(d.m), args_);
+      cfg_ = cuda::ew::plan_spmm(p.layout, w.dtype, int(d.m), args_, 0, v);
     else
       cfg_ = cuda::ew::plan_spmv(p.layout, w.dtype, int(d.m), sm_count(), args_, 0,
                                  /*max_split=*/cluster_capable() ? 0 : 1);
@@ -60,10 +61,12 @@ class EwInstance final : public KernelInstance {
     args_.indices = indices_.as<std::uint32_t>();
     args_.y_dtype = y_code(d.y_dtype);
     if constexpr (kSpmm)
-      launch_ = cuda::ew::find_spmm(w.dtype, p.layout.bits, p.layout.n, p.layout.m);
+      launch_ = cuda::ew::find_spmm(w.dtype, p.layout.bits, p.layout.n, p.layout.m, nullptr, v);
     else
       launch_ = cuda::ew::find_spmv(w.dtype, cfg_.mr, p.layout.bits, p.layout.n, p.layout.m);
-    if (!launch_) throw Unsupported(std::string(kSpmm ? "ew_spmm" : "ew_spmv") + ": no compiled instance for " + w.pattern().str());
+    if (!launch_)
+      throw Unsupported(std::string(kSpmm ? cuda::ew::spmm_variant_name(v) + 5 : "ew_spmv") + ": no compiled instance for " +
+                        w.pattern().str());
   }
   void run(const void* x, void* y, void* stream) const override {
     cuda::ew::SpmvArgs a = args_;
@@ -79,25 +82,33 @@ class EwInstance final : public KernelInstance {
   cuda::ew::SpmvLaunchFn launch_ = nullptr;
 };
 
-/// The plan candidate "cuda:ew_spmv" (kSpmm false) or "cuda:ew_spmm" (kSpmm true).
+std::string c_name(cuda::ew::SpmmVariant v) { return cuda::ew::spmm_variant_name(v); }
+
+/// The plan candidate "cuda:ew_spmv" (kSpmm false) or the SpMM variant `v` (kSpmm true).
 template <bool kSpmm>
-KernelCandidate ew_candidate() {
+KernelCandidate ew_candidate(cuda::ew::SpmmVariant v = cuda::ew::SpmmVariant::base) {
   KernelCandidate c;
-  c.name = kSpmm ? "cuda:ew_spmm" : "cuda:ew_spmv";
+  c.name = kSpmm ? cuda::ew::spmm_variant_name(v) : "cuda:ew_spmv";
   c.backend = Backend::cuda;
-  c.unsupported = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
-    if (auto why = ew_common_unsupported(w, d); !why.empty()) return (kSpmm ? "ew_spmm " : "ew_spmv ") + why;
+  c.unsupported = [v](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+    const std::string name = kSpmm ? cuda::ew::spmm_variant_name(v) + 5 : "ew_spmv";
+    if (auto why = ew_common_unsupported(w, d); !why.empty()) return name + " " + why;
     const auto layout = cuda::ew::SpmvLayout::of(w.layout, w.dtype);
-    return kSpmm ? cuda::ew::spmm_unsupported(layout, w.dtype, d.m) : cuda::ew::spmv_unsupported(layout, w.dtype, d.m);
+    const std::string why =
+        kSpmm ? cuda::ew::spmm_unsupported(layout, w.dtype, d.m, v) : cuda::ew::spmv_unsupported(layout, w.dtype, d.m);
+    // x4 (the 16-byte-LDS experiment) measured 2-9 % slower than ew_spmm_async on every case of
+    // the H200 run at 5c4bea2 (docs/PERF.md, ew_spmm session 4): opt-in, not raced.
+    if (why.empty() && kSpmm && v == cuda::ew::SpmmVariant::async_x4 && d.kernel != c_name(v))
+      return name + " is opt-in (force desc.kernel): slower than ew_spmm_async on the H200";
+    return why;
   };
-  c.create = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-    return std::make_unique<EwInstance<kSpmm>>(w, d);
+  c.create = [v](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwInstance<kSpmm>>(w, d, v);
   };
   return c;
 }
 
-
-/// "cuda:ew_spmv_tc" / "_bal" / "_prmt" (SpmvTcVariant): the weight in the tensor-core layout on
+/// "cuda:ew_spmv_tc" / "_bal" / "_prmt" / "_ring" (SpmvTcVariant): the weight in the tensor-core layout on
 /// the device, the launch arguments and the compiled launcher. x_vec is decided per run (it
 /// depends on the x pointer).
 class EwTcInstance final : public KernelInstance {
@@ -139,8 +150,9 @@ KernelCandidate ew_tc_candidate(cuda::ew::SpmvTcVariant v) {
   c.unsupported = [v](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
     if (auto why = ew_common_unsupported(w, d); !why.empty()) return std::string(cuda::ew::spmv_tc_variant_name(v)) + " " + why;
     if (auto why = cuda::ew::spmv_tc_unsupported(w.layout, w.dtype, d.m, v); !why.empty()) return why;
-    // All three variants race in the automatic choice: measured on the H200 at 08296c0, prmt is the
-    // fastest at 2:8 / 2:16, shift or balanced at 1:8 (docs/PERF.md, ew_spmv_tc).
+    // All four variants race in the automatic choice (measured on the H200 at d55cf64: ring is the
+    // fastest at 2:8 and at 2:16 on 12288^2, prmt at 2:16 on 28672 x 8192, shift or balanced at
+    // 1:8 / 1:16; docs/PERF.md, ew_spmv_tc).
     return needs_finite_x(d, "multiplies X by explicit zeros at pruned positions (dense tensor-core fragments)");
   };
   c.create = [v](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
@@ -156,7 +168,11 @@ void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::shift));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::balanced));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::prmt));
+  r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::ring));
   r.add(ew_candidate<true>());
+  r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async));
+  r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async16));
+  r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async_x4));
 }
 
 }  // namespace sparsenm::detail

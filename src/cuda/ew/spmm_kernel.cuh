@@ -22,6 +22,8 @@
 //   EW), so one 4-byte shared word per FMA: 32 lanes x 4 B per clock = 32 FMA/clock/SM, a quarter
 //   of the fp32 FMA rate. fp32 EW SpMM therefore reaches at most ~0.25 / density of the SGEMM
 //   peak (1.0x at 75 %, 2.7x at 90.6 %), before staging and sync overheads.
+// fp32 variants with X double-buffered by cp.async (the plan's f32 pick on the H200):
+//   spmm_async_kernel.cuh; they reuse this file's tile compute.
 // Specialised patterns (compile-time N, M): the window of every slot folds into the LDS
 //   immediate. When N does not divide the 32-slot tile (3:32) a tile's first slot sits at phase
 //   (32 t) mod N of a window; the phase repeats every kPeriod = N / gcd(N, 32) tiles, so the tile

@@ -49,11 +49,29 @@ constexpr int kSpmmRows = 16;  ///< X rows per CTA
 /// (r * pitch) instead of an address add. Holds one tile's span up to 1:32 (33 windows of 32).
 constexpr int kSpmmLd = 1088;
 
-/// The SpMM instance for (dtype, bits, N, M): specialised when compiled, else generic by bits.
-SpmvLaunchFn find_spmm(DType dtype, int bits, int pn, int pm, bool* specialised = nullptr);
-/// Why ew_spmm cannot serve (layout, dtype, m) ("" if it can).
-std::string spmm_unsupported(const SpmvLayout& l, DType dtype, long long m);
-/// Plan-time launch configuration of the SpMM kernel (fills `a` but pointers and y_dtype).
-SpmvConfig plan_spmm(const SpmvLayout& l, DType dtype, int m, SpmvArgs& a, int smem_budget = 0);
+/// SpMM kernel variants (each a plan candidate, raced by the plan):
+///  base    "cuda:ew_spmm": 8 warps, one X buffer of kSpmmLd columns, staged through registers
+///          (any dtype; converted to fp32 once at staging).
+///  async   "cuda:ew_spmm_async": fp32 only, 8 warps, two X buffers of kSpmmAsyncLd columns filled
+///          by cp.async one phase ahead (the staging latency hides behind the previous phase).
+///  async16 "cuda:ew_spmm_async16": fp32 only, 16 warps (512 rows of W per CTA: half the staged X
+///          per FMA), two X buffers of kSpmmLd columns filled by cp.async one phase ahead.
+///  async_x4 "cuda:ew_spmm_async_x4": as async, X transposed into planes of 4 rows so a slot reads
+///          one LDS.128 per plane (4 instead of 16 LDS); 2:4, 4:8, 2:8, 1:8 only (N | 32, M <= 8).
+enum class SpmmVariant { base, async, async16, async_x4 };
+constexpr int kSpmmAsyncLd = 544;  ///< pitch of the async variant's buffers (two fit twice per SM)
+/// The plan candidate name of a variant ("cuda:ew_spmm", ...).
+const char* spmm_variant_name(SpmmVariant v);
+
+/// The SpMM instance for (dtype, bits, N, M, variant): specialised when compiled, else generic by
+/// bits; null when the variant has no instance for the dtype (async: f32 only).
+SpmvLaunchFn find_spmm(DType dtype, int bits, int pn, int pm, bool* specialised = nullptr,
+                       SpmmVariant v = SpmmVariant::base);
+/// Why the variant cannot serve (layout, dtype, m) ("" if it can).
+std::string spmm_unsupported(const SpmvLayout& l, DType dtype, long long m, SpmmVariant v = SpmmVariant::base);
+/// Plan-time launch configuration of a SpMM variant (fills `a` but pointers and y_dtype).
+/// smem_budget: bytes of one X buffer (0 = the variant's full pitch; tests lower it to force phases).
+SpmvConfig plan_spmm(const SpmvLayout& l, DType dtype, int m, SpmvArgs& a, int smem_budget = 0,
+                     SpmmVariant v = SpmmVariant::base);
 
 }  // namespace sparsenm::cuda::ew

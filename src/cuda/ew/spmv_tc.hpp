@@ -29,13 +29,17 @@ using SpmvTcOccupancyFn = int (*)(int smem_bytes, int threads, int ksplit, int s
 ///                                    two accumulator chains, the pipeline across X phases;
 ///                                    the shift grid rule (8 warps, largest one-wave split) with
 ///                                    clusters counted by the occupancy API.
-/// Both new variants are opt-in (not raced by the automatic choice) until measured on a device.
-enum class SpmvTcVariant : int { shift = 0, balanced = 1, prmt = 2 };
-const char* spmv_tc_variant_name(SpmvTcVariant v);  ///< "ew_spmv_tc", "ew_spmv_tc_bal", "ew_spmv_tc_prmt"
+///   ring     "cuda:ew_spmv_tc_ring": PRMT-table decode with a register ring of kTcRing tiles per
+///                                    warp (kTcRing - 1 tiles in flight during each decode,
+///                                    <= 128 registers), the balanced grid rule (session 4).
+/// All four race in the automatic choice (measured on the H200 at 08296c0 and d55cf64).
+enum class SpmvTcVariant : int { shift = 0, balanced = 1, prmt = 2, ring = 3 };
+constexpr int kTcRing = 4;  ///< tiles per warp in the ring variant
+const char* spmv_tc_variant_name(SpmvTcVariant v);  ///< "ew_spmv_tc", "ew_spmv_tc_bal", "ew_spmv_tc_prmt", "ew_spmv_tc_ring"
 
 /// The compiled instance for (dtype, N, M, variant), or null when not compiled (then ew_spmv
 /// serves the pattern). Compiled: 2:4, 4:8, 2:8, 1:8, 2:16, 1:16 for f16 and bf16 (shift and
-/// balanced); 2:8, 1:8, 2:16, 1:16 (prmt).
+/// balanced); 2:8, 1:8, 2:16, 1:16 (prmt, ring).
 SpmvTcLaunchFn find_spmv_tc(DType dtype, int pn, int pm, SpmvTcVariant v = SpmvTcVariant::shift);
 SpmvTcOccupancyFn find_spmv_tc_occupancy(DType dtype, int pn, int pm, SpmvTcVariant v = SpmvTcVariant::shift);
 
@@ -44,7 +48,8 @@ std::string spmv_tc_unsupported(const FormatLayout& f, DType dtype, long long m,
                                 SpmvTcVariant v = SpmvTcVariant::shift);
 
 /// Plan-time launch configuration (see SpmvTcVariant); X phases sized to `smem_budget` (0: 96 KiB
-/// for shift / balanced; for prmt 3 CTAs' worth of shared memory per SM less the selector table).
+/// for shift / balanced; for prmt and ring 3 CTAs' worth of shared memory per SM less the selector
+/// table; ring: a multiple of kTcRing tiles per phase unless one phase covers the split).
 /// Fills `a` except the pointers, y_dtype and x_vec.
 SpmvTcConfig plan_spmv_tc(const SpmvTcLayout& l, DType dtype, int m, int sms, SpmvTcArgs& a, int smem_budget = 0,
                           int max_split = 0, SpmvTcVariant v = SpmvTcVariant::shift);

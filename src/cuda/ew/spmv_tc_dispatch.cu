@@ -17,26 +17,32 @@ struct Entry {
   SpmvTcOccupancyFn occupancy = nullptr;
 };
 
+template <class Tr>
+Entry entry() {
+  return {&launch_spmv_tc<Tr>, &occupancy_spmv_tc<Tr>};
+}
+
+/// kind: 0 shift decode (shift, balanced), 1 prmt, 2 ring.
 template <class T>
-Entry find_typed(int pn, int pm, bool prmt) {
-#define TC(N, M)                                                     \
-  if (!prmt && pn == N && pm == M)                                   \
-    return {&launch_spmv_tc<SpmvTcTraits<T, N, M, kDecShift>>,       \
-            &occupancy_spmv_tc<SpmvTcTraits<T, N, M, kDecShift>>};
-#define TCP(N, M)                                                    \
-  if (prmt && pn == N && pm == M)                                    \
-    return {&launch_spmv_tc<SpmvTcTraits<T, N, M, kDecPrmt>>, &occupancy_spmv_tc<SpmvTcTraits<T, N, M, kDecPrmt>>};
+Entry find_typed(int pn, int pm, int kind) {
+#define TC(N, M) \
+  if (kind == 0 && pn == N && pm == M) return entry<SpmvTcTraits<T, N, M, kDecShift>>();
+#define TCP(N, M) \
+  if (kind == 1 && pn == N && pm == M) return entry<SpmvTcTraits<T, N, M, kDecPrmt>>();
+#define TCR(N, M) \
+  if (kind == 2 && pn == N && pm == M) return entry<SpmvTcTraits<T, N, M, kDecPrmt, kTcRing>>();
 #include "cuda/ew/spmv_tc_instances.def"
 #undef TC
 #undef TCP
+#undef TCR
   return {};
 }
 
 Entry find_entry(DType dtype, int pn, int pm, SpmvTcVariant v) {
-  const bool prmt = v == SpmvTcVariant::prmt;
+  const int kind = v == SpmvTcVariant::prmt ? 1 : v == SpmvTcVariant::ring ? 2 : 0;
   switch (dtype) {
-    case DType::f16: return find_typed<__half>(pn, pm, prmt);
-    case DType::bf16: return find_typed<__nv_bfloat16>(pn, pm, prmt);
+    case DType::f16: return find_typed<__half>(pn, pm, kind);
+    case DType::bf16: return find_typed<__nv_bfloat16>(pn, pm, kind);
     default: return {};
   }
 }
@@ -55,6 +61,7 @@ const char* spmv_tc_variant_name(SpmvTcVariant v) {
   switch (v) {
     case SpmvTcVariant::balanced: return "ew_spmv_tc_bal";
     case SpmvTcVariant::prmt: return "ew_spmv_tc_prmt";
+    case SpmvTcVariant::ring: return "ew_spmv_tc_ring";
     default: return "ew_spmv_tc";
   }
 }
@@ -70,7 +77,7 @@ std::string spmv_tc_unsupported(const FormatLayout& f, DType dtype, long long m,
   if (auto why = SpmvTcLayout::why_not(f, dtype); !why.empty()) return why;
   if (!find_spmv_tc(dtype, f.pattern.n, f.pattern.m, v))
     return name + ": pattern " + f.pattern.str() + " is not compiled (" +
-           (v == SpmvTcVariant::prmt ? "2:8, 1:8, 2:16, 1:16" : "2:4, 4:8, 2:8, 1:8, 2:16, 1:16") +
+           (v == SpmvTcVariant::prmt || v == SpmvTcVariant::ring ? "2:8, 1:8, 2:16, 1:16" : "2:4, 4:8, 2:8, 1:8, 2:16, 1:16") +
            " are); ew_spmv serves it";
   if (f.rows > (1ll << 30) || f.cols > (1ll << 30)) return name + ": rows and cols must be < 2^30";
   return {};
@@ -78,9 +85,12 @@ std::string spmv_tc_unsupported(const FormatLayout& f, DType dtype, long long m,
 
 SpmvTcConfig plan_spmv_tc(const SpmvTcLayout& l, DType dtype, int m, int sms, SpmvTcArgs& a, int smem_budget,
                           int max_split, SpmvTcVariant v) {
-  const long long table = spmv_tc_table_bytes(v == SpmvTcVariant::prmt ? kDecPrmt : kDecShift, l.n, l.m);
-  const long long dflt = v == SpmvTcVariant::prmt ? kSmem3 - table : kSmemBudget;
-  const long long budget = std::max<long long>(smem_budget > 0 ? smem_budget : dflt, phase_smem(l, 1));
+  const bool table_dec = v == SpmvTcVariant::prmt || v == SpmvTcVariant::ring;
+  const long long table = spmv_tc_table_bytes(table_dec ? kDecPrmt : kDecShift, l.n, l.m);
+  const long long dflt = table_dec ? kSmem3 - table : kSmemBudget;
+  // ring: a phase holds a multiple of kTcRing tiles (its slots are compile-time), so at least that
+  const long long unit = v == SpmvTcVariant::ring ? kTcRing : 1;
+  const long long budget = std::max<long long>(smem_budget > 0 ? smem_budget : dflt, phase_smem(l, unit));
   const long long cap = max_split > 0 ? std::min(max_split, 8) : 8;
   a.n = int(l.rows);
   a.k = int(l.cols);
@@ -93,13 +103,18 @@ SpmvTcConfig plan_spmv_tc(const SpmvTcLayout& l, DType dtype, int m, int sms, Sp
     s.tiles_per_split = int((l.tiles + ks - 1) / ks);
     long long tpp = s.tiles_per_split;
     while (tpp > 1 && phase_smem(l, tpp) > budget) tpp = (tpp + 1) / 2;
+    if (tpp < s.tiles_per_split && unit > 1) {  // ring: the largest multiple of the ring that fits
+      tpp = std::max(unit, tpp / unit * unit);
+      while (tpp + unit < s.tiles_per_split && phase_smem(l, tpp + unit) <= budget) tpp += unit;
+      if (tpp >= s.tiles_per_split) tpp = s.tiles_per_split;
+    }
     s.tiles_per_phase = int(std::max<long long>(1, tpp));
     long long smem = table + phase_smem(l, s.tiles_per_phase);
     if (ks > 1) smem = std::max<long long>(smem, kRedBytes);
     return int(smem);
   };
   const long long max_ks = std::min<long long>(cap, std::max<long long>(1, l.tiles));
-  if (v != SpmvTcVariant::balanced) {
+  if (v == SpmvTcVariant::shift || v == SpmvTcVariant::prmt) {
     // The largest split (<= cap, <= tiles) whose grid fits one wave of resident CTAs (a partial
     // second wave would run alone at the end), and at least 1; 8 warps per CTA. shift: resident
     // = CTAs per SM x SMs (the session-3 rule, unchanged); prmt: clusters counted by the
@@ -121,7 +136,7 @@ SpmvTcConfig plan_spmv_tc(const SpmvTcLayout& l, DType dtype, int m, int sms, Sp
     cfg.smem_bytes = shape(best, a);
     return cfg;
   }
-  // balanced: over CTA widths w (8..4 warps) and splits ks, among the grids that fit one wave
+  // balanced and ring: over CTA widths w (8..4 warps) and splits ks, among the grids that fit one wave
   // (clusters counted by the occupancy API), the least max(warps on the busiest SM, kSatWarps) x
   // tiles per split: the busiest SM's warp-tiles while it has the warps to stay saturated, else
   // the serial time of one warp (kSatWarps, the warps an SM needs to saturate, is an assumption

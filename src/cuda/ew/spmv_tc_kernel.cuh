@@ -33,6 +33,12 @@
 //   SASS per stored value: 2:8 5.7 instructions (2.9 integer ALU), 2:16 10.8 (5.1) against the
 //   shift decode's 12.1 (10.0) and 20.2 (17.9). Two accumulator chains; the weight pipeline
 //   runs across X phases. Tables + X phases are sized for 3 CTAs per SM (fill_table below).
+// Ring (template option RING > 2; cuda:ew_spmv_tc_ring, raced by the plan): RING tiles per warp
+//   in registers (<= 128 registers), tile t + RING loaded as soon as tile t is decoded (RING - 1
+//   in flight during each decode); 2:8 reads 8-byte selector entries (LDS.64). Measured at
+//   d55cf64 (docs/PERF.md, session 4): +1 % (28672 x 8192) / +7 % (12288^2) over prmt at 2:8 with
+//   3x the bytes in flight: the weight stream tops out near 2.8 TB/s, not at HBM latency.
+// X staging: cp.async (every 16-byte vector of a thread in flight at once), all variants.
 // Grid: a runtime CTA width (SpmvTcArgs::cta_warps, 4..8 warps); the shift variant keeps 8.
 // Tiling: CTA = 8 warps = 128 rows x a range of tiles along k; split-k over a thread-block cluster
 //   of `ksplit` CTAs reduced through distributed shared memory (as ew_spmv). Each lane streams its
@@ -191,11 +197,17 @@ struct DeviceDecodeOps {
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "r"(addr));
     return u;
   }
+  /// 8 bytes at shared-memory address addr.
+  __device__ static uint2 lds64(std::uint32_t addr) {
+    uint2 u;
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(u.x), "=r"(u.y) : "r"(addr));
+    return u;
+  }
 };
 
 /// The kDecPrmt decode of one chunk: every A register is one PRMT of the 32-bit word holding the
 /// window's value(s) against zero, with the selector from the table (tab: address of this lane's
-/// copy, i.e. table base + 16 (lane & 7)).
+/// copy, i.e. table base + kTabCopyBytes (lane & kTabCopyMask)).
 #pragma nv_exec_check_disable
 template <class Tr, class Ops = DeviceDecodeOps>
 __host__ __device__ __forceinline__ void decode_prmt(const Tile<Tr>& tile, int c, std::uint32_t tab,
@@ -205,7 +217,14 @@ __host__ __device__ __forceinline__ void decode_prmt(const Tile<Tr>& tile, int c
 SPARSENM_TC_UNROLL
   for (int h = 0; h < 2; ++h) {
     const int j = c * 2 * N + h * N;  // first slot of the window
-    if constexpr (N == 2) {
+    if constexpr (N == 2 && Tr::kTab64) {  // 2:8 ring: 8-byte entries, selectors two per word
+      const std::uint32_t word = tile.v[j >> 1];
+      const uint2 sel = Ops::lds64(tab + field128<B, 2 * B>(tile.i, j * B));
+      d[h][0] = Ops::prmt(word, sel.x);
+      d[h][1] = Ops::prmt(word, Ops::hi16(sel.x));
+      d[h][2] = Ops::prmt(word, sel.y);
+      d[h][3] = Ops::prmt(word, Ops::hi16(sel.y));
+    } else if constexpr (N == 2) {
       const std::uint32_t word = tile.v[j >> 1];  // both values: low half slot j, high half j + 1
       const uint4 sel = Ops::lds128(tab + field128<B, 2 * B>(tile.i, j * B));
       if constexpr (!Tr::kTabPacked) {
@@ -265,7 +284,11 @@ template <class Tr>
 __host__ __device__ inline void table_words(int e, std::uint32_t (&wv)[4]) {
   constexpr int B = Tr::B, kMask = (1 << B) - 1;
   const int idx = (e >> 3) % Tr::kTabEntries, sp = (e >> 3) / Tr::kTabEntries;  // sp = set * planes + plane
-  if constexpr (Tr::NN == 2) {
+  if constexpr (Tr::kTab64) {  // two 8-byte copies of {sel(0) | sel(1) << 16, sel(2) | sel(3) << 16}
+    const int p0 = idx & kMask, p1 = idx >> B;
+    for (int q = 0; q < 4; ++q)
+      wv[q] = prmt_selector(2 * (q & 1), p0, p1) | (prmt_selector(2 * (q & 1) + 1, p0, p1) << 16);
+  } else if constexpr (Tr::NN == 2) {
     const int p0 = idx & kMask, p1 = idx >> B;
     for (int q = 0; q < 4; ++q)
       wv[q] = Tr::kTabPacked ? (prmt_selector(2 * q, p0, p1) | (prmt_selector(2 * q + 1, p0, p1) << 16))
@@ -297,17 +320,26 @@ template <class Tr>
 __device__ __forceinline__ void compute_tile(const Tile<Tr>& tile, float (&acc)[Tr::kAcc][4], const unsigned char* xw,
                                              std::uint32_t tab) {
   constexpr int M = Tr::MM, R = Tr::kRegs;
+  if constexpr (Tr::kDec == kDecNone) {  // diagnostic: keep the loads, drop decode / X / mma
+    std::uint32_t f = tile.i[0];
 #pragma unroll
-  for (int c = 0; c < Tr::kChunks; ++c) {
-    std::uint32_t xb[R];
-    load_xwin<M>(xw + c * Tr::kChunkCols * 2, xb);
-    std::uint32_t d[2][R];
-    if constexpr (Tr::kDec == kDecPrmt) decode_prmt<Tr>(tile, c, tab, d);
-    else decode_shift<Tr>(tile, c, d);
+    for (int q = 0; q < 16; ++q) f ^= tile.v[q];
 #pragma unroll
-    for (int st = 0; st < Tr::kSteps; ++st)
-      mma16816<typename Tr::Elem>(acc[(c * Tr::kSteps + st) % Tr::kAcc], d[0][2 * st], d[1][2 * st], d[0][2 * st + 1],
-                                  d[1][2 * st + 1], xb[2 * st], xb[2 * st + 1]);
+    for (int q = 1; q < Tr::B; ++q) f ^= tile.i[q];
+    acc[0][0] += __uint_as_float(f & 0x007fffffu);  // a denormal or zero: the sum stays finite
+  } else {
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c) {
+      std::uint32_t xb[R];
+      load_xwin<M>(xw + c * Tr::kChunkCols * 2, xb);
+      std::uint32_t d[2][R];
+      if constexpr (Tr::kDec == kDecPrmt) decode_prmt<Tr>(tile, c, tab, d);
+      else decode_shift<Tr>(tile, c, d);
+#pragma unroll
+      for (int st = 0; st < Tr::kSteps; ++st)
+        mma16816<typename Tr::Elem>(acc[(c * Tr::kSteps + st) % Tr::kAcc], d[0][2 * st], d[1][2 * st],
+                                    d[0][2 * st + 1], d[1][2 * st + 1], xb[2 * st], xb[2 * st + 1]);
+    }
   }
 }
 
@@ -318,17 +350,27 @@ __device__ __forceinline__ void store_y(void* y, std::size_t i, float v, int y_d
 }
 
 /// Stages X[0..8)[c0, c0 + ncols) as raw 16-bit values, rows [8][pitch]; zeros past m and k.
+/// 16-byte path: cp.async (LDGSTS) global -> shared, so every vector of the thread is in flight at
+/// once and none passes through registers (the register loop before kept one load in flight per
+/// iteration: 16 dependent L2 round trips per thread and phase at m = 8, ~4 us of the 28672 x 8192
+/// time at 08296c0); the caller's __syncthreads() after this call publishes the data.
 template <class Tr>
 __device__ __forceinline__ void stage_x(unsigned char* xs, const SpmvTcArgs& a, int c0, int ncols, int pitch) {
   const unsigned short* x = static_cast<const unsigned short*>(a.x);
   if (a.x_vec) {  // k % 8 == 0 and x 16-byte aligned: a vector is wholly inside or past k
     const int nv = ncols / 8;
+    const std::uint32_t base = std::uint32_t(__cvta_generic_to_shared(xs));
     for (int e = threadIdx.x; e < 8 * nv; e += int(blockDim.x)) {
       const int r = e / nv, v = e - r * nv, col = c0 + 8 * v;
-      uint4 u = make_uint4(0u, 0u, 0u, 0u);
-      if (r < a.m && col < a.k) u = __ldg(reinterpret_cast<const uint4*>(x + std::size_t(r) * a.k + col));
-      *reinterpret_cast<uint4*>(xs + r * pitch + v * 16) = u;
+      const std::uint32_t dst = base + std::uint32_t(r * pitch + v * 16);
+      if (r < a.m && col < a.k) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(x + std::size_t(r) * a.k + col)
+                     : "memory");
+      } else {
+        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dst), "r"(0u) : "memory");
+      }
     }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
   } else {
     for (int e = threadIdx.x; e < 8 * ncols; e += int(blockDim.x)) {
       const int r = e / ncols, c = e - r * ncols, col = c0 + c;
@@ -342,7 +384,7 @@ __device__ __forceinline__ void stage_x(unsigned char* xs, const SpmvTcArgs& a, 
 }  // namespace tc_detail
 
 template <class Tr>
-__global__ void __launch_bounds__(Tr::kThreads) ew_spmv_tc_kernel(const __grid_constant__ SpmvTcArgs a) {
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_tc_kernel(const __grid_constant__ SpmvTcArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
   const int rows_per_cta = a.cta_warps * 16;  // blockDim.x = 32 x cta_warps
@@ -353,10 +395,42 @@ __global__ void __launch_bounds__(Tr::kThreads) ew_spmv_tc_kernel(const __grid_c
   const int pitch = spmv_tc_pitch(a.tiles_per_phase * Tr::kTileCols, Tr::MM);
   unsigned char* xs = smem + Tr::kTabBytes;  // [selector table][staged X]
   if constexpr (Tr::kDec == kDecPrmt) tc_detail::fill_table<Tr>(smem);  // ordered by the phase's __syncthreads
-  const std::uint32_t tab = std::uint32_t(__cvta_generic_to_shared(smem)) + 16u * std::uint32_t(lane & 7);
+  const std::uint32_t tab = std::uint32_t(__cvta_generic_to_shared(smem)) +
+                           std::uint32_t(Tr::kTabCopyBytes) * std::uint32_t(lane & Tr::kTabCopyMask);
   float acc[Tr::kAcc][4] = {};
 
-  if constexpr (Tr::kDec == kDecPrmt) {
+  if constexpr (Tr::kRing > 2) {
+    // Register ring (cuda:ew_spmv_tc_ring): tile t lives in slot (t - t_begin) % kRing and is
+    // reloaded with tile t + kRing as soon as it is decoded, so kRing - 1 tiles of the warp stay
+    // in flight during every decode, and the ring runs across X phases. The slot must be a
+    // compile-time index (registers), so the tile loop is unrolled kRing times; phases therefore
+    // start at a slot-0 tile: tiles_per_phase is a multiple of kRing or covers the whole split
+    // (plan_spmv_tc; launch_spmv_tc checks it).
+    tc_detail::Tile<Tr> ring[Tr::kRing];
+    if (active) {
+#pragma unroll
+      for (int s = 0; s < Tr::kRing; ++s)
+        if (t_begin + s < t_end) tc_detail::load_tile<Tr>(ring[s], a, block, lane, t_begin + s);
+    }
+    for (int ph = t_begin; ph < t_end; ph += a.tiles_per_phase) {
+      const int pe = min(ph + a.tiles_per_phase, t_end);
+      if (ph != t_begin) __syncthreads();  // every warp is done with the previous phase's X
+      tc_detail::stage_x<Tr>(xs, a, ph * Tr::kTileCols, (pe - ph) * Tr::kTileCols, pitch);
+      __syncthreads();
+      if (active) {
+        const unsigned char* xw = xs + g * pitch + tq * Tr::MM * 2;
+        for (int t = ph; t < pe; t += Tr::kRing) {
+#pragma unroll
+          for (int s = 0; s < Tr::kRing; ++s) {
+            if (t + s < pe) {
+              tc_detail::compute_tile<Tr>(ring[s], acc, xw + (t + s - ph) * Tr::kTileCols * 2, tab);
+              if (t + s + Tr::kRing < t_end) tc_detail::load_tile<Tr>(ring[s], a, block, lane, t + s + Tr::kRing);
+            }
+          }
+        }
+      }
+    }
+  } else if constexpr (Tr::kDec != kDecShift) {  // kDecPrmt (and the kDecNone diagnostic)
     // Two tiles in flight across phase boundaries too: tile t lives in buffer (t - t_begin) & 1
     // and is reloaded with tile t + 2 (of whichever phase) as soon as it is consumed, so a
     // phase's first tiles were loaded during the previous phase's last ones.

@@ -3,14 +3,23 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <string>
+
 #include "cuda/common.cuh"
 #include "cuda/ew/spmv_tc.hpp"
 #include "cuda/ew/spmv_tc_kernel.cuh"
+#include "sparsenm/error.hpp"
 
 namespace sparsenm::cuda::ew {
 
 template <class Tr>
 void launch_spmv_tc(const SpmvTcArgs& a, const SpmvTcConfig& cfg, cudaStream_t stream) {
+  if constexpr (Tr::kRing > 2) {  // the ring's slots are compile-time: every phase starts at slot 0
+    if (a.tiles_per_phase < 1 || (a.tiles_per_phase < a.tiles_per_split && a.tiles_per_phase % Tr::kRing != 0))
+      throw InvalidArgument("tiles_per_phase", "ew_spmv_tc_ring: got " + std::to_string(a.tiles_per_phase) +
+                                                   ", must be a multiple of the ring (" + std::to_string(Tr::kRing) +
+                                                   ") or cover the split (" + std::to_string(a.tiles_per_split) + " tiles)");
+  }
   auto kernel = ew_spmv_tc_kernel<Tr>;
   if (cfg.smem_bytes > 48 * 1024)
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg.smem_bytes));
@@ -58,9 +67,12 @@ int occupancy_spmv_tc(int smem_bytes, int threads, int ksplit, int sms) {
 }  // namespace sparsenm::cuda::ew
 
 /// Explicit instantiation of one instance (T, N, M, decode).
-#define SPARSENM_EW_SPMV_TC_INSTANCE_DEC(T, NN, MM, DEC) \
-  template void ::sparsenm::cuda::ew::launch_spmv_tc<::sparsenm::cuda::ew::SpmvTcTraits<T, NN, MM, DEC>>( \
+#define SPARSENM_EW_SPMV_TC_INSTANCE_RD(T, NN, MM, DEC, RING) \
+  template void ::sparsenm::cuda::ew::launch_spmv_tc<::sparsenm::cuda::ew::SpmvTcTraits<T, NN, MM, DEC, RING>>( \
       const ::sparsenm::cuda::ew::SpmvTcArgs&, const ::sparsenm::cuda::ew::SpmvTcConfig&, cudaStream_t); \
-  template int ::sparsenm::cuda::ew::occupancy_spmv_tc<::sparsenm::cuda::ew::SpmvTcTraits<T, NN, MM, DEC>>(int, int, \
-                                                                                                            int, int);
+  template int ::sparsenm::cuda::ew::occupancy_spmv_tc<::sparsenm::cuda::ew::SpmvTcTraits<T, NN, MM, DEC, RING>>( \
+      int, int, int, int);
+#define SPARSENM_EW_SPMV_TC_INSTANCE_DEC(T, NN, MM, DEC) SPARSENM_EW_SPMV_TC_INSTANCE_RD(T, NN, MM, DEC, 2)
+#define SPARSENM_EW_SPMV_TC_INSTANCE_RING(T, NN, MM) \
+  SPARSENM_EW_SPMV_TC_INSTANCE_RD(T, NN, MM, ::sparsenm::cuda::ew::kDecPrmt, ::sparsenm::cuda::ew::kTcRing)
 #define SPARSENM_EW_SPMV_TC_INSTANCE(T, NN, MM) SPARSENM_EW_SPMV_TC_INSTANCE_DEC(T, NN, MM, ::sparsenm::cuda::ew::kDecShift)

@@ -34,7 +34,11 @@ struct SpmvTcArgs {
 ///   kDecPrmt:  a byte permute per A register, its selector read from a shared-memory table
 ///              indexed by the window's index field(s) (N in {1, 2}, M in {8, 16}); two
 ///              accumulator chains.
-enum : int { kDecShift = 0, kDecPrmt = 1 };
+///   kDecNone:  no decode (diagnostic only, bench/standalone/spmv_tc_probe.cu; never a plan
+///              candidate): each tile's registers are folded into the accumulators with one
+///              integer op per register, so the weight stream and the X staging run as in the
+///              double-buffer path without the decode, the X reads and the mma; wrong products.
+enum : int { kDecShift = 0, kDecPrmt = 1, kDecNone = 2 };
 
 /// Selector-table geometry of the kDecPrmt decode for pattern (pn, pm) with b index bits (0 bytes
 /// for kDecShift). A table entry is 16 bytes (4 selector words) per plane, stored in 8 copies so
@@ -62,11 +66,13 @@ constexpr int spmv_tc_table_bytes(int dec, int pn, int pm) {
 }
 
 /// T: __half or __nv_bfloat16. NN, MM: the pattern (NN divides 16, MM in {4, 8, 16}). DEC: the
-/// decode (kDecShift or kDecPrmt).
-template <class T, int NN_, int MM_, int DEC_ = kDecShift>
+/// decode (kDecShift or kDecPrmt). RING: weight tiles each warp keeps in registers (2: the
+/// session-3 double buffer; > 2: the register ring of cuda:ew_spmv_tc_ring, tile t + RING is
+/// loaded as soon as tile t is decoded, so RING - 1 tiles stay in flight during every decode).
+template <class T, int NN_, int MM_, int DEC_ = kDecShift, int RING_ = 2>
 struct SpmvTcTraits {
   using Elem = T;
-  static constexpr int NN = NN_, MM = MM_, kDec = DEC_;
+  static constexpr int NN = NN_, MM = MM_, kDec = DEC_, kRing = RING_;
   static constexpr int B = spmv_bits(MM);               // index bits
   static constexpr int kWarps = 8;
   static constexpr int kThreads = kWarps * 32;
@@ -87,17 +93,30 @@ struct SpmvTcTraits {
   static constexpr int kPitchMod = MM == 4 ? 32 : MM == 8 ? 64 : 16;
   static constexpr int kRedBytes = 8 * kRowsPerCta * 4;  // split-k partials (fp32)
   static constexpr int kAcc = kDec == kDecPrmt ? 2 : 1;   // independent accumulator chains
+  // A ring of RING tiles needs ~19-20 registers per tile (2:8): cap at 128 so two 8-warp CTAs
+  // (or four 4-warp ones) fit an SM; the double buffer keeps the compiler's choice (76-98; 0 = no
+  // minimum: an explicit 1 raises its register use, e.g. prmt 2:8 76 -> 93).
+  static constexpr int kMinBlocks = kRing > 2 ? 2 : 0;
   // kDecPrmt tables (see spmv_tc_table_bytes)
   static constexpr bool kTabJoint = NN == 2 || MM == 8;  // one entry per window pair of fields
   static constexpr int kTabSets = kTabJoint ? 1 : 2;
   static constexpr int kTabPlanes = kTabJoint ? 1 : 2;
   static constexpr int kTabEntries = 1 << ((kTabJoint ? 2 : 1) * B);
   static constexpr bool kTabPacked = MM == 16 && NN == 2;
+  // ring, 2:8: the entry's 4 selectors packed two per word into 8 bytes (registers 2q, 2q + 1 in
+  // word q's low / high 16 bits), read with one LDS.64 (2 shared-memory wavefronts per warp
+  // instead of 4 for the LDS.128: 64 instead of 96 wavefronts per 2:8 tile with the X reads);
+  // 16 copies of 8 bytes (copy = lane & 15) keep each half-warp wavefront conflict-free. The
+  // entry stride stays 128 bytes, so the table is the same 8 KiB.
+  static constexpr bool kTab64 = kDec == kDecPrmt && NN == 2 && MM == 8 && kRing > 2;
+  static constexpr int kTabCopyBytes = kTab64 ? 8 : 16;  // lane copy stride
+  static constexpr int kTabCopyMask = kTab64 ? 15 : 7;
   static constexpr int kTabBytes = spmv_tc_table_bytes(kDec, NN, MM);
   static_assert(16 % NN == 0 && NN < MM, "N must divide 16 and be < M");
-  static_assert(kDec == kDecShift || (kDec == kDecPrmt && (NN == 1 || NN == 2) && (MM == 8 || MM == 16)),
+  static_assert(kDec == kDecShift || kDec == kDecNone || (kDec == kDecPrmt && (NN == 1 || NN == 2) && (MM == 8 || MM == 16)),
                 "the permute decode serves N in {1, 2}, M in {8, 16}");
   static_assert(MM == 4 || MM == 8 || MM == 16, "M in {4, 8, 16}");
+  static_assert(kRing >= 2 && kRing <= 6, "2..6 tiles per warp in registers");
 };
 
 /// Bytes of one staged X row for `cols` columns (16-bit values), padded as above.

@@ -89,6 +89,10 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorM
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes) : "memory");
 }
+/// The same with the destination as a shared-memory address (no generic -> shared conversion per copy).
+__device__ __forceinline__ void cp_async16_s(std::uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
 /// 8-byte copy (cache at all levels); src_bytes 0 zero-fills.
 __device__ __forceinline__ void cp_async8(void* dst, const void* src, int src_bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes) : "memory");

@@ -9,6 +9,11 @@
 //                       tiles in groups of 8 row tiles sweeping all column tiles
 //   cuda:vnm_wgmma_mr   the same with groups of 2 column tiles sweeping all row tiles (the Xt slice
 //                       the gathers re-read stays in L2)
+//   (both with gather mode 6 since session 4: the streamlined cp.async producer, 1.9-2.3x faster than
+//   mode 1 on the H200, docs/PERF-sptc.md "Session 4"; modes 7 / 8 measured slower: experiments only)
+//   (session 4b options - gather modes 9 / 10, the shared-memory index ring, the register transpose
+//   of X (VnmInstance's `transpose` argument) - are tested options, not yet plan candidates: they were
+//   not measured on a device yet, docs/PERF-sptc.md "Session 4b")
 // The 2:4 candidates take hw24 weights and element N:M or venom V:2:M weights whose aligned groups of
 // 4 hold <= 2 nonzeros (repacked to 2:4 at plan time; V:2:M with M % 4 == 0 always qualifies), f16/bf16
 // in, f32 accumulation, f32/f16/bf16 out. A V:2:M plan thus races vnm_wgmma(_mr), these and cuBLAS.
@@ -130,7 +135,8 @@ class Sptc24Instance : public KernelInstance {
 /// V:2:M weight packed as a gathered 2:4 operand + the gather table on the device; X^T workspace.
 class VnmInstance : public KernelInstance {
  public:
-  VnmInstance(const CondensedMatrix& w, const MatmulDesc& d, cs::PSched sched) : desc_(d), sched_(sched) {
+  VnmInstance(const CondensedMatrix& w, const MatmulDesc& d, cs::PSched sched, int gather_mode = 0, int transpose = 0)
+      : desc_(d), sched_(sched), gather_mode_(gather_mode), transpose_(transpose) {
     n_ = w.layout.rows;
     k_ = w.layout.cols;
     ldt_ = sptc::round_up(d.m, 8);
@@ -150,9 +156,9 @@ class VnmInstance : public KernelInstance {
 
   void run(const void* x, void* y, void* stream) const override {
     auto s = static_cast<cudaStream_t>(stream);
-    cs::transpose_x(x, desc_.m, k_, xt_.get(), ldt_, s);
+    cs::transpose_x(x, desc_.m, k_, xt_.get(), ldt_, s, transpose_);
     cs::Problem p{desc_.x_dtype, desc_.y_dtype, xt_.get(), y, desc_.m, n_, k_, ldt_};
-    cs::run_vnm_wgmma(a_, map_, gather_.as<std::int32_t>(), rows_per_tile_, tile_, p, s, 0, sched_);
+    cs::run_vnm_wgmma(a_, map_, gather_.as<std::int32_t>(), rows_per_tile_, tile_, p, s, gather_mode_, sched_);
   }
   std::size_t workspace_bytes() const override { return xt_.size(); }
 
@@ -168,6 +174,7 @@ class VnmInstance : public KernelInstance {
  private:
   MatmulDesc desc_;
   cs::PSched sched_;
+  int gather_mode_ = 0, transpose_ = 0;
   std::int64_t n_ = 0, k_ = 0, ldt_ = 0;
   int rows_per_tile_ = 128;
   cs::PTile tile_ = cs::PTile::r128n256;
@@ -205,12 +212,13 @@ void register_sptc_kernels(KernelRegistry& r) {
          }});
   r.add({"cuda:vnm_wgmma", Backend::cuda, vnm_unsupported,
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-           return std::make_unique<VnmInstance>(w, d, cs::PSched{8, true});
+           return std::make_unique<VnmInstance>(w, d, cs::PSched{8, true}, 6);
          }});
   r.add({"cuda:vnm_wgmma_mr", Backend::cuda, vnm_unsupported,
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-           return std::make_unique<VnmInstance>(w, d, cs::PSched{-2, true});
+           return std::make_unique<VnmInstance>(w, d, cs::PSched{-2, true}, 6);
          }});
+
   r.add({"cuda:sptc_24_mma", Backend::cuda,
          [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
            if (cs::device_cc() < 80) return "needs an sm_80+ device";

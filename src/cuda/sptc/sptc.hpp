@@ -72,6 +72,9 @@ struct PSched {
   /// V:2:M gather: load the next stage's gather indices before waiting for the ring slot (off: the
   /// index load sits on the producer's critical path, the behaviour before 2026-11-21 s2).
   bool prefetch = true;
+  /// V:2:M gather modes 6 / 9 / 10 / 11: the gather indices through an index ring in shared memory
+  /// (one 256-byte bulk copy per stage, a few stages ahead) instead of a per-warp __ldg per stage.
+  bool smem_index = false;
 };
 
 /// sm_90a, persistent grid: hardware 2:4 with X by TMA (values_map from make_values_map_rows).
@@ -82,12 +85,19 @@ void run_sptc24_wgmma_persistent(const DeviceA& a, const CUtensorMap& values_map
 /// m rounded up to 8; gather [rows_pad / ptile_rows(tile)][k_pad] from pack.hpp's PackedVnm
 /// packed with group_rows = ptile_rows(tile); rows_per_tile = PackedVnm::rows_per_group (weight
 /// rows per tile: the tile's rows, or 32 for V = 32 spread over 64-row tiles). gather_mode: 0/1
-/// = cp.async gather (the default), 2 and 3 = experiments (f16 only; see wgmma_persistent.cu).
+/// = cp.async gather (the session-1 producer), 6 = streamlined cp.async producer, 9 = 6 with each
+/// ring stage released as soon as its wgmma retired, 10 = 9 with a 5-stage ring on the p128x256
+/// tile (32-row epilogue staging; other tiles as 9), 7 / 8 = experiments (all dtypes), 2 / 3 / 11
+/// (= 6 with the 5-stage p128x256 ring) = experiments (f16 only), 4 / 5 = DIAGNOSTICS with wrong
+/// products by design (f16, p128x256 only); see wgmma_persistent.cu.
 void run_vnm_wgmma(const DeviceA& a, const CUtensorMap& values_map, const std::int32_t* gather, int rows_per_tile,
                    PTile tile, const Problem& p, cudaStream_t stream, int gather_mode = 0, PSched sched = {});
 
 /// xt [k][ldt] = x^T for 16-bit x [m][k], zero in columns m..ldt-1 (ldt >= m, ldt % 8 == 0).
-void transpose_x(const void* x, std::int64_t m, std::int64_t k, void* xt, std::int64_t ldt, cudaStream_t stream);
+/// variant 0: 64 x 64 tiles through shared memory; 1: 8 x 8 blocks transposed in registers by a
+/// persistent grid (needs k % 8 == 0 and an aligned x, else variant 0 runs).
+void transpose_x(const void* x, std::int64_t m, std::int64_t k, void* xt, std::int64_t ldt, cudaStream_t stream,
+                 int variant = 0);
 
 /// sm_90a: hardware 2:4 on 192 x 256 tiles: three warpgroups, each both consumer (64 W rows x 256
 /// Y rows, wgmma m64n256k32) and, thread 0, the TMA producer of the ring (sptc24_wgmma3.cu). One

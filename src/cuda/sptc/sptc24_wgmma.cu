@@ -143,7 +143,10 @@ __global__ void __launch_bounds__(128 * (NCONS + 1), 1)
           wgmma_wait<1>();
         },
         [&](int kb) {
-          if (kb > 0 && (tid % 32) == 0) mbar_arrive(&empty[(kb - 1) % STAGES]);
+          if (kb > 0) {
+            __syncwarp();  // the arrive releases lane 0's accesses only: order the other lanes' metadata reads first
+            if ((tid % 32) == 0) mbar_arrive(&empty[(kb - 1) % STAGES]);
+          }
         });
     fence_regs(acc);
 

@@ -166,6 +166,7 @@ __global__ void __launch_bounds__(384, 1)
   // after the wgmma of iteration i retired: release its slot; thread 0 then waits until all 12
   // warps did and refills the slot with iteration i + STAGES
   auto release = [&](int i) {
+    __syncwarp();  // the arrive releases lane 0's accesses only: order the other lanes' metadata reads first
     if ((tid % 32) == 0) mbar_arrive(&empty[i % STAGES]);
     if (threadIdx.x == 0 && i + STAGES < n_local) {
       mbar_wait(&empty[i % STAGES], (i / STAGES) & 1);

@@ -1,0 +1,7 @@
+// sparsenm — EW tensor-core SpMV instances: f16, the PRMT-table decode with the register ring
+// (kDecPrmt, kTcRing tiles per warp; cuda:ew_spmv_tc_ring).
+#include "cuda/ew/spmv_tc_launch.cuh"
+SPARSENM_EW_SPMV_TC_INSTANCE_RING(__half, 2, 8)
+SPARSENM_EW_SPMV_TC_INSTANCE_RING(__half, 1, 8)
+SPARSENM_EW_SPMV_TC_INSTANCE_RING(__half, 2, 16)
+SPARSENM_EW_SPMV_TC_INSTANCE_RING(__half, 1, 16)
