@@ -90,9 +90,20 @@ struct Shape {
 /// prefetching form, 4 = session-2 code over 256 x 256 footprints with whole-sector stores. The
 /// bench times every variant other than the API's default
 /// (mask24_default_variant) in the same run.
+/// 5 / 6 = the occupancy forms of 4 (one more CTA per SM; next pass's loads before each pass's
+/// compute). One-matrix rows time variants 1-4; batched rows 1, 4, 5, 6 (2 and 3 measured
+/// 0.4-0.6 of copy there in three runs) and the occupancy control (variant 4 with one resident
+/// CTA per SM fewer, docs/PERF-train.md "Session 4"), label "lines_kernel_minus1cta".
 constexpr int kMaskVariants[] = {1, 2, 3, 4};
+constexpr int kMaskVariantsBatched[] = {1, 4, 5, 6, -4};  ///< -4: variant 4 under the occupancy control
 const char* mask24_variant_label(int v) {
-  return v == 1 ? "session2_kernel" : v == 2 ? "session3_kernel" : v == 3 ? "persistent_kernel" : "lines_kernel";
+  return v == 1   ? "session2_kernel"
+         : v == 2 ? "session3_kernel"
+         : v == 3 ? "persistent_kernel"
+         : v == 4 ? "lines_kernel"
+         : v == 5 ? "lines_occ_kernel"
+         : v == 6 ? "lines_prefetch_kernel"
+                  : "lines_kernel_minus1cta";
 }
 
 /// The mask kernels with kernel `variant` selected, for a same-run comparison. Returns the row's
@@ -112,7 +123,8 @@ const char* mask24_other_variant(int variant, DType t, bool search, const void* 
   a.wt_values = wt24.values;
   a.wt_indices = wt24.indices;
   a.aligned = true;
-  a.variant = variant;
+  a.variant = variant < 0 ? -variant : variant;
+  a.max_ctas_per_sm = variant < 0 ? -1 : 0;
   if (t == DType::f16) train::detail::launch_mask24<__half>(a, search, nullptr);
   else if (t == DType::bf16) train::detail::launch_mask24<__nv_bfloat16>(a, search, nullptr);
   else train::detail::launch_mask24<float>(a, search, nullptr);
@@ -120,11 +132,13 @@ const char* mask24_other_variant(int variant, DType t, bool search, const void* 
 }
 
 /// MVUE with kernel `variant` (Mvue24Args::variant: 1 = one chunk / tile per thread / CTA,
-/// 2 = persistent prefetching, 3 = whole-line stores), the arguments the API builds.
+/// 2 = persistent prefetching, 3 = whole-line stores, 4 / 5 = 1 / 3 under a lower register cap;
+/// -1: variant 1 under the occupancy control, one resident CTA per SM fewer), the arguments the API builds.
 void mvue24_variant(int variant, DType t, const void* g, std::int64_t T, std::int64_t n, train::GradLayout layout,
                     std::uint64_t seed, train::Compressed24View out) {
   train::detail::Mvue24Args a = train::detail::make_mvue24_args(g, T, n, layout, seed, out);
-  a.variant = variant;
+  a.variant = variant < 0 ? -variant : variant;
+  a.max_ctas_per_sm = variant < 0 ? -1 : 0;
   if (t == DType::f16) train::detail::launch_mvue24<__half>(a, nullptr);
   else if (t == DType::bf16) train::detail::launch_mvue24<__nv_bfloat16>(a, nullptr);
   else train::detail::launch_mvue24<float>(a, nullptr);
@@ -265,7 +279,7 @@ Suite train_suite() {
           emit("mask24_apply_batched", std::string(to_string(t)), B, R, C, "apply_mask24_batched",
                time_calls(apply, slots, warmup, reps), bytes, slots, what);
           for (bool srch : {true, false})
-          for (int variant : kMaskVariants) {
+          for (int variant : kMaskVariantsBatched) {
             if (variant == train::detail::mask24_default_variant(dtype_size(t), srch, B, R, C)) continue;
             const char* label = "";
             auto call = [&](int i) {
@@ -304,14 +318,21 @@ Suite train_suite() {
                  time_calls(call, slots, warmup, reps),
                  bytes, slots, tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)");
             // same-run comparison: the other kernel variant (token-major f32 has one kernel)
-            const int dflt = train::detail::mvue24_default_variant(dtype_size(t), tm, n);
-            for (int variant : {1, 2, 3}) {
-              if (variant == dflt || (tm && t == DType::f32 && variant == 2)) continue;
+            const int dflt = train::detail::mvue24_default_variant(t, tm, n);
+            // (variant 2, the persistent form, measured 0.71-0.96x in session 3b: not repeated;
+            // session 4: the register-capped forms 4 / 5 and, on the 4d shapes, the occupancy
+            // control -1 = variant 1 with one resident CTA per SM fewer; f32 token-major keeps 1 / 3)
+            for (int variant : {1, 3, 4, 5, -1}) {
+              if (variant == dflt || (tm && t == DType::f32 && variant >= 4) || (variant < 0 && n != 4 * d)) continue;
               auto other = [&](int i) {
                 mvue24_variant(variant, t, b.at(i, 0), T, n, layout, seed++, {b.at(i, 1), static_cast<std::uint8_t*>(b.at(i, 2))});
               };
               emit(tm ? "mvue24_token_major" : "mvue24_feature_major", std::string(to_string(t)), T, n, 0,
-                   variant == 1 ? "mvue24:chunk_kernel" : variant == 2 ? "mvue24:persistent_kernel" : "mvue24:lines_kernel",
+                   variant == 1   ? "mvue24:chunk_kernel"
+                   : variant == 3 ? "mvue24:lines_kernel"
+                   : variant == 4 ? "mvue24:chunk_occ_kernel"
+                   : variant == 5 ? "mvue24:lines_occ_kernel"
+                                  : "mvue24:chunk_kernel_minus1cta",
                    time_calls(other, slots, warmup, reps),
                    bytes, slots, std::string(tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)") +
                                      "; opt-in non-default kernel, same run");

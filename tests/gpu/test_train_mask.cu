@@ -323,8 +323,9 @@ TEST(Mask24Batched, EachMatrixEqualsTheSingleCall) {
 
 TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
   // The session-2 kernel (Mask24Args::variant = 1, mask24_s2.cuh), the session-3 kernel
-  // (variant = 2, mask24.cuh), its persistent prefetching form (variant = 3) and the session-2
-  // code over 256 x 256 footprints with whole-sector stores (variant = 4) must write
+  // (variant = 2, mask24.cuh), its persistent prefetching form (variant = 3), the session-2
+  // code over 256 x 256 footprints with whole-sector stores (variant = 4) and its occupancy
+  // forms (5: one more CTA per SM; 6: next pass's loads before each pass's compute) must write
   // exactly the same outputs (the API picks one per dtype and mode, mask24_default_variant; the
   // others are the bench's same-run comparison): aligned shapes (vector paths) and tails (guarded
   // paths), search and apply (a valid mask from the search, and arbitrary mostly-invalid masks
@@ -355,7 +356,9 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
         for (std::size_t i = 0; i < mw; ++i) m[i] = i % 3 == 0 ? mask_of(patterns90()[rng() % 90]) : std::uint16_t(rng() & 0xffffu);
         dmask.upload(m.data(), mw * 2);
       }
-      constexpr int kVariants = 4;
+      // variants 1-6, and (entry 7) variant 4 under the occupancy control (max_ctas_per_sm = 2:
+      // the launch padded with dynamic shared memory)
+      constexpr int kVariants = 7;
       std::vector<std::uint16_t> masks[kVariants];
       std::vector<std::byte> vals[kVariants], tvals[kVariants];
       std::vector<std::uint8_t> idx[kVariants], tidx[kVariants];
@@ -377,7 +380,8 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
         a.wt_indices = dti.as<std::uint8_t>();
         a.violations = search ? nullptr : dviol.as<std::uint32_t>();
         a.aligned = aligned;
-        a.variant = variant + 1;
+        a.variant = variant < 6 ? variant + 1 : 4;
+        a.max_ctas_per_sm = variant < 6 ? 0 : 2;
         if (t == DType::f16) train::detail::launch_mask24<__half>(a, search, nullptr);
         else if (t == DType::bf16) train::detail::launch_mask24<__nv_bfloat16>(a, search, nullptr);
         else train::detail::launch_mask24<float>(a, search, nullptr);
@@ -393,7 +397,7 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
       if (mode == 1) EXPECT_EQ(viol[0], 0u);
       for (int v = 1; v < kVariants; ++v) {
         const std::string what = std::to_string(R) + "x" + std::to_string(C) + " mode " + std::to_string(mode) +
-                                 " variant " + std::to_string(v + 1) + " vs 1";
+                                 " variant " + (v < 6 ? std::to_string(v + 1) : std::string("4 limited to 2 CTAs / SM")) + " vs 1";
         EXPECT_EQ(viol[0], viol[v]) << what;
         EXPECT_EQ(masks[0], masks[v]) << what;
         EXPECT_EQ(vals[0], vals[v]) << what;

@@ -55,11 +55,11 @@ HostMat transpose(const HostMat& m) {
   return t;
 }
 
-/// variant 0: the API (sparsenm::train::mvue24); 1, 2, 3: that kernel variant (Mvue24Args::variant)
-/// with the arguments the API builds.
+/// variant 0: the API (sparsenm::train::mvue24); 1 .. 5: that kernel variant (Mvue24Args::variant)
+/// with the arguments the API builds; max_ctas: Mvue24Args::max_ctas_per_sm (the occupancy control).
 std::pair<std::vector<std::byte>, std::vector<std::uint8_t>> run_gpu(const HostMat& g, train::GradLayout layout,
                                                                      std::int64_t tokens, std::int64_t features,
-                                                                     std::uint64_t seed, int variant = 0) {
+                                                                     std::uint64_t seed, int variant = 0, int max_ctas = 0) {
   const std::size_t vb = std::size_t(features * train::hw24_value_cols(tokens)) * g.esz();
   const std::size_t ib = std::size_t(features * train::hw24_index_row_bytes(tokens));
   auto dg = upload(g.bytes.data(), g.bytes.size());
@@ -70,6 +70,7 @@ std::pair<std::vector<std::byte>, std::vector<std::uint8_t>> run_gpu(const HostM
     train::detail::Mvue24Args a =
         train::detail::make_mvue24_args(dg.get(), tokens, features, layout, seed, {dv.get(), di.as<std::uint8_t>()});
     a.variant = variant;
+    a.max_ctas_per_sm = max_ctas;
     if (g.dtype == DType::f16) train::detail::launch_mvue24<__half>(a, nullptr);
     else if (g.dtype == DType::bf16) train::detail::launch_mvue24<__nv_bfloat16>(a, nullptr);
     else train::detail::launch_mvue24<float>(a, nullptr);
@@ -167,8 +168,9 @@ TEST(Mvue24Special, AllGroupKindsBitExactBothLayouts) {
 
 TEST(Mvue24Variants, EveryKernelBitExactBothLayouts) {
   // Variant 1 (one chunk / tile per thread / CTA), variant 2 (persistent, prefetching with
-  // cp.async; token-major f32 runs variant 1) and variant 3 (whole-line stores: 256 x 64
-  // token-major tiles, 16-token units per lane in feature-major) against the host rule: shapes with more tiles than
+  // cp.async; token-major f32 runs variant 1), variant 3 (whole-line stores: 256 x 64
+  // token-major tiles, 16-token units per lane in feature-major), their register-capped forms
+  // (4 = 1, 5 = 3) and variant 1 under the occupancy control against the host rule: shapes with more tiles than
   // resident CTAs (the persistent kernels walk several tiles per CTA), edge tiles, the 16-token
   // feature-major path (tokens % 32 == 16), the scalar path (tokens % 16 != 0), and every group
   // kind (special_groups: the full rule inside the persistent loop).
@@ -182,12 +184,13 @@ TEST(Mvue24Variants, EveryKernelBitExactBothLayouts) {
       const std::uint64_t seed = 0xabcdef01ull + std::uint64_t(N);
       const Hw24 ref = host_mvue24(g, seed);
       const HostMat gt = transpose(g);
-      for (int variant = 1; variant <= 3; ++variant) {
+      for (int entry = 1; entry <= 6; ++entry) {  // variants 1-5; 6: variant 1 limited to 2 CTAs per SM
+        const int variant = entry <= 5 ? entry : 1, max_ctas = entry <= 5 ? 0 : 2;
         const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N) + " variant " +
-                                 std::to_string(variant) + (special ? " special" : "");
-        const auto [v1, i1] = run_gpu(g, train::GradLayout::token_major, T, N, seed, variant);
+                                 std::to_string(variant) + (max_ctas ? " (2 CTAs / SM)" : "") + (special ? " special" : "");
+        const auto [v1, i1] = run_gpu(g, train::GradLayout::token_major, T, N, seed, variant, max_ctas);
         expect_hw24_equal(ref, v1, i1, g.esz(), (what + " token_major").c_str());
-        const auto [v2, i2] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, variant);
+        const auto [v2, i2] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, variant, max_ctas);
         expect_hw24_equal(ref, v2, i2, g.esz(), (what + " feature_major").c_str());
       }
     }

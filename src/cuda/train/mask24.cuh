@@ -521,8 +521,8 @@ void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
     launch_mask24_s2<T>(a, search, s);
     return;
   }
-  if (variant == 4) {  // whole-sector stores over a 256 x 256 footprint (mask24_lines.cuh)
-    launch_mask24_lines<T>(a, search, s);
+  if (variant >= 4) {  // whole-sector stores over a 256 x 256 footprint (mask24_lines.cuh; 5, 6: occupancy forms)
+    launch_mask24_lines<T>(a, search, variant, s);
     return;
   }
   using Traits = Mask24Traits;

@@ -13,8 +13,9 @@
 //   row. Per feature the 4 windows go to shared memory as one 16-byte store (f32: two) into a
 //   chunk-swizzled tile (Tile24, conflict-free), then the CTA writes 128 rows with 16-byte stores.
 // Variant 3 (whole-line stores: feature-major 16-token units per lane, token-major 256 x 64
-//   tiles) is the default for f32 feature-major and 16-bit token-major with n % 128 == 64
-//   (mvue24_default_variant, docs/PERF-train.md "Session 3c").
+//   tiles) is the default for f32 feature-major and 16-bit token-major with n % 128 == 64;
+//   variant 5 (3 under a 64-register cap, 4 CTAs per SM) for bf16 feature-major and f16
+//   token-major c_fc shapes (mvue24_default_variant, docs/PERF-train.md "Session 3c", "Session 4").
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
@@ -181,8 +182,10 @@ __device__ __forceinline__ void mvue_fm_chunk(const Mvue24Args& args, std::int64
   }
 }
 
-template <class T, int kTok>
-__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_kernel(Mvue24Args args) {
+/// kMinBlocks > 1: the register cap of the occupancy variant (Mvue24Args::variant 4,
+/// mvue24_min_blocks): at least kMinBlocks CTAs of 256 threads resident per SM.
+template <class T, int kTok, int kMinBlocks = 0>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_feature_major_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   constexpr bool k16 = sizeof(Raw) == 2;
   constexpr int kWords = k16 ? kTok / 2 : kTok;
@@ -402,8 +405,8 @@ __device__ __forceinline__ void mvue_tm_compute(const Mvue24Args& args, std::int
   }
 }
 
-template <class T>
-__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_token_major_kernel(Mvue24Args args) {
+template <class T, int kMinBlocks = 0>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_token_major_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   using Traits = Mvue24Traits;
   constexpr bool k16 = sizeof(Raw) == 2;
@@ -506,8 +509,8 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, 2) mvue24_token_major_
 /// instruction), indices 32 x 2 B = 64 B (2 whole sectors). f32 (32 B of values per unit):
 /// lanes 2k and 2k + 1 exchange one 16-byte half (4 shuffles), so each of the two store
 /// instructions writes 16 whole sectors. Loads as in variant 1 (16-byte, L1-cached).
-template <class T>
-__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_lines_kernel(Mvue24Args args) {
+template <class T, int kMinBlocks = 0>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_feature_major_lines_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   constexpr bool k16 = sizeof(Raw) == 2;
   constexpr int kWords = k16 ? 8 : 16, kOut = k16 ? 4 : 8;
@@ -627,8 +630,8 @@ struct TileW64 {
 /// tg = tid / 16) reads features 4fp .. 4fp+3 of tokens 16tg .. 16tg+15 (a warp load covers 2
 /// token rows x 128 B (16-bit) / 256 B (f32): whole lines), the same per-thread compute as
 /// variant 1, one barrier, the whole-line write-out.
-template <class T>
-__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_token_major_lines_kernel(Mvue24Args args) {
+template <class T, int kMinBlocks = 0>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_token_major_lines_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   constexpr bool k16 = sizeof(Raw) == 2;
   constexpr int kTileT = 256, kTileF = 64;
@@ -660,6 +663,13 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_token_major_lin
   tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * kTileF, t_tile * (kTileT / 4), N, windows, fast, idx16);
 }
 
+/// The resident 256-thread CTAs per SM that the occupancy variants (Mvue24Args::variant 4 =
+/// variant 1, 5 = variant 3, under __launch_bounds__(256, this)) ask for: 4 (<= 64 registers,
+/// 32 warps) for 16-bit types and f32 feature-major; f32 token-major keeps 2 (its 104 registers
+/// spill ~700 B at 64). docs/PERF-train.md "Session 4".
+template <class T, bool kTokenMajor>
+constexpr int kMvueOccBlocks = (sizeof(typename Elem<T>::Raw) == 4 && kTokenMajor) ? 2 : 4;
+
 template <class K>
 void launch_persistent(K kernel, ResidentCtas& cache, dim3 block, std::size_t smem, std::int64_t nx, std::int64_t ny,
                        const Mvue24Args& a, cudaStream_t s) {
@@ -671,56 +681,71 @@ template <class T>
 void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   using Traits = Mvue24Traits;
   constexpr bool k16 = sizeof(typename Elem<T>::Raw) == 2;
-  const int variant = a.variant != 0 ? a.variant : mvue24_default_variant(sizeof(typename Elem<T>::Raw), a.token_major, a.features);
-  const bool pf = variant == 2;
-  if (variant == 3) {
+  constexpr DType kDtype = std::is_same_v<T, float> ? DType::f32 : kIsBf16<T> ? DType::bf16 : DType::f16;
+  const int variant = a.variant != 0 ? a.variant : mvue24_default_variant(kDtype, a.token_major, a.features);
+  // the one-shot kernels (variants 1, 3, 4, 5), with the occupancy control's padding if asked for
+  auto go = [&](auto kernel, dim3 grid, dim3 block) {
+    const std::size_t smem = occupancy_cap_smem(kernel, int(block.x * block.y), a.max_ctas_per_sm);
+    kernel<<<grid, block, smem, s>>>(a);
+  };
+  const dim3 fm_block(Traits::kRowThreads, Traits::kRowFeatures);
+  const unsigned fy = unsigned(std::min<std::int64_t>((a.features + Traits::kRowFeatures - 1) / Traits::kRowFeatures, 65535));
+  if (variant == 3 || variant == 5) {  // whole-line stores; 5: the register cap of kMvueOccBlocks
+    const bool occ = variant == 5;
     if (a.token_major) {
-      mvue24_token_major_lines_kernel<T><<<dim3(unsigned((a.features + 63) / 64), unsigned((a.tokens + 255) / 256)),
-                                           Traits::kThreads, 0, s>>>(a);
+      const dim3 grid(unsigned((a.features + 63) / 64), unsigned((a.tokens + 255) / 256));
+      if (occ) go(mvue24_token_major_lines_kernel<T, kMvueOccBlocks<T, true>>, grid, dim3(Traits::kThreads));
+      else go(mvue24_token_major_lines_kernel<T>, grid, dim3(Traits::kThreads));
     } else {
-      const std::int64_t ny = (a.features + Traits::kRowFeatures - 1) / Traits::kRowFeatures;
-      const std::int64_t nx = ((a.tokens + 15) / 16 + 127) / 128;
-      mvue24_feature_major_lines_kernel<T><<<dim3(unsigned(nx), unsigned(std::min<std::int64_t>(ny, 65535))),
-                                             dim3(Traits::kRowThreads, Traits::kRowFeatures), 0, s>>>(a);
+      const dim3 grid(unsigned(((a.tokens + 15) / 16 + 127) / 128), fy);
+      if (occ) go(mvue24_feature_major_lines_kernel<T, kMvueOccBlocks<T, false>>, grid, fm_block);
+      else go(mvue24_feature_major_lines_kernel<T>, grid, fm_block);
     }
     SPARSENM_CUDA_CHECK_LAUNCH("mvue24_lines_kernel");
     return;
   }
+  if (variant != 2) {  // 1: one chunk / tile per thread / CTA; 4: under the register cap of kMvueOccBlocks
+    const bool occ = variant == 4;
+    if (a.token_major) {
+      const dim3 grid(unsigned((a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures),
+                      unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
+      if (occ) go(mvue24_token_major_kernel<T, kMvueOccBlocks<T, true>>, grid, dim3(Traits::kThreads));
+      else go(mvue24_token_major_kernel<T>, grid, dim3(Traits::kThreads));
+    } else if (a.tokens % 32 == 0) {
+      const dim3 grid(unsigned((a.tokens / 32 + Traits::kRowThreads - 1) / Traits::kRowThreads), fy);
+      if (occ) go(mvue24_feature_major_kernel<T, 32, kMvueOccBlocks<T, false>>, grid, fm_block);
+      else go(mvue24_feature_major_kernel<T, 32>, grid, fm_block);
+    } else {
+      const dim3 grid(unsigned(((a.tokens + 15) / 16 + Traits::kRowThreads - 1) / Traits::kRowThreads), fy);
+      if (occ) go(mvue24_feature_major_kernel<T, 16, kMvueOccBlocks<T, false>>, grid, fm_block);
+      else go(mvue24_feature_major_kernel<T, 16>, grid, fm_block);
+    }
+    SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");
+    return;
+  }
+  // variant 2: persistent, prefetching (token-major: 16-bit types; f32 runs variant 1 above)
   if (a.token_major) {
     const std::int64_t nx = (a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures,
                        ny = (a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens;
     if constexpr (k16) {
-      if (pf) {
-        static ResidentCtas cache;
-        launch_persistent(mvue24_token_major_pf_kernel<T>, cache, dim3(Traits::kThreads), 2 * 16 * Traits::kThreads * sizeof(uint2),
-                          nx, ny, a, s);
-        SPARSENM_CUDA_CHECK_LAUNCH("mvue24_token_major_pf_kernel");
-        return;
-      }
-    }
-    mvue24_token_major_kernel<T><<<dim3(unsigned(nx), unsigned(ny)), Traits::kThreads, 0, s>>>(a);
-  } else {
-    const dim3 block(Traits::kRowThreads, Traits::kRowFeatures);
-    const std::int64_t ny = (a.features + Traits::kRowFeatures - 1) / Traits::kRowFeatures;
-    const unsigned fy = unsigned(std::min<std::int64_t>(ny, 65535));
-    if (a.tokens % 32 == 0) {
-      const std::int64_t nx = (a.tokens / 32 + Traits::kRowThreads - 1) / Traits::kRowThreads;
-      if (pf) {
-        static ResidentCtas cache;
-        launch_persistent(mvue24_feature_major_pf_kernel<T, 32>, cache, block, 2 * (k16 ? 4 : 8) * Traits::kThreads * sizeof(uint4),
-                          nx, ny, a, s);
-      } else {
-        mvue24_feature_major_kernel<T, 32><<<dim3(unsigned(nx), fy), block, 0, s>>>(a);
-      }
+      static ResidentCtas cache;
+      launch_persistent(mvue24_token_major_pf_kernel<T>, cache, dim3(Traits::kThreads), 2 * 16 * Traits::kThreads * sizeof(uint2),
+                        nx, ny, a, s);
+      SPARSENM_CUDA_CHECK_LAUNCH("mvue24_token_major_pf_kernel");
+      return;
     } else {
-      const std::int64_t nx = ((a.tokens + 15) / 16 + Traits::kRowThreads - 1) / Traits::kRowThreads;
-      if (pf) {
-        static ResidentCtas cache;
-        launch_persistent(mvue24_feature_major_pf_kernel<T, 16>, cache, block, 2 * (k16 ? 2 : 4) * Traits::kThreads * sizeof(uint4),
-                          nx, ny, a, s);
-      } else {
-        mvue24_feature_major_kernel<T, 16><<<dim3(unsigned(nx), fy), block, 0, s>>>(a);
-      }
+      go(mvue24_token_major_kernel<T>, dim3(unsigned(nx), unsigned(ny)), dim3(Traits::kThreads));
+    }
+  } else {
+    const std::int64_t ny = (a.features + Traits::kRowFeatures - 1) / Traits::kRowFeatures;
+    if (a.tokens % 32 == 0) {
+      static ResidentCtas cache;
+      launch_persistent(mvue24_feature_major_pf_kernel<T, 32>, cache, fm_block, 2 * (k16 ? 4 : 8) * Traits::kThreads * sizeof(uint4),
+                        (a.tokens / 32 + Traits::kRowThreads - 1) / Traits::kRowThreads, ny, a, s);
+    } else {
+      static ResidentCtas cache;
+      launch_persistent(mvue24_feature_major_pf_kernel<T, 16>, cache, fm_block, 2 * (k16 ? 2 : 4) * Traits::kThreads * sizeof(uint4),
+                        ((a.tokens + 15) / 16 + Traits::kRowThreads - 1) / Traits::kRowThreads, ny, a, s);
     }
   }
   SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");

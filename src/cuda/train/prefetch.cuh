@@ -97,4 +97,27 @@ struct ResidentCtas {
   }
 };
 
+/// Dynamic shared memory that pads a launch of `kernel` (`threads` per CTA) so that at most
+/// `limit` CTAs are resident per SM: the occupancy control of docs/PERF-train.md "Session 4"
+/// (bench and profiling only; Mask24Args / Mvue24Args::max_ctas_per_sm; a negative limit -k
+/// means k fewer than the kernel's own occupancy). 0 when limit is 0 or when the kernel's
+/// registers already allow no more than `limit`.
+template <class K>
+std::size_t occupancy_cap_smem(K kernel, int threads, int limit) {
+  if (limit == 0) return 0;
+  int dev = 0, per_sm = 0, reserved = 0, now = 0;
+  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
+  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&now, kernel, threads, 0));
+  if (limit < 0) limit = std::max(1, now + limit);
+  if (now <= limit) return 0;
+  cudaFuncAttributes fa{};
+  SPARSENM_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
+  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
+  const long dyn = long(per_sm / limit) - long(fa.sharedSizeBytes) - long(reserved);
+  if (dyn <= 0) return 0;
+  SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dyn)));
+  return std::size_t(dyn);
+}
+
 }  // namespace sparsenm::train::detail

@@ -94,8 +94,14 @@ struct Mask24Args {
   /// memory); 2 = the session-3 kernel (mask24.cuh, one 8 x 8 region per thread, table-driven
   /// compression); 3 = variant 2 walked by a persistent grid with cp.async prefetch; 4 = the
   /// session-2 code over a 256 x 256 footprint per CTA with every store a whole 32-byte sector
-  /// (mask24_lines.cuh). Outputs are identical; the bench times the non-default ones in the same run.
+  /// (mask24_lines.cuh); 5 = variant 4 with one more resident CTA per SM (lower register cap);
+  /// 6 = variant 4 issuing each pass's loads before the previous pass's compute (docs/PERF-train.md
+  /// "Session 4"). Outputs are identical; the bench times the non-default ones in the same run.
   int variant = 0;
+  /// Bench / profiling only (variants 4-6): at most this many CTAs resident per SM, by padding the
+  /// launch with dynamic shared memory (the occupancy control of "Session 4"); 0 = no limit;
+  /// -k: k CTAs fewer than the kernel's own occupancy.
+  int max_ctas_per_sm = 0;
 };
 
 /// The measured-faster kernel per dtype size, mode and size (H200; results at 829fe99, 9e387cb and
@@ -128,20 +134,30 @@ struct Mvue24Args {
   /// chunk / tile per thread / CTA); 2 = the persistent kernels that prefetch the next chunk /
   /// tile with cp.async into thread-private shared memory while computing the current one
   /// (token-major: 16-bit types only, f32 runs variant 1); 3 = whole-line stores (token-major
-  /// 256-token x 64-feature tiles, feature-major 16-token units per lane, mvue24.cuh).
-  /// Outputs are identical.
+  /// 256-token x 64-feature tiles, feature-major 16-token units per lane, mvue24.cuh); 4 = variant
+  /// 1 and 5 = variant 3 under a lower register cap (more resident CTAs per SM: kMvueOccBlocks,
+  /// docs/PERF-train.md "Session 4"). Outputs are identical.
   int variant = 0;
+  /// Bench / profiling only (variants 1, 3, 4, 5): at most this many CTAs resident per SM, by
+  /// padding the launch with dynamic shared memory (the occupancy control of "Session 4"); 0 = no limit;
+  /// -k: k CTAs fewer than the kernel's own occupancy.
+  int max_ctas_per_sm = 0;
 };
 
-/// The MVUE kernels the API runs per dtype size, layout and feature count (H200, docs/PERF-train.md
-/// "Session 3c"): variant 3 (whole-line stores) for f32 feature-major (1.14-1.15x) and for 16-bit
-/// token-major with n % 128 == 64 (n = 1600: 1.32-1.53x, the 64-feature tiles remove variant 1's
-/// scalar edge tile); variant 1 elsewhere (variant 3 measured 0.96-1.02x on 16-bit token-major
-/// with n % 128 == 0 and f32 token-major, 0.81-0.96x on 16-bit feature-major; the persistent
-/// variant 2 0.71-0.96x on every large shape).
-inline int mvue24_default_variant(std::size_t elem_size, bool token_major, std::int64_t features) {
-  if (!token_major) return elem_size == 4 ? 3 : 1;
-  return (elem_size == 2 && features % 128 != 0 && features % 64 == 0) ? 3 : 1;
+/// The MVUE kernels the API runs per dtype, layout and feature count (H200, docs/PERF-train.md
+/// "Session 3c", "Session 4"):
+/// - feature-major: variant 3 (whole-line stores) for f32 (1.14-1.15x over 1); variant 5 (3
+///   under a 64-register cap: 32 warps per SM instead of 16) for bf16 (1.03-1.05x over 1 on the
+///   four measured shapes); variant 1 for f16 (3, 4, 5 measured 0.95-0.98x);
+/// - token-major: variant 3 for 16-bit with n % 128 == 64 (n = 1600: 1.32-1.53x, the 64-feature
+///   tiles remove variant 1's scalar edge tile); variant 5 for f16 with n % 128 == 0 and
+///   n >= 4096 (the c_fc shapes: 1.01-1.04x; at n = 1280 0.95-0.97x); variant 1 elsewhere (bf16:
+///   4 and 5 spill 40-48 B at 64 registers and measured 0.91-0.94x; the persistent variant 2
+///   0.71-0.96x on every large shape).
+inline int mvue24_default_variant(DType dtype, bool token_major, std::int64_t features) {
+  if (!token_major) return dtype == DType::f32 ? 3 : dtype == DType::bf16 ? 5 : 1;
+  if (dtype != DType::f32 && features % 128 != 0 && features % 64 == 0) return 3;
+  return (dtype == DType::f16 && features % 128 == 0 && features >= 4096) ? 5 : 1;
 }
 
 struct DecayArgs {
