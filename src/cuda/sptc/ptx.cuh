@@ -172,6 +172,47 @@ __device__ __forceinline__ void sp_mainloop(int count, int never, const void* ho
   hold_sp_meta(m1, never, hold_word);
 }
 
+/// sp_mainloop with the metadata word from global memory (load(i) returns k-block i's word; it
+/// must accept i == count and return any valid word there): stage(i, mw) must not assign mw. Each
+/// variable is loaded directly (no register-to-register rotation, which let ptxas copy a held value
+/// and reuse its register in flight) right after the wait that retired the wgmma reading its old
+/// value, i.e. one stage ahead; the other variable is held across that load so the new word cannot
+/// land in the register an in-flight wgmma reads. Verify with scripts/sass-meta-check.
+template <class Load, class Stage, class After>
+__device__ __forceinline__ void sp_mainloop_gmeta(int count, int never, const void* hold_word, const Load& load,
+                                                  const Stage& stage, const After& after) {
+  std::uint32_t m0 = load(0), m1 = 0;
+  int i = 0;
+  for (; i + 1 < count; i += 2) {
+    stage(i, m0);  // retired stage i-1 (m1)
+    hold_sp_meta(m1, never, hold_word);
+    m1 = load(i + 1);
+    after(i);
+    stage(i + 1, m1);  // retired stage i (m0)
+    hold_sp_meta(m0, never, hold_word);
+    m0 = load(i + 2);
+    after(i + 1);
+  }
+  if (i < count) {
+    stage(i, m0);
+    hold_sp_meta(m1, never, hold_word);
+    after(i);
+  }
+  wgmma_wait<0>();
+  hold_sp_meta(m0, never, hold_word);
+  hold_sp_meta(m1, never, hold_word);
+}
+
+/// sp_mainloop_gmeta when G, else sp_mainloop (load unused).
+template <bool G, class Load, class Stage, class After>
+__device__ __forceinline__ void sp_mainloop_sel(int count, int never, const void* hold_word, const Load& load,
+                                                const Stage& stage, const After& after) {
+  if constexpr (G)
+    sp_mainloop_gmeta(count, never, hold_word, load, stage, after);
+  else
+    sp_mainloop(count, never, hold_word, stage, after);
+}
+
 /// Keeps the compiler from moving accumulator reads/writes across wgmma issue/wait.
 template <int R>
 __device__ __forceinline__ void fence_regs(float (&d)[R]) {

@@ -47,8 +47,12 @@ CUtensorMap make_values_map(const DeviceA& a, DType in, WgTile tile);
 
 /// sm_90a: hardware 2:4 SpMM with wgmma.mma_async.sp, TMA loads, mbarrier pipeline, a producer
 /// warpgroup and 1-2 consumer warpgroups. Throws CudaError on a launch failure.
+/// meta_global (experiment, 128x256 tile, no x_trans / y_trans): every consumer thread loads its
+/// metadata word from global memory into a register one stage ahead instead of reading the
+/// bulk-copied shared-memory slot (no generic read of bulk-copy-written memory: the racecheck
+/// control, docs/PERF-sptc.md "Session 4d").
 void run_sptc24_wgmma(const DeviceA& a, const CUtensorMap& values_map, WgTile tile, const Problem& p,
-                      cudaStream_t stream);
+                      cudaStream_t stream, bool meta_global = false);
 
 /// 2-D tensor map over 16-bit elements [outer][inner] with rows of row_bytes (TMA).
 CUtensorMap encode_tensor_2d(const void* base, std::uint64_t inner, std::uint64_t outer, std::uint64_t row_bytes,
@@ -109,6 +113,10 @@ void transpose_x(const void* x, std::int64_t m, std::int64_t k, void* xt, std::i
 /// kernel leaves it reusable; one launch at a time per workspace).
 struct W3Opts {
   bool stream_k = false;
+  /// experiment (one-tile grid only, not with stream_k): each consumer thread loads its metadata
+  /// word from global memory into a register one stage ahead instead of from the bulk-copied
+  /// shared-memory slot (the racecheck control, docs/PERF-sptc.md "Session 4d").
+  bool meta_global = false;
 };
 std::size_t sptc24_wgmma3_workspace_bytes();
 void run_sptc24_wgmma3(const DeviceA& a, const CUtensorMap& values_map, const Problem& p, cudaStream_t stream,

@@ -56,7 +56,7 @@ struct WgCfg {
   static_assert(A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0, "tiles keep swizzle alignment");
 };
 
-template <class In, class Out, int BN, int NCONS, int STAGES, bool XT = false, bool YT = false>
+template <class In, class Out, int BN, int NCONS, int STAGES, bool XT = false, bool YT = false, bool MG = false>
 __global__ void __launch_bounds__(128 * (NCONS + 1), 1)
     sptc24_wgmma_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_x,
                         const std::uint32_t* __restrict__ meta, Out* __restrict__ y, int m, int n, int kblocks,
@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(128 * (NCONS + 1), 1)
       for (int kb = 0; kb < kblocks; ++kb) {
         const int s = kb % STAGES;
         if (kb >= STAGES) mbar_wait(&empty[s], ((kb / STAGES) - 1) & 1);
-        mbar_expect_tx(&full[s], C::TX_BYTES);
+        mbar_expect_tx(&full[s], MG ? C::TX_BYTES - C::M_BYTES : C::TX_BYTES);
         tma_load_2d(sA + s * C::A_BYTES, &tm_a, &full[s], kb * 32, tn * C::BM);
         if constexpr (XT) {
 #pragma unroll
@@ -108,8 +108,9 @@ __global__ void __launch_bounds__(128 * (NCONS + 1), 1)
         } else {
           tma_load_2d(sB + s * C::B_BYTES, &tm_x, &full[s], kb * 64, tm * BN);
         }
-        bulk_load(sM + s * NCONS * 128, meta + (std::size_t(kb) * n64_total + std::size_t(tn) * NCONS) * 128,
-                  C::M_BYTES, &full[s]);
+        if constexpr (!MG)
+          bulk_load(sM + s * NCONS * 128, meta + (std::size_t(kb) * n64_total + std::size_t(tn) * NCONS) * 128,
+                    C::M_BYTES, &full[s]);
       }
     }
   } else {
@@ -119,13 +120,18 @@ __global__ void __launch_bounds__(128 * (NCONS + 1), 1)
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
     fence_regs(acc);
+    // MG: this thread's metadata word straight from global memory, one stage ahead (ptx.cuh:
+    // sp_mainloop_gmeta; past the last k-block the load repeats the last one: no guard)
+    const std::uint32_t* gmeta = meta + (std::size_t(tn) * NCONS + c) * 128 + tid;
+    const std::size_t kstride = std::size_t(n64_total) * 128;
     // two metadata registers, each held until the wgmma reading it retired (ptx.cuh: sp_mainloop)
-    sp_mainloop(
+    sp_mainloop_sel<MG>(
         kblocks, kblocks, sM + c * 128 + tid,
+        [&](int i) { return __ldg(gmeta + std::size_t(min(i, kblocks - 1)) * kstride); },
         [&](int kb, std::uint32_t& mw) {
           const int s = kb % STAGES;
           mbar_wait(&full[s], (kb / STAGES) & 1);
-          mw = sM[s * NCONS * 128 + c * 128 + tid];
+          if constexpr (!MG) mw = sM[s * NCONS * 128 + c * 128 + tid];
           const std::uint8_t* a_tile = sA + s * C::A_BYTES + c * 64 * 64;
           const std::uint8_t* b_tile = sB + s * C::B_BYTES;
           const std::uint64_t da = smem_desc(a_tile, 16, 512, 2);   // 64B swizzle, 8 rows x 64 B
@@ -235,10 +241,10 @@ TileShape shape_of(WgTile t) {
   return {128, 256};
 }
 
-template <class In, class Out, int BN, int NCONS, int STAGES, bool XT = false, bool YT = false>
+template <class In, class Out, int BN, int NCONS, int STAGES, bool XT = false, bool YT = false, bool MG = false>
 void launch(const DeviceA& a, const CUtensorMap& map_a, const Problem& p, cudaStream_t stream) {
   using C = WgCfg<Out, BN, NCONS, STAGES>;
-  auto kernel = sptc24_wgmma_kernel<In, Out, BN, NCONS, STAGES, XT, YT>;
+  auto kernel = sptc24_wgmma_kernel<In, Out, BN, NCONS, STAGES, XT, YT, MG>;
   static std::once_flag once;
   std::call_once(once, [&] {
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM_BYTES));
@@ -281,7 +287,11 @@ void dispatch_trans(const DeviceA& a, const CUtensorMap& map_a, WgTile tile, con
 }
 
 template <class In, class Out>
-void dispatch_tile(const DeviceA& a, const CUtensorMap& map_a, WgTile tile, const Problem& p, cudaStream_t s) {
+void dispatch_tile(const DeviceA& a, const CUtensorMap& map_a, WgTile tile, const Problem& p, cudaStream_t s, bool meta_global) {
+  if (meta_global) {
+    if (tile != WgTile::m128n256) throw InvalidArgument("tile", "meta_global is built for the 128x256 tile only");
+    return launch<In, Out, 256, 2, 5, false, false, true>(a, map_a, p, s);
+  }
   switch (tile) {
     case WgTile::m128n256: return launch<In, Out, 256, 2, 5>(a, map_a, p, s);
     case WgTile::m128n128: return launch<In, Out, 128, 2, 8>(a, map_a, p, s);
@@ -291,11 +301,11 @@ void dispatch_tile(const DeviceA& a, const CUtensorMap& map_a, WgTile tile, cons
 }
 
 template <class In>
-void dispatch_out(const DeviceA& a, const CUtensorMap& map_a, WgTile tile, const Problem& p, cudaStream_t s) {
+void dispatch_out(const DeviceA& a, const CUtensorMap& map_a, WgTile tile, const Problem& p, cudaStream_t s, bool mg) {
   switch (p.out) {
-    case DType::f32: return dispatch_tile<In, float>(a, map_a, tile, p, s);
-    case DType::f16: return dispatch_tile<In, __half>(a, map_a, tile, p, s);
-    case DType::bf16: return dispatch_tile<In, __nv_bfloat16>(a, map_a, tile, p, s);
+    case DType::f32: return dispatch_tile<In, float>(a, map_a, tile, p, s, mg);
+    case DType::f16: return dispatch_tile<In, __half>(a, map_a, tile, p, s, mg);
+    case DType::bf16: return dispatch_tile<In, __nv_bfloat16>(a, map_a, tile, p, s, mg);
     default: throw InvalidArgument("y dtype", "must be f32, f16 or bf16 for the sparse tensor-core kernels");
   }
 }
@@ -326,21 +336,22 @@ CUtensorMap make_values_map(const DeviceA& a, DType in, WgTile tile) {
 }
 
 void run_sptc24_wgmma(const DeviceA& a, const CUtensorMap& values_map, WgTile tile, const Problem& p,
-                      cudaStream_t stream) {
+                      cudaStream_t stream, bool meta_global) {
   if (p.ldx % 8 != 0 || reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0)
     throw InvalidArgument("x", "the wgmma kernel needs 16-byte aligned rows (ldx % 8 == 0, 16-byte aligned pointer)");
   if (a.rows_pad % shape_of(tile).bm != 0) throw InvalidArgument("packed W", "rows_pad must be a multiple of the tile rows");
   if (p.x_trans && p.ldx < p.m) throw InvalidArgument("ldx", "must be >= m when x is given transposed (x^T [k][ldx])");
   if (p.m < 1) return;
   if (p.x_trans || p.y_trans) {
+    if (meta_global) throw InvalidArgument("meta_global", "is not built for x_trans / y_trans");
     if (p.in == DType::f16) return dispatch_trans<__half>(a, values_map, tile, p, stream);
     if (p.in == DType::bf16) return dispatch_trans<__nv_bfloat16>(a, values_map, tile, p, stream);
     throw InvalidArgument("x dtype", "the sparse tensor cores take f16 or bf16");
   }
   if (p.in == DType::f16)
-    dispatch_out<__half>(a, values_map, tile, p, stream);
+    dispatch_out<__half>(a, values_map, tile, p, stream, meta_global);
   else if (p.in == DType::bf16)
-    dispatch_out<__nv_bfloat16>(a, values_map, tile, p, stream);
+    dispatch_out<__nv_bfloat16>(a, values_map, tile, p, stream, meta_global);
   else
     throw InvalidArgument("x dtype", "the sparse tensor cores take f16 or bf16");
 }

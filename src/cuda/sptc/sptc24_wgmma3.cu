@@ -98,7 +98,7 @@ __device__ __forceinline__ void st_release_gpu(int* p, int v) {
 
 }  // namespace
 
-template <class In, class Out, bool SK>
+template <class In, class Out, bool SK, bool MG = false>
 __global__ void __launch_bounds__(384, 1)
     sptc24_wgmma3_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_x,
                          const std::uint32_t* __restrict__ meta, Out* __restrict__ y, int m, int n, int kblocks,
@@ -155,10 +155,10 @@ __global__ void __launch_bounds__(384, 1)
   };
   auto load = [&]() {  // thread 0 only: the cursor's iteration into slot cur_j % STAGES, then advance
     const int s = cur_j % STAGES;
-    mbar_expect_tx(&full[s], C::TX_BYTES);
+    mbar_expect_tx(&full[s], MG ? C::TX_BYTES - C::M_BYTES : C::TX_BYTES);
     tma_load_2d(sA + s * C::A_BYTES, &tm_a, &full[s], cur_kb * 32, cur_tn * C::BM);
     tma_load_2d(sB + s * C::B_BYTES, &tm_x, &full[s], cur_kb * 64, cur_tm * BN);
-    bulk_load(sM + s * NCONS * 128, meta + (std::size_t(cur_kb) * n64_total + std::size_t(cur_tn) * NCONS) * 128,
+    if constexpr (!MG) bulk_load(sM + s * NCONS * 128, meta + (std::size_t(cur_kb) * n64_total + std::size_t(cur_tn) * NCONS) * 128,
               C::M_BYTES, &full[s]);
     ++cur_j;
     if (++cur_kb == K || cur_j == dp_iters) seek(cur_j);  // next tile, or the start of the stream-k range
@@ -199,13 +199,19 @@ __global__ void __launch_bounds__(384, 1)
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
     fence_regs(acc);
     const int j0 = j;
+    // MG: this thread's metadata word straight from global memory, one stage ahead (ptx.cuh:
+    // sp_mainloop_gmeta; past the segment end the load repeats its last k-block)
+    const std::uint32_t* gmeta = meta + (std::size_t(tn) * NCONS + c) * 128 + tid;
+    const std::size_t kstride = std::size_t(n64_total) * 128;
+    const int kb_last = kb0 + len - 1;
     // metadata double-buffered across the unrolled pair (ptx.cuh: sp_mainloop / hold_sp_meta)
-    sp_mainloop(
+    sp_mainloop_sel<MG>(
         len, K, sM + c * 128 + tid,
+        [&](int i) { return __ldg(gmeta + std::size_t(min(kb0 + i, kb_last)) * kstride); },
         [&](int i, std::uint32_t& mw) {
           const int jj = j0 + i, s = jj % STAGES;
           mbar_wait(&full[s], (jj / STAGES) & 1);
-          mw = sM[s * NCONS * 128 + c * 128 + tid];
+          if constexpr (!MG) mw = sM[s * NCONS * 128 + c * 128 + tid];
           const std::uint64_t da = smem_desc(sA + s * C::A_BYTES + c * 64 * 64, 16, 512, 2);  // 64B swizzle
           const std::uint64_t db = smem_desc(sB + s * C::B_BYTES, 16, 1024, 1);               // 128B swizzle
           wgmma_fence();
@@ -297,10 +303,10 @@ int sm_count3() {
 }
 std::size_t flags_bytes3() { return (std::size_t(sm_count3()) * 4 + 255) / 256 * 256; }
 
-template <class In, class Out, bool SK>
+template <class In, class Out, bool SK, bool MG = false>
 void launch3(const DeviceA& a, const CUtensorMap& map_a, const Problem& p, cudaStream_t stream, void* workspace) {
   using C = W3Cfg<SK>;
-  auto kernel = sptc24_wgmma3_kernel<In, Out, SK>;
+  auto kernel = sptc24_wgmma3_kernel<In, Out, SK, MG>;
   static std::once_flag once;
   std::call_once(once, [&] {
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM_BYTES));
@@ -334,6 +340,7 @@ void launch3(const DeviceA& a, const CUtensorMap& map_a, const Problem& p, cudaS
 
 template <class In, class Out>
 void dispatch_opts3(const DeviceA& a, const CUtensorMap& map_a, const Problem& p, cudaStream_t s, W3Opts o, void* ws) {
+  if (o.meta_global) return launch3<In, Out, false, true>(a, map_a, p, s, ws);
   if (o.stream_k) return launch3<In, Out, true>(a, map_a, p, s, ws);
   return launch3<In, Out, false>(a, map_a, p, s, ws);
 }
@@ -362,6 +369,7 @@ void run_sptc24_wgmma3(const DeviceA& a, const CUtensorMap& values_map, const Pr
   if (a.k_pad % 64 != 0) throw InvalidArgument("packed W", "k_pad must be a multiple of 64");
   if (opts.stream_k && (workspace == nullptr || reinterpret_cast<std::uintptr_t>(workspace) % 256 != 0))
     throw InvalidArgument("workspace", "stream-k needs sptc24_wgmma3_workspace_bytes() of 256-byte aligned, once-zeroed memory");
+  if (opts.stream_k && opts.meta_global) throw InvalidArgument("opts", "meta_global is built for the one-tile grid only, not with stream_k");
   if (p.m < 1) return;
   if (std::int64_t((p.m + W3Cfg<false>::BN - 1) / W3Cfg<false>::BN) * (a.rows_pad / W3Cfg<false>::BM) > 0x7fffffff)
     throw InvalidArgument("m", "too many tiles for one grid");
