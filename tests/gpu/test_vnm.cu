@@ -458,6 +458,75 @@ TEST(SptcGpu3, SmallForRacecheck) {
   }
 }
 
+// meta_global (docs/PERF-sptc.md, "Session 4d"): the 128 x 256 and 192 x 256 2:4 kernels with each
+// consumer thread's metadata word loaded from global memory into a register instead of the
+// bulk-copied shared-memory slot. Both kernels, `reps` launches each (a race shows as a moving or
+// wrong result), against the fp64 reference.
+void check_meta_global(const CondensedMatrix& w, const DenseMatrix& x, DType in, DType out, int reps) {
+  const std::int64_t m = x.rows(), n = w.rows(), k = w.cols();
+  const std::vector<double> ref = reference_matmul_f64(x.view(), w);
+  for (int bm : {128, 192}) {
+    sptc::Packed24 p = sptc::pack_hw24(w, bm);
+    cuda::DeviceBuffer v(p.values.size() * 2), mt(p.meta.size() * 4);
+    v.upload(p.values.data(), v.size());
+    mt.upload(p.meta.data(), mt.size());
+    cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.rows, p.rows_pad, p.k_pad};
+    const CUtensorMap map = cs::make_values_map_rows(a, bm);
+    for (int rep = 0; rep < reps; ++rep) {
+      const double err = run_and_compare(
+          w, x, out,
+          [&](void* xp, void* yp) {
+            cs::Problem pr{in, out, xp, yp, m, n, k, k};
+            if (bm == 128)
+              cs::run_sptc24_wgmma(a, map, cs::WgTile::m128n256, pr, nullptr, true);
+            else
+              cs::run_sptc24_wgmma3(a, map, pr, nullptr, cs::W3Opts{false, true});
+          },
+          &ref);
+      EXPECT_LT(err, tolerance(out)) << "tile rows " << bm << " rep " << rep;
+    }
+  }
+}
+
+// Tails in m, n and k; one k-block, an odd and an even number of k-blocks; ring reuse (k >= 1000:
+// 16+ k-blocks over the 4/5-slot rings); f16 and bf16; every output dtype once.
+TEST(SptcMetaGlobal, Hw24MatchesReference) {
+  REQUIRE_SM90();
+  std::uint64_t seed = 4400;
+  for (auto [m, n, k] : {std::array<std::int64_t, 3>{300, 130, 520}, {7, 70, 64}, {129, 257, 1000}, {513, 385, 2044},
+                         {1000, 600, 4096}, {260, 130, 1200}})
+    for (auto [in, out] : {std::pair{DType::f16, DType::f32}, {DType::bf16, DType::bf16}, {DType::f16, DType::f16},
+                           {DType::bf16, DType::f32}}) {
+      SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) + " " +
+                   std::string(to_string(in)) + "->" + std::string(to_string(out)));
+      const CondensedMatrix w = condense(random_pattern_matrix(Pattern::hw24(), in, n, k, seed, 0.0).view(), Pattern::hw24());
+      const DenseMatrix x = make_x(w, in, m, seed + 1, false);
+      ++seed;
+      check_meta_global(w, x, in, out, 2);
+    }
+  // refused where it is not built
+  const CondensedMatrix w = condense(random_pattern_matrix(Pattern::hw24(), DType::f16, 130, 64, 1, 0.0).view(), Pattern::hw24());
+  sptc::Packed24 p = sptc::pack_hw24(w, 192);
+  cuda::DeviceBuffer v(p.values.size() * 2), mt(p.meta.size() * 4), xb(64 * 8 * 2), yb(8 * 130 * 2),
+      ws(cs::sptc24_wgmma3_workspace_bytes());
+  cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.rows, p.rows_pad, p.k_pad};
+  cs::Problem pr{DType::f16, DType::f16, xb.get(), yb.get(), 8, 130, 64, 64};
+  EXPECT_THROW(cs::run_sptc24_wgmma3(a, cs::make_values_map_rows(a, 192), pr, nullptr, cs::W3Opts{true, true}, ws.get()),
+               InvalidArgument);
+  EXPECT_THROW(cs::run_sptc24_wgmma(a, cs::make_values_map_rows(a, 64), cs::WgTile::m64n128, pr, nullptr, true),
+               InvalidArgument);
+}
+
+// Small launches for compute-sanitizer racecheck: k = 1000 (16 k-blocks: ring reuse), several tiles.
+// If racecheck reports nothing here while SptcGpu3.SmallForRacecheck still reports the bulk-copy
+// pair, the reports are tied to generic reads of bulk-copy-written memory (docs "Session 4d").
+TEST(SptcMetaGlobal, SmallForRacecheck) {
+  REQUIRE_SM90();
+  const CondensedMatrix w = condense(random_pattern_matrix(Pattern::hw24(), DType::f16, 200, 1000, 912, 0.0).view(), Pattern::hw24());
+  const DenseMatrix x = make_x(w, DType::f16, 150, 913, false);
+  check_meta_global(w, x, DType::f16, DType::f16, 1);
+}
+
 // Experiment: 2x1 clusters with the X tile multicast (PTile::r128n256x2). Kept in its own suite so
 // that device scripts can run it apart, under a short timeout (a wrong cluster protocol hangs).
 TEST(SptcClusterExperimental, Hw24Multicast) {
