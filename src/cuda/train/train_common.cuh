@@ -96,7 +96,10 @@ struct Mask24Args {
   /// session-2 code over a 256 x 256 footprint per CTA with every store a whole 32-byte sector
   /// (mask24_lines.cuh); 5 = variant 4 with one more resident CTA per SM (lower register cap);
   /// 6 = variant 4 issuing each pass's loads before the previous pass's compute (docs/PERF-train.md
-  /// "Session 4"). Outputs are identical; the bench times the non-default ones in the same run.
+  /// "Session 4"); 7 = the lean 16-bit search (mask24_lean.cuh: 4 x 8 per thread, 24 warps per SM,
+  /// no shared-memory transpose; opt-in, not measured yet: "Session 4c") where it fits (16-bit
+  /// search, rows and cols multiples of 64, aligned, all outputs present), else the default.
+  /// Outputs are identical; the bench times the non-default ones in the same run.
   int variant = 0;
   /// Bench / profiling only (variants 4-6): at most this many CTAs resident per SM, by padding the
   /// launch with dynamic shared memory (the occupancy control of "Session 4"); 0 = no limit;
