@@ -46,14 +46,7 @@ struct Mask24LeanTraits {
   static constexpr int kThreads = 128, kTileRows = 64, kTileCols = 64, kPasses = 8;
   static constexpr int kMinBlocks = 6;  ///< 6 x 4 warps = 24 warps per SM (<= 80 registers)
 };
-
-/// Does the lean kernel take this call? (16-bit search, every output present, shape and
-/// pointers aligned; otherwise the default kernel runs.)
-inline bool mask24_lean_fits(const Mask24Args& a, std::size_t elem_size, bool search) {
-  using L = Mask24LeanTraits;
-  return search && elem_size == 2 && a.aligned && a.rows % L::kTileRows == 0 && a.cols % L::kTileCols == 0 && a.rows > 0 &&
-         a.cols > 0 && a.mask_out && a.w_values && a.w_indices && a.wt_values && a.wt_indices;
-}
+static_assert(Mask24LeanTraits::kTileRows == 64 && Mask24LeanTraits::kTileCols == 64, "mask24_lean_fits (train_common.cuh) assumes 64 x 64 tiles");
 
 /// Magnitudes (rank_magnitude24, fp32) of block b (columns 4b..4b+3) of a 4 x 8 region of a
 /// 16-bit type, two elements per word: as block_magnitudes (mask24.cuh).

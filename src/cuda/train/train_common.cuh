@@ -124,6 +124,13 @@ inline int mask24_default_variant(std::size_t elem_size, bool search, std::int64
   return (batch == 1 && rows * cols <= std::int64_t(6400) * 1600) ? 3 : 2;
 }
 
+/// Does the lean mask search (Mask24Args::variant = 7, mask24_lean.cuh: 64 x 64 tiles) take this call? (16-bit search, every output present, shape and
+/// pointers aligned; otherwise the default kernel runs.)
+inline bool mask24_lean_fits(const Mask24Args& a, std::size_t elem_size, bool search) {
+  return search && elem_size == 2 && a.aligned && a.rows % 64 == 0 && a.cols % 64 == 0 && a.rows > 0 &&
+         a.cols > 0 && a.mask_out && a.w_values && a.w_indices && a.wt_values && a.wt_indices;
+}
+
 struct Mvue24Args {
   const void* g = nullptr;
   std::int64_t tokens = 0, features = 0;
