@@ -93,9 +93,11 @@ struct Shape {
 /// 5 / 6 = the occupancy forms of 4 (one more CTA per SM; next pass's loads before each pass's
 /// compute). One-matrix rows time variants 1-4; batched rows 1, 4, 5, 6 (2 and 3 measured
 /// 0.4-0.6 of copy there in three runs) and the occupancy control (variant 4 with one resident
-/// CTA per SM fewer, docs/PERF-train.md "Session 4"), label "lines_kernel_minus1cta".
+/// CTA per SM fewer, docs/PERF-train.md "Session 4"), label "lines_kernel_minus1cta"; 7 = the
+/// lean 16-bit search (mask24_lean.cuh, "Session 4c"), batched 16-bit search rows only (other
+/// calls fall back to the default kernel).
 constexpr int kMaskVariants[] = {1, 2, 3, 4};
-constexpr int kMaskVariantsBatched[] = {1, 4, 5, 6, -4};  ///< -4: variant 4 under the occupancy control
+constexpr int kMaskVariantsBatched[] = {1, 4, 5, 6, -4, 7};  ///< -4: variant 4 under the occupancy control
 const char* mask24_variant_label(int v) {
   return v == 1   ? "session2_kernel"
          : v == 2 ? "session3_kernel"
@@ -103,6 +105,7 @@ const char* mask24_variant_label(int v) {
          : v == 4 ? "lines_kernel"
          : v == 5 ? "lines_occ_kernel"
          : v == 6 ? "lines_prefetch_kernel"
+         : v == 7 ? "lean_kernel"
                   : "lines_kernel_minus1cta";
 }
 
@@ -281,6 +284,7 @@ Suite train_suite() {
           for (bool srch : {true, false})
           for (int variant : kMaskVariantsBatched) {
             if (variant == train::detail::mask24_default_variant(dtype_size(t), srch, B, R, C)) continue;
+            if (variant == 7 && (!srch || dtype_size(t) != 2)) continue;  // falls back to the default there
             const char* label = "";
             auto call = [&](int i) {
               label = mask24_other_variant(variant, t, srch, b.at(i, 0), B, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),

@@ -73,6 +73,7 @@ int main() {
       run(6, 0, search);
       run(4, -1, search);
     }
+    run(7, 0, true);  // the lean 16-bit search (mask24_lean.cuh, docs/PERF-train.md "Session 4c")
   }
   {  // ---- MVUE, 16384 x 6400 (the bar shape)
     const std::int64_t T = 16384, N = 6400;

@@ -334,7 +334,7 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
   SPARSENM_REQUIRE_GPU();
   for (const auto& [t, R, C] : {Case{DType::f16, 2048, 1024}, Case{DType::bf16, 160, 96}, Case{DType::f32, 256, 64},
                                 Case{DType::f16, 37, 45}, Case{DType::f32, 130, 70}, Case{DType::f32, 1056, 2080},
-                                Case{DType::bf16, 1000, 1000}}) {
+                                Case{DType::bf16, 1000, 1000}, Case{DType::bf16, 1088, 320}, Case{DType::f16, 64, 64}}) {
     const bool aligned = R % 32 == 0 && C % 32 == 0;
     for (int mode = 0; mode < 3; ++mode) {  // search, apply (valid mask), apply (random masks)
       const bool search = mode == 0;
@@ -356,9 +356,12 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
         for (std::size_t i = 0; i < mw; ++i) m[i] = i % 3 == 0 ? mask_of(patterns90()[rng() % 90]) : std::uint16_t(rng() & 0xffffu);
         dmask.upload(m.data(), mw * 2);
       }
-      // variants 1-6, and (entry 7) variant 4 under the occupancy control (max_ctas_per_sm = 2:
-      // the launch padded with dynamic shared memory)
-      constexpr int kVariants = 7;
+      // variants 1-6, (entry 7) variant 4 under the occupancy control (max_ctas_per_sm = 2:
+      // the launch padded with dynamic shared memory) and (entry 8) variant 7, the lean 16-bit
+      // search (mask24_lean.cuh; it runs on the 16-bit searches with rows, cols % 64 == 0: 2048 x
+      // 1024, 1088 x 320 (a CTA strip of 512 rows with a partial last strip), 64 x 64; the
+      // default kernel elsewhere)
+      constexpr int kVariants = 8;
       std::vector<std::uint16_t> masks[kVariants];
       std::vector<std::byte> vals[kVariants], tvals[kVariants];
       std::vector<std::uint8_t> idx[kVariants], tidx[kVariants];
@@ -380,8 +383,8 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
         a.wt_indices = dti.as<std::uint8_t>();
         a.violations = search ? nullptr : dviol.as<std::uint32_t>();
         a.aligned = aligned;
-        a.variant = variant < 6 ? variant + 1 : 4;
-        a.max_ctas_per_sm = variant < 6 ? 0 : 2;
+        a.variant = variant < 6 ? variant + 1 : (variant == 6 ? 4 : 7);
+        a.max_ctas_per_sm = variant == 6 ? 2 : 0;
         if (t == DType::f16) train::detail::launch_mask24<__half>(a, search, nullptr);
         else if (t == DType::bf16) train::detail::launch_mask24<__nv_bfloat16>(a, search, nullptr);
         else train::detail::launch_mask24<float>(a, search, nullptr);
@@ -397,7 +400,7 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
       if (mode == 1) EXPECT_EQ(viol[0], 0u);
       for (int v = 1; v < kVariants; ++v) {
         const std::string what = std::to_string(R) + "x" + std::to_string(C) + " mode " + std::to_string(mode) +
-                                 " variant " + (v < 6 ? std::to_string(v + 1) : std::string("4 limited to 2 CTAs / SM")) + " vs 1";
+                                  " variant " + (v < 6 ? std::to_string(v + 1) : std::string(v == 6 ? "4 limited to 2 CTAs / SM" : "7")) + " vs 1";
         EXPECT_EQ(viol[0], viol[v]) << what;
         EXPECT_EQ(masks[0], masks[v]) << what;
         EXPECT_EQ(vals[0], vals[v]) << what;
@@ -406,6 +409,52 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
         EXPECT_EQ(tidx[0], tidx[v]) << what;
       }
     }
+  }
+}
+
+TEST(Mask24Variants, LeanSearchMatchesTheCpuReference) {
+  // variant 7 (mask24_lean.cuh) on its own path, against the CPU brute force and host
+  // compression: random f16 / bf16 with a partial 512-row strip (576 rows) and the tie-heavy
+  // matrix of Mask24Ties (exact ties, all-zero and all-equal blocks)
+  SPARSENM_REQUIRE_GPU();
+  std::vector<HostMat> cases;
+  cases.push_back(random_mat(DType::f16, 576, 192, 4242));
+  cases.push_back(random_mat(DType::bf16, 576, 192, 4343));
+  for (DType t : {DType::f16, DType::bf16}) {
+    HostMat w(t, 128, 128);
+    std::mt19937 rng(3);
+    const float vals[5] = {0.f, 0.25f, -0.25f, 0.5f, -0.5f};
+    for (std::int64_t r = 0; r < w.rows; ++r)
+      for (std::int64_t c = 0; c < w.cols; ++c) w.set(r, c, r < 8 ? (r < 4 ? 0.f : 0.75f) : vals[rng() % 5]);
+    cases.push_back(std::move(w));
+  }
+  for (const HostMat& w : cases) {
+    const std::int64_t R = w.rows, C = w.cols;
+    const std::size_t mw = std::size_t(train::mask24_words(R, C));
+    const std::size_t wvb = std::size_t(R * train::hw24_value_cols(C)) * w.esz(), wib = std::size_t(R * train::hw24_index_row_bytes(C));
+    const std::size_t tvb = std::size_t(C * train::hw24_value_cols(R)) * w.esz(), tib = std::size_t(C * train::hw24_index_row_bytes(R));
+    auto dw = upload(w.bytes.data(), w.bytes.size());
+    auto dmask = poisoned(mw * 2), dwv = poisoned(wvb), dwi = poisoned(wib), dtv = poisoned(tvb), dti = poisoned(tib);
+    train::detail::Mask24Args a;
+    a.w = dw.get();
+    a.rows = R;
+    a.cols = C;
+    a.mask_out = dmask.as<std::uint16_t>();
+    a.w_values = dwv.get();
+    a.w_indices = dwi.as<std::uint8_t>();
+    a.wt_values = dtv.get();
+    a.wt_indices = dti.as<std::uint8_t>();
+    a.aligned = true;
+    a.variant = 7;
+    ASSERT_TRUE(train::detail::mask24_lean_fits(a, w.esz(), true));
+    if (w.dtype == DType::f16) train::detail::launch_mask24<__half>(a, true, nullptr);
+    else train::detail::launch_mask24<__nv_bfloat16>(a, true, nullptr);
+    SPARSENM_CUDA_CHECK(cudaGetLastError());
+    const auto ref = brute_mask(w);
+    EXPECT_EQ(download<std::uint16_t>(dmask, mw), ref) << R << "x" << C;
+    const auto [hs, ht] = host_compress(w, ref, nullptr);
+    expect_hw24_equal(hs, download<std::byte>(dwv, wvb), download<std::uint8_t>(dwi, wib), w.esz(), "lean S(W)");
+    expect_hw24_equal(ht, download<std::byte>(dtv, tvb), download<std::uint8_t>(dti, tib), w.esz(), "lean S(W)^T");
   }
 }
 

@@ -514,9 +514,25 @@ template <class T, bool kSearch>
 constexpr std::size_t kMask24PfSmem = 2 * (8 * kRowWords<typename Elem<T>::Raw> / 4) * Mask24Traits::kThreads * 16 +
                                       2 * 2 * Mask24Traits::kThreads * 4;
 
+}  // namespace sparsenm::train::detail
+
+#include "cuda/train/mask24_lean.cuh"  // variant 7 (uses QuadTable, prmt, Mask24Geom above)
+
+namespace sparsenm::train::detail {
+
 template <class T>
 void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
-  const int variant = a.variant != 0 ? a.variant : mask24_default_variant(sizeof(typename Elem<T>::Raw), search, a.batch, a.rows, a.cols);
+  constexpr std::size_t kRawSize = sizeof(typename Elem<T>::Raw);
+  int variant = a.variant != 0 ? a.variant : mask24_default_variant(kRawSize, search, a.batch, a.rows, a.cols);
+  if (variant == 7) {  // the lean 16-bit search (mask24_lean.cuh) where it fits, else the default
+    if constexpr (kRawSize == 2) {
+      if (mask24_lean_fits(a, kRawSize, search)) {
+        launch_mask24_lean<T>(a, s);
+        return;
+      }
+    }
+    variant = mask24_default_variant(kRawSize, search, a.batch, a.rows, a.cols);
+  }
   if (variant == 1) {  // the session-2 kernel (mask24_s2.cuh)
     launch_mask24_s2<T>(a, search, s);
     return;

@@ -96,7 +96,10 @@ struct Mask24Args {
   /// session-2 code over a 256 x 256 footprint per CTA with every store a whole 32-byte sector
   /// (mask24_lines.cuh); 5 = variant 4 with one more resident CTA per SM (lower register cap);
   /// 6 = variant 4 issuing each pass's loads before the previous pass's compute (docs/PERF-train.md
-  /// "Session 4"). Outputs are identical; the bench times the non-default ones in the same run.
+  /// "Session 4"); 7 = the lean 16-bit search (mask24_lean.cuh: 4 x 8 per thread, 24 warps per SM,
+  /// no shared-memory transpose; opt-in, not measured yet: "Session 4c") where it fits (16-bit
+  /// search, rows and cols multiples of 64, aligned, all outputs present), else the default.
+  /// Outputs are identical; the bench times the non-default ones in the same run.
   int variant = 0;
   /// Bench / profiling only (variants 4-6): at most this many CTAs resident per SM, by padding the
   /// launch with dynamic shared memory (the occupancy control of "Session 4"); 0 = no limit;
@@ -119,6 +122,13 @@ inline int mask24_default_variant(std::size_t elem_size, bool search, std::int64
   if (batch > 1 && footprints >= 3600 && (search || (rows % 256 == 0 && cols % 256 == 0))) return 4;
   if (!search || elem_size != 2) return 1;
   return (batch == 1 && rows * cols <= std::int64_t(6400) * 1600) ? 3 : 2;
+}
+
+/// Does the lean mask search (Mask24Args::variant = 7, mask24_lean.cuh: 64 x 64 tiles) take this call? (16-bit search, every output present, shape and
+/// pointers aligned; otherwise the default kernel runs.)
+inline bool mask24_lean_fits(const Mask24Args& a, std::size_t elem_size, bool search) {
+  return search && elem_size == 2 && a.aligned && a.rows % 64 == 0 && a.cols % 64 == 0 && a.rows > 0 &&
+         a.cols > 0 && a.mask_out && a.w_values && a.w_indices && a.wt_values && a.wt_indices;
 }
 
 struct Mvue24Args {
