@@ -19,11 +19,29 @@ namespace {
 using namespace sparsenm;
 using namespace ewtest;
 
-struct Dev {
-  void* p = nullptr;
-  explicit Dev(std::size_t bytes) { cudaMalloc(&p, bytes ? bytes : 1); }
-  ~Dev() { cudaFree(p); }
-};
+using Dev = DeviceMem;  // checked cudaMalloc (ew_support.hpp)
+
+/// Inf in X row 3 at a column that W row 5 stores (slot 35: tile 1 of the row), NaN in row 7 at a
+/// column of window 2 that row 5 does not store, NaN in row 17 at the last column (partial window).
+/// Returns false (with a test failure) if window 2 of row 5 stores every column.
+bool place_nan_inf(const CondensedMatrix& w, DenseMatrix& x) {
+  const Pattern p = w.pattern();
+  const auto& l = w.layout;
+  const auto* row5 = w.indices.data() + 5 * l.index_row_bytes;
+  const std::int64_t slot = 35;
+  x.set(3, (slot / p.n) * p.m + get_packed(row5, slot, l.index_bits), INFINITY);
+  std::int64_t col_pruned = -1;
+  for (std::int64_t c = 2 * p.m; c < 3 * p.m && col_pruned < 0; ++c) {
+    bool stored = false;
+    for (int j = 0; j < p.n; ++j) stored |= 2 * p.m + std::int64_t(get_packed(row5, 2 * p.n + j, l.index_bits)) == c;
+    if (!stored) col_pruned = c;
+  }
+  EXPECT_GE(col_pruned, 0);
+  if (col_pruned < 0) return false;
+  x.set(7, col_pruned, NAN);
+  x.set(17, x.cols() - 1, NAN);
+  return true;
+}
 
 /// Runs the SpMM kernel (variant v) directly; y poisoned, with one extra row that must stay
 /// untouched. x_shift: X starts that many elements past an aligned allocation (misaligned X).
@@ -154,23 +172,7 @@ TEST(EwSpmm, NanInfSpecialisedPatterns) {
       const std::int64_t n = 96, k = 1500;  // last window: 28 columns
       auto w = random_ew(p, n, k, t, 1700);
       auto x = random_matrix(t, 18, k, 1701);
-      const auto& l = w.layout;
-      const std::int64_t slot = 35;  // tile 1
-      const std::int64_t col_kept =
-          (slot / p.n) * p.m + get_packed(w.indices.data() + 5 * l.index_row_bytes, slot, l.index_bits);
-      x.set(3, col_kept, INFINITY);
-      // a column of window 2 that row 5 does not store
-      std::int64_t col_pruned = -1;
-      for (std::int64_t c = 2 * p.m; c < 3 * p.m && col_pruned < 0; ++c) {
-        bool stored = false;
-        for (int j = 0; j < p.n; ++j)
-          stored |= 2 * p.m + std::int64_t(get_packed(w.indices.data() + 5 * l.index_row_bytes, 2 * p.n + j,
-                                                      l.index_bits)) == c;
-        if (!stored) col_pruned = c;
-      }
-      ASSERT_GE(col_pruned, 0);
-      x.set(7, col_pruned, NAN);
-      x.set(17, k - 1, NAN);
+      if (!place_nan_inf(w, x)) return;
       std::vector<std::byte> y;
       run_spmm(w, x, t, 0, y);
       if (::testing::Test::HasFatalFailure()) return;
@@ -373,22 +375,7 @@ TEST(EwSpmmAsync, NanInfFollowTheProductSemantics) {
       const std::int64_t n = 96, k = 1500;
       auto w = random_ew(p, n, k, DType::f32, 2300);
       auto x = random_matrix(DType::f32, 18, k, 2301);
-      const auto& l = w.layout;
-      const std::int64_t slot = 35;
-      const std::int64_t col_kept =
-          (slot / p.n) * p.m + get_packed(w.indices.data() + 5 * l.index_row_bytes, slot, l.index_bits);
-      x.set(3, col_kept, INFINITY);
-      std::int64_t col_pruned = -1;
-      for (std::int64_t c = 2 * p.m; c < 3 * p.m && col_pruned < 0; ++c) {
-        bool stored = false;
-        for (int j = 0; j < p.n; ++j)
-          stored |= 2 * p.m + std::int64_t(get_packed(w.indices.data() + 5 * l.index_row_bytes, 2 * p.n + j,
-                                                      l.index_bits)) == c;
-        if (!stored) col_pruned = c;
-      }
-      ASSERT_GE(col_pruned, 0);
-      x.set(7, col_pruned, NAN);
-      x.set(17, k - 1, NAN);
+      if (!place_nan_inf(w, x)) return;
       std::vector<std::byte> y;
       run_spmm(w, x, DType::f32, 0, y, v);
       if (::testing::Test::HasFatalFailure()) return;
