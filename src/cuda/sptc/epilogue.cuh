@@ -54,6 +54,21 @@ __device__ __forceinline__ void store_tile_rows(const float* st, Out* out, int r
 /// Writes a staged fp32 tile st[rows][LD] (row = row of Y, 64 consecutive Y columns) to
 /// y[m][n] at (m0, n0), converting to Out; 16-byte stores where allowed, guarded in m and in n
 /// (columns < min(n, n_end)). The row-major case of store_tile_rows.
+/// Stages J column groups of a consumer warpgroup's wgmma accumulator fragments (starting at
+/// acc[first]; 4 floats per group of 8 columns) into a float tile with row stride LD. `base` is the
+/// thread's own address, st + (2 t) LD + 16 w + g (w: warp of the warpgroup, g / t: lane / 4, lane
+/// % 4), so every other offset is a compile-time immediate (keeps the epilogues spill-free).
+template <int J, int LD, int R>
+__device__ __forceinline__ void stage_fragments(float* base, const float (&acc)[R], int first) {
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    base[j * 8 * LD] = acc[first + 4 * j + 0];
+    base[j * 8 * LD + LD] = acc[first + 4 * j + 1];
+    base[j * 8 * LD + 8] = acc[first + 4 * j + 2];
+    base[j * 8 * LD + LD + 8] = acc[first + 4 * j + 3];
+  }
+}
+
 template <class Out, int ROWS, int LD>
 __device__ __forceinline__ void store_tile(const float* st, Out* y, int m0, int n0, int m, int n, int vec_store,
                                            int tid, int n_end = 0x7fffffff) {

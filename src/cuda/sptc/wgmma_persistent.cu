@@ -430,13 +430,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
       for (int q = 0; q < C::BNC / ER; ++q) {
         asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // previous chunk's stores are done
-#pragma unroll
-        for (int j = 0; j < ER / 8; ++j) {
-          base[j * 8 * C::OUT_LD] = acc[4 * ((ER / 8) * q + j) + 0];
-          base[j * 8 * C::OUT_LD + C::OUT_LD] = acc[4 * ((ER / 8) * q + j) + 1];
-          base[j * 8 * C::OUT_LD + 8] = acc[4 * ((ER / 8) * q + j) + 2];
-          base[j * 8 * C::OUT_LD + C::OUT_LD + 8] = acc[4 * ((ER / 8) * q + j) + 3];
-        }
+        stage_fragments<ER / 8, C::OUT_LD>(base, acc, 4 * (ER / 8) * q);
         asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
         store_tile<Out, ER, C::OUT_LD>(st, y, y_m0 + ER * q, y_n0, m, n, vec_store, tid, n_end);
       }

@@ -269,13 +269,7 @@ __global__ void __launch_bounds__(128 * NCONS, 1)
   const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   float* st = reinterpret_cast<float*>(smem) + std::size_t(c) * BN * C::OUT_LD;
   float* base = st + (2 * t) * C::OUT_LD + 16 * w + g;
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-    base[j * 8 * C::OUT_LD] = acc[4 * j + 0];
-    base[j * 8 * C::OUT_LD + C::OUT_LD] = acc[4 * j + 1];
-    base[j * 8 * C::OUT_LD + 8] = acc[4 * j + 2];
-    base[j * 8 * C::OUT_LD + C::OUT_LD + 8] = acc[4 * j + 3];
-  }
+  stage_fragments<BN / 8, C::OUT_LD>(base, acc, 0);
   asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
   store_tile<Out, BN, C::OUT_LD>(st, y, tm * BN, tn * C::BM + c * 64, m, n, vec_store, tid);
 #else
