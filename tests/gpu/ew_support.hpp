@@ -148,6 +148,15 @@ struct DeviceMem {
   DeviceMem& operator=(const DeviceMem&) = delete;
 };
 
+/// Copies ybytes of Y plus `extra` guard bytes back from dy into y (the first ybytes); the guard
+/// bytes, poisoned 0xFF before the launch, must be untouched (a kernel writing past row m - 1 fails).
+inline void read_back_guarded(const void* dy, std::size_t ybytes, std::size_t extra, std::vector<std::byte>& y) {
+  std::vector<std::byte> all(ybytes + extra);
+  EW_CUDA(cudaMemcpy(all.data(), dy, all.size(), cudaMemcpyDeviceToHost));
+  for (std::size_t i = ybytes; i < all.size(); ++i) ASSERT_EQ(all[i], std::byte{0xFF}) << "wrote past row m-1";
+  y.assign(all.begin(), all.begin() + std::ptrdiff_t(ybytes));
+}
+
 /// Multiprocessors of the current device (0 when the query fails).
 inline int sms() {
   int dev = 0, s = 0;
