@@ -1,11 +1,14 @@
 // sparsenm — the EW-N:M family's plan candidates: "cuda:ew_spmv" (m <= 8, CUDA cores, any N:M),
 // "cuda:ew_spmv_tc" (m <= 8, tensor cores, f16 / bf16, the patterns in spmv_tc_instances.def, finite X)
+// "cuda:ew_spmv_sk" / "cuda:ew_spmv_sk4" (m = 1, f16 / bf16, stream-K split, bulk-copied X)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick.
 #include <memory>
 
 #include "cuda/common.cuh"
 #include "cuda/ew/spmv.hpp"
+#include "cuda/ew/spmv_sk.hpp"
+#include "cuda/ew/spmv_sk_kernel.cuh"
 #include "cuda/ew/spmv_tc.hpp"
 #include "plan/registry.hpp"
 
@@ -108,6 +111,62 @@ KernelCandidate ew_candidate(cuda::ew::SpmmVariant v = cuda::ew::SpmmVariant::ba
   return c;
 }
 
+/// "cuda:ew_spmv_sk" (waves = 1) / "cuda:ew_spmv_sk4" (waves = 4): the ew_spmv packed weight, an
+/// fp32 workspace and per-group counters (zeroed once here; every launch leaves them zero), the
+/// launch arguments and the compiled launcher.
+class EwSkInstance final : public KernelInstance {
+ public:
+  EwSkInstance(const CondensedMatrix& w, const MatmulDesc& d, int waves) {
+    const cuda::ew::SpmvPacked p = cuda::ew::pack_spmv(w);
+    values_ = cuda::DeviceBuffer(p.values.size());
+    values_.upload(p.values.data(), p.values.size());
+    indices_ = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
+    indices_.upload(p.indices.data(), indices_.size());
+    ws_ = cuda::DeviceBuffer(cuda::ew::spmv_sk_ws_bytes(p.layout));
+    cnt_ = cuda::DeviceBuffer(cuda::ew::spmv_sk_cnt_bytes(p.layout));
+    SPARSENM_CUDA_CHECK(cudaMemset(ws_.get(), 0, ws_.size()));
+    SPARSENM_CUDA_CHECK(cudaMemset(cnt_.get(), 0, cnt_.size()));
+    cfg_ = cuda::ew::plan_spmv_sk(p.layout, w.dtype, sm_count(), waves, args_);
+    args_.values = values_.get();
+    args_.indices = indices_.as<std::uint32_t>();
+    args_.ws = ws_.as<float>();
+    args_.cnt = cnt_.as<unsigned>();
+    args_.y_dtype = y_code(d.y_dtype);
+    launch_ = cuda::ew::find_spmv_sk(w.dtype, p.layout.n, p.layout.m);
+    if (!launch_) throw Unsupported("ew_spmv_sk: no compiled instance for " + w.pattern().str());
+  }
+  void run(const void* x, void* y, void* stream) const override {
+    cuda::ew::SkArgs a = args_;
+    a.x = x;
+    a.y = y;
+    launch_(a, cfg_, static_cast<cudaStream_t>(stream));
+  }
+  std::size_t workspace_bytes() const override { return ws_.size() + cnt_.size(); }
+  std::string describe() const override {
+    return std::to_string(cfg_.grid) + " CTAs x 8 warps, " + std::to_string(cfg_.smem_bytes) + " B of X per CTA";
+  }
+
+ private:
+  cuda::DeviceBuffer values_, indices_, ws_, cnt_;
+  cuda::ew::SkArgs args_;
+  cuda::ew::SkConfig cfg_;
+  cuda::ew::SkLaunchFn launch_ = nullptr;
+};
+
+KernelCandidate ew_sk_candidate(int waves) {
+  KernelCandidate c;
+  c.name = waves == 1 ? "cuda:ew_spmv_sk" : "cuda:ew_spmv_sk" + std::to_string(waves);
+  c.backend = Backend::cuda;
+  c.unsupported = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+    if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmv_sk " + why;
+    return cuda::ew::spmv_sk_unsupported(cuda::ew::SpmvLayout::of(w.layout, w.dtype), w.dtype, d.m);
+  };
+  c.create = [waves](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwSkInstance>(w, d, waves);
+  };
+  return c;
+}
+
 /// "cuda:ew_spmv_tc" / "_bal" / "_prmt" / "_ring" (SpmvTcVariant): the weight in the tensor-core layout on
 /// the device, the launch arguments and the compiled launcher. x_vec is decided per run (it
 /// depends on the x pointer).
@@ -165,6 +224,8 @@ KernelCandidate ew_tc_candidate(cuda::ew::SpmvTcVariant v) {
 
 void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_candidate<false>());
+  r.add(ew_sk_candidate(1));
+  r.add(ew_sk_candidate(4));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::shift));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::balanced));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::prmt));

@@ -1,0 +1,44 @@
+// sparsenm — EW-N:M SpMV m = 1, stream-K form (cuda:ew_spmv_sk, spmv_sk_kernel.cuh): host-side
+// configuration and dispatch. Same packed weight as ew_spmv (spmv_layout.hpp).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "cuda/ew/spmv_layout.hpp"
+
+namespace sparsenm::cuda::ew {
+
+struct SkArgs;  // spmv_sk_kernel.cuh
+
+struct SkConfig {
+  int grid = 0;        ///< CTAs (8 warps each)
+  int smem_bytes = 0;  ///< dynamic shared memory (X as the weight dtype)
+};
+
+using SkLaunchFn = void (*)(const SkArgs&, const SkConfig&, cudaStream_t);
+using SkOccupancyFn = int (*)(int smem_bytes);
+
+/// Plan candidates: the grid is `waves` x (resident CTAs per SM x SMs), each warp a contiguous,
+/// equal share of the flattened (row group, tile) sequence.
+///   "cuda:ew_spmv_sk"  waves = 1 (every SM the same number of CTAs, one wave)
+///   "cuda:ew_spmv_sk4" waves = 4 (the hardware block scheduler balances the end)
+constexpr int kSkMaxXBytes = 96 * 1024;  ///< X (k columns in the weight dtype) must fit this
+
+/// The compiled instance for (dtype, N, M), or null (f16 / bf16 and N | 32 patterns of
+/// spmv_instances.def only).
+SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm);
+SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm);
+
+/// Why (layout, dtype, m) cannot run on ew_spmv_sk ("" if it can).
+std::string spmv_sk_unsupported(const SpmvLayout& l, DType dtype, long long m);
+
+/// Fills every field of `a` but the pointers (values, indices, x, y, ws, cnt) and y_dtype.
+/// grid_override > 0 forces the number of CTAs (tests, probe).
+SkConfig plan_spmv_sk(const SpmvLayout& l, DType dtype, int sms, int waves, SkArgs& a, int grid_override = 0);
+
+/// Bytes of the fp32 workspace and of the counters a plan must allocate (zeroed once).
+std::size_t spmv_sk_ws_bytes(const SpmvLayout& l);
+std::size_t spmv_sk_cnt_bytes(const SpmvLayout& l);
+
+}  // namespace sparsenm::cuda::ew

@@ -1,0 +1,80 @@
+// sparsenm — ew_spmv_sk: instance table and plan-time launch configuration.
+#include <algorithm>
+
+#include "cuda/ew/spmv_sk.hpp"
+#include "cuda/ew/spmv_sk_kernel.cuh"
+
+namespace sparsenm::cuda::ew {
+
+template <class Tr>
+void launch_spmv_sk(const SkArgs& a, const SkConfig& cfg, cudaStream_t stream);  // spmv_sk_launch.cuh
+template <class Tr>
+int occupancy_spmv_sk(int smem_bytes);  // spmv_sk_launch.cuh
+
+namespace {
+
+struct Entry {
+  SkLaunchFn launch = nullptr;
+  SkOccupancyFn occupancy = nullptr;
+};
+template <class T>
+Entry find_typed(int pn, int pm) {
+#define SPEC(N, M)                                                                \
+  if (pn == N && pm == M) {                                                       \
+    using Tr = SkTraits<T, spmv_bits(M), N, M>;                                   \
+    return {&launch_spmv_sk<Tr>, &occupancy_spmv_sk<Tr>};                         \
+  }
+#include "cuda/ew/spmv_instances.def"
+#undef SPEC
+  return {};
+}
+Entry find_entry(DType dtype, int pn, int pm) {
+  if (dtype == DType::f16) return find_typed<__half>(pn, pm);
+  if (dtype == DType::bf16) return find_typed<__nv_bfloat16>(pn, pm);
+  return {};
+}
+
+/// Columns of X kept in shared memory: up to the end of the last tile's last window.
+long long x_cols(const SpmvLayout& l) { return l.tiles * 32 / l.n * l.m; }
+
+}  // namespace
+
+SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm) { return find_entry(dtype, pn, pm).launch; }
+SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm) { return find_entry(dtype, pn, pm).occupancy; }
+
+std::string spmv_sk_unsupported(const SpmvLayout& l, DType dtype, long long m) {
+  if (m != 1) return "ew_spmv_sk serves m = 1 only (got m = " + std::to_string(m) + ")";
+  if (dtype != DType::f16 && dtype != DType::bf16) return "ew_spmv_sk serves f16 / bf16 only";
+  if (!find_spmv_sk(dtype, l.n, l.m))
+    return "ew_spmv_sk: no compiled instance for " + std::to_string(l.n) + ":" + std::to_string(l.m);
+  if (x_cols(l) * 2 > kSkMaxXBytes)
+    return "ew_spmv_sk: X (" + std::to_string(x_cols(l) * 2) + " B) exceeds the shared-memory budget of " +
+           std::to_string(kSkMaxXBytes) + " B";
+  if (l.rows > (1ll << 30) || l.cols > (1ll << 30)) return "ew_spmv_sk: rows and cols must be < 2^30";
+  return {};
+}
+
+std::size_t spmv_sk_ws_bytes(const SpmvLayout& l) { return std::size_t(l.row_groups) * 32 * sizeof(float); }
+std::size_t spmv_sk_cnt_bytes(const SpmvLayout& l) { return std::size_t(l.row_groups) * sizeof(unsigned); }
+
+SkConfig plan_spmv_sk(const SpmvLayout& l, DType dtype, int sms, int waves, SkArgs& a, int grid_override) {
+  SkConfig cfg;
+  a.n = int(l.rows);
+  a.k = int(l.cols);
+  a.tiles = int(l.tiles);
+  a.row_groups = int(l.row_groups);
+  a.units = (long long)l.row_groups * l.tiles;
+  a.x_cols = int(x_cols(l));
+  cfg.smem_bytes = int((a.x_cols * 2 + 15) / 16 * 16);
+  const SkOccupancyFn occ = find_spmv_sk_occupancy(dtype, l.n, l.m);
+  const long long per_sm = occ ? std::max(1, occ(cfg.smem_bytes)) : 1;
+  // At least two tiles per warp (the two-tile ring), at most `waves` waves.
+  const long long by_work = std::max<long long>(1, a.units / (2 * 8));
+  long long grid = std::min<long long>(per_sm * sms * std::max(1, waves), by_work);
+  if (grid_override > 0) grid = grid_override;
+  cfg.grid = int(grid);
+  a.warps_total = cfg.grid * 8;
+  return cfg;
+}
+
+}  // namespace sparsenm::cuda::ew

@@ -1,0 +1,235 @@
+// sparsenm — EW-N:M SpMV for m = 1 (LLM decode), "stream-K" form: cuda:ew_spmv_sk (docs/PERF.md,
+// ew_spmv session 5). Same packed weight as ew_spmv (spmv_layout.hpp: 32-row groups, lane = row,
+// 32-slot tiles of 16-byte value vectors + index words, two tiles in flight per warp in registers),
+// different work split and X path:
+//
+// Why (the argument for this design; ew_spmv's time is floor + a near-constant 7-8 µs):
+//  * Work: the row groups x tiles of the whole weight are one flattened sequence of "units" (unit u =
+//    group u / tiles, tile u % tiles, which is exactly global tile u of the packed layout). Warp w of
+//    the grid takes units [w U / W, (w + 1) U / W): every warp streams the same number of tiles (±1),
+//    and the grid is a whole number of CTAs per SM (sms x occupancy), so every SM carries the same
+//    bytes. ew_spmv's one-wave grid has 3 or 4 CTAs per SM (448 CTAs for 528 slots at 28672 x 8192)
+//    and a k-split chosen per shape; the SMs with 4 CTAs decide the end.
+//  * Split-k without clusters: a warp's range covers whole groups (stored straight to Y) and at most
+//    two partial groups (its first and its last). Partials are added to an fp32 workspace (one RED
+//    per lane) and counted per group (tiles contributed); the contributor whose count completes the
+//    group reads the sum back with atomicExch (which also resets the workspace to 0) and writes Y.
+//    The flushes happen once, after the warp's last tile: no fence in the streaming loop, no cluster,
+//    no DSMEM barrier. The workspace and counters are zero between launches (self-resetting).
+//  * X: the CTA's warps may touch any column, so the whole X row (fp16 / bf16, kept in the weight
+//    dtype: at m = 1 one conversion per slot is within budget) is brought into shared memory by ONE
+//    `cp.async.bulk` issued by one thread, completing on an mbarrier; each warp waits on the mbarrier
+//    only before its first tile's products (its first two tiles are already requested). No per-thread
+//    staging loop and no CTA barrier between the weight requests and the first products. X beyond
+//    the last 16-byte multiple of k (and the zero padding up to the last window of the last tile)
+//    is written by the threads before the one __syncthreads that follows the mbarrier init.
+//    A misaligned X pointer falls back to the threads' copy (the bulk size is 0).
+// Shared-memory reads of X: all lanes read slot j of their rows, which lies in one M-window, i.e.
+//   in M consecutive 2-byte columns: conflict-free (at most M / 2 distinct words, broadcast).
+// Limits: k * 2 bytes of X per CTA (<= 96 KiB here), patterns with N | 32 compiled (N, M folded in).
+// Diagnostic knobs (bench/standalone/spmv_probe.cu only, never a plan candidate): XM = kSkXLoop
+// (threads copy X + __syncthreads), kSkXNone (no X: the products use 1.0); COMPUTE = false (the
+// tiles are folded with XOR, no decode).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "cuda/ew/spmv_kernel.cuh"
+#include "cuda/ew/stream_tile.cuh"
+
+namespace sparsenm::cuda::ew {
+
+constexpr int kSkXBulk = 0, kSkXLoop = 1, kSkXNone = 2;
+
+/// Arguments of one launch (sizes in elements).
+struct SkArgs {
+  const void* values = nullptr;
+  const std::uint32_t* indices = nullptr;
+  const void* x = nullptr;  ///< [k], weight dtype
+  void* y = nullptr;        ///< [n], y_dtype
+  float* ws = nullptr;      ///< [row_groups * 32] fp32, zero between launches
+  unsigned* cnt = nullptr;  ///< [row_groups], zero between launches
+  int n = 0, k = 0;
+  int tiles = 0, row_groups = 0;
+  long long units = 0;      ///< row_groups * tiles
+  int warps_total = 0;      ///< grid * kWarps
+  int x_cols = 0;           ///< columns held in shared memory (k rounded up to the last tile's window end)
+  int x_bulk = 0;           ///< bytes of X brought by the bulk copy (multiple of 16; 0: threads copy all)
+  int y_dtype = 0;          ///< 0 f32, 1 f16, 2 bf16
+};
+
+template <class T, int B_, int NN_, int MM_, int XM_ = kSkXBulk, bool COMPUTE_ = true>
+struct SkTraits {
+  using Elem = T;
+  static constexpr int B = B_, NN = NN_, MM = MM_, XM = XM_;
+  static constexpr bool kCompute = COMPUTE_;
+  static constexpr int kWarps = 8, kThreads = 256, kSlots = 32;
+  static constexpr int kVecs = kSlots * int(sizeof(T)) / 16;
+  static constexpr int kIdxVec = B % 4 == 0 ? 4 : (B % 2 == 0 ? 2 : 1);
+  static constexpr int kIdxLoads = B / kIdxVec;
+  static_assert(sizeof(T) == 2, "ew_spmv_sk serves f16 / bf16");
+  static_assert(NN > 0 && kSlots % NN == 0, "N must divide the 32-slot tile");
+};
+
+namespace sk {
+
+template <class Tr>
+struct Tile {
+  std::uint32_t v[Tr::kVecs * 4];
+  std::uint32_t i[Tr::B];
+};
+
+template <class Tr>
+__device__ __forceinline__ void load(Tile<Tr>& t, const SkArgs& a, long long u, int lane) {
+  load_stream_tile<Tr::kVecs, Tr::kIdxLoads, Tr::kIdxVec>(t.v, t.i, a.values, a.indices, std::size_t(u), lane);
+}
+
+template <class T>
+__device__ __forceinline__ float x_to_f(unsigned short bits) {
+  if constexpr (std::is_same_v<T, __half>) return __half2float(__ushort_as_half(bits));
+  else return __uint_as_float(std::uint32_t(bits) << 16);
+}
+
+/// acc += the tile's 32 products; t: tile index within the row.
+template <class Tr>
+__device__ __forceinline__ void compute(const Tile<Tr>& tile, float& acc, const unsigned short* xs, int t) {
+  if constexpr (!Tr::kCompute) {
+    std::uint32_t f = 0;
+#pragma unroll
+    for (int q = 0; q < Tr::kVecs * 4; ++q) f ^= tile.v[q];
+#pragma unroll
+    for (int q = 0; q < Tr::B; ++q) f ^= tile.i[q];
+    acc += float(f & 1u);
+  } else {
+    const unsigned short* base = xs + (t * (Tr::kSlots / Tr::NN)) * Tr::MM;
+#pragma unroll
+    for (int j = 0; j < Tr::kSlots; ++j) {
+      const float w = detail::value_at<typename Tr::Elem>(tile.v, j);
+      if constexpr (Tr::XM == kSkXNone) {
+        acc = fmaf(w, 1.0f, acc + float(detail::field<Tr::B>(tile.i, j) == 0xffu));
+      } else {
+        const unsigned idx = detail::field<Tr::B>(tile.i, j);
+        acc = fmaf(w, x_to_f<typename Tr::Elem>(base[(j / Tr::NN) * Tr::MM + idx]), acc);
+      }
+    }
+  }
+}
+
+/// Adds a partial group sum (ntiles of the group's tiles) and, if it completes the group, writes Y.
+__device__ __forceinline__ void flush(const SkArgs& a, int g, float v, unsigned ntiles, int lane) {
+  const int row = g * 32 + lane;
+  atomicAdd(a.ws + row, v);
+  __threadfence();
+  __syncwarp();
+  unsigned prev = 0;
+  if (lane == 0) prev = atomicAdd(a.cnt + g, ntiles);
+  prev = __shfl_sync(0xffffffffu, prev, 0);
+  if (prev + ntiles == unsigned(a.tiles)) {
+    __threadfence();
+    const float s = atomicExch(a.ws + row, 0.0f);
+    if (lane == 0) atomicExch(a.cnt + g, 0u);
+    if (row < a.n) detail::store_y(a.y, std::size_t(row), s, a.y_dtype);
+  }
+}
+
+}  // namespace sk
+
+template <class Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __grid_constant__ SkArgs a) {
+  using T = typename Tr::Elem;
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ __align__(8) unsigned long long bar;
+  unsigned short* xs = reinterpret_cast<unsigned short*>(smem);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const long long gw = (long long)blockIdx.x * Tr::kWarps + warp;
+  const long long u0 = gw * a.units / a.warps_total, u1 = (gw + 1) * a.units / a.warps_total;
+
+  sk::Tile<Tr> ta, tb;
+  if (u0 < u1) sk::load<Tr>(ta, a, u0, lane);
+  if (u0 + 1 < u1) sk::load<Tr>(tb, a, u0 + 1, lane);
+
+  const unsigned bar_addr = unsigned(__cvta_generic_to_shared(&bar));
+  if constexpr (Tr::XM != kSkXNone) {
+    const int from = Tr::XM == kSkXBulk ? a.x_bulk / 2 : 0;
+    if (Tr::XM == kSkXBulk && threadIdx.x == 0) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    const unsigned short* xg = static_cast<const unsigned short*>(a.x);
+    for (int c = from + int(threadIdx.x); c < a.x_cols; c += Tr::kThreads) xs[c] = c < a.k ? xg[c] : 0;
+    __syncthreads();
+    if constexpr (Tr::XM == kSkXBulk) {
+      if (threadIdx.x == 0) {
+        if (a.x_bulk > 0) {
+          asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar_addr), "r"(a.x_bulk) : "memory");
+          asm volatile(
+              "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                  unsigned(__cvta_generic_to_shared(xs))),
+              "l"(a.x), "r"(a.x_bulk), "r"(bar_addr)
+              : "memory");
+        } else {
+          asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar_addr) : "memory");
+        }
+      }
+    }
+  }
+  bool x_ready = Tr::XM != kSkXBulk;
+  auto wait_x = [&]() {
+    if constexpr (Tr::XM == kSkXBulk) {
+      if (!x_ready) {
+        unsigned done = 0;
+        while (!done) {
+          asm volatile(
+              "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+              : "=r"(done)
+              : "r"(bar_addr)
+              : "memory");
+        }
+        x_ready = true;
+      }
+    }
+  };
+
+  // Groups closed inside the range are stored straight to Y, except the first one when the range
+  // starts inside it (its partial waits in `head`); the group open at the end is a partial too.
+  float acc = 0.0f, head = 0.0f;
+  const int g0 = int(u0 / a.tiles), t0 = int(u0 - (long long)g0 * a.tiles);
+  int g = g0, t = t0;
+  auto step = [&]() {
+    if (++t == a.tiles) {
+      if (g == g0 && t0 != 0) {
+        head = acc;
+      } else {
+        const int row = g * 32 + lane;
+        if (row < a.n) detail::store_y(a.y, std::size_t(row), acc, a.y_dtype);
+      }
+      acc = 0.0f;
+      ++g;
+      t = 0;
+    }
+  };
+  const int n_units = int(u1 - u0);
+  if (n_units > 0) wait_x();
+  for (int q = 0; q < n_units; q += 2) {
+    sk::compute<Tr>(ta, acc, xs, t);
+    if (q + 2 < n_units) sk::load<Tr>(ta, a, u0 + q + 2, lane);
+    step();
+    if (q + 1 < n_units) {
+      sk::compute<Tr>(tb, acc, xs, t);
+      if (q + 3 < n_units) sk::load<Tr>(tb, a, u0 + q + 3, lane);
+      step();
+    }
+  }
+  if (n_units > 0) {
+    if (t0 != 0 && g != g0) sk::flush(a, g0, head, unsigned(a.tiles - t0), lane);  // head closed in the loop
+    if (t != 0) sk::flush(a, g, acc, unsigned(g == g0 ? t - t0 : t), lane);        // the open group
+  }
+  if constexpr (Tr::XM == kSkXBulk) {
+    // A CTA must not exit with its bulk copy still writing its shared memory.
+    if (u0 >= u1) wait_x();
+  }
+}
+
+}  // namespace sparsenm::cuda::ew

@@ -1,0 +1,42 @@
+// sparsenm — ew_spmv_sk launch template (included by spmv_sk_inst_*.cu and the probe only).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/common.cuh"
+#include "cuda/ew/spmv_sk.hpp"
+#include "cuda/ew/spmv_sk_kernel.cuh"
+
+namespace sparsenm::cuda::ew {
+
+template <class Tr>
+void launch_spmv_sk(const SkArgs& args, const SkConfig& cfg, cudaStream_t stream) {
+  auto kernel = ew_spmv_sk_kernel<Tr>;
+  if (cfg.smem_bytes > 48 * 1024)
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg.smem_bytes));
+  SkArgs a = args;
+  // The bulk copy needs a 16-byte aligned source and a multiple of 16 bytes.
+  a.x_bulk = (reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0) ? (a.k * 2) / 16 * 16 : 0;
+  kernel<<<cfg.grid, Tr::kThreads, std::size_t(cfg.smem_bytes), stream>>>(a);
+  SPARSENM_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class Tr>
+int occupancy_spmv_sk(int smem_bytes) {
+  auto kernel = ew_spmv_sk_kernel<Tr>;
+  if (smem_bytes > 48 * 1024)
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+  int blocks = 0;
+  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, Tr::kThreads, std::size_t(smem_bytes)));
+  return blocks;
+}
+
+}  // namespace sparsenm::cuda::ew
+
+#define SPARSENM_EW_SPMV_SK_INSTANCE(T, NN, MM)                                                                \
+  template void ::sparsenm::cuda::ew::launch_spmv_sk<                                                           \
+      ::sparsenm::cuda::ew::SkTraits<T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM>>(                         \
+      const ::sparsenm::cuda::ew::SkArgs&, const ::sparsenm::cuda::ew::SkConfig&, cudaStream_t);                \
+  template int ::sparsenm::cuda::ew::occupancy_spmv_sk<                                                         \
+      ::sparsenm::cuda::ew::SkTraits<T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM>>(int);

@@ -1,0 +1,229 @@
+// sparsenm GPU tests — EW-N:M SpMV m = 1, stream-K form (cuda:ew_spmv_sk / _sk4): every compiled
+// pattern x f16 / bf16, tails in n and k, grids from 1 CTA (many groups per warp: head, whole and
+// tail groups) to more warps than units (empty ranges; a group shared by many warps), waves 1 / 4,
+// output dtypes, misaligned X (the threads' copy instead of cp.async.bulk), poisoned Y with a guard
+// row, repeated launches (the workspace and counters must come back to zero), NaN/Inf semantics,
+// forced plans and the unsupported reasons.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "cuda/ew/spmv_sk.hpp"
+#include "cuda/ew/spmv_sk_kernel.cuh"
+#include "sparsenm/error.hpp"
+#include "sparsenm/plan.hpp"
+#include "ew_support.hpp"
+
+namespace {
+
+using namespace sparsenm;
+using namespace ewtest;
+namespace sew = ::sparsenm::cuda::ew;
+
+struct SkCase {
+  Pattern pattern;
+  std::int64_t n, k;
+  DType t, yt;
+  int grid = 0;  ///< 0: the plan's grid
+  int waves = 1;
+  bool misaligned_x = false;
+};
+
+std::string name(const SkCase& c) {
+  return c.pattern.str() + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " " +
+         std::string(to_string(c.t)) + "->" + std::string(to_string(c.yt)) + " grid=" + std::to_string(c.grid) +
+         " waves=" + std::to_string(c.waves) + (c.misaligned_x ? " misaligned-x" : "");
+}
+
+/// Runs three launches (Y poisoned before each, plus one guard row that must stay untouched);
+/// returns Y of the last launch.
+void run_sk(const CondensedMatrix& w, const DenseMatrix& x, const SkCase& c, std::vector<std::byte>& y) {
+  const auto packed = sew::pack_spmv(w);
+  const auto& l = packed.layout;
+  sew::SkArgs a;
+  const auto cfg = sew::plan_spmv_sk(l, c.t, sms(), c.waves, a, c.grid);
+  const auto fn = sew::find_spmv_sk(c.t, c.pattern.n, c.pattern.m);
+  ASSERT_NE(fn, nullptr);
+  ASSERT_GE(cfg.grid, 1);
+  DeviceMem dv(packed.values.size()), di(packed.indices.size() * 4), dx(x.size_bytes() + 16);
+  const std::size_t ws_bytes = sew::spmv_sk_ws_bytes(l), cnt_bytes = sew::spmv_sk_cnt_bytes(l);
+  DeviceMem ws(ws_bytes), cnt(cnt_bytes);
+  const std::size_t ybytes = std::size_t(c.n) * dtype_size(c.yt), extra = std::size_t(c.n) * dtype_size(c.yt);
+  DeviceMem dy(ybytes + extra);
+  const std::size_t xoff = c.misaligned_x ? 2 : 0;
+  EW_CUDA(cudaMemcpy(dv.p, packed.values.data(), packed.values.size(), cudaMemcpyHostToDevice));
+  EW_CUDA(cudaMemcpy(di.p, packed.indices.data(), packed.indices.size() * 4, cudaMemcpyHostToDevice));
+  EW_CUDA(cudaMemset(dx.p, 0xFF, x.size_bytes() + 16));  // NaN around X: a read past k would show
+  EW_CUDA(cudaMemcpy(static_cast<char*>(dx.p) + xoff, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
+  EW_CUDA(cudaMemset(ws.p, 0, ws_bytes));
+  EW_CUDA(cudaMemset(cnt.p, 0, cnt_bytes));
+  for (int rep = 0; rep < 3; ++rep) {
+    EW_CUDA(cudaMemset(dy.p, 0xFF, ybytes + extra));
+    a.values = dv.p;
+    a.indices = static_cast<const std::uint32_t*>(di.p);
+    a.x = static_cast<const char*>(dx.p) + xoff;
+    a.y = dy.p;
+    a.ws = static_cast<float*>(ws.p);
+    a.cnt = static_cast<unsigned*>(cnt.p);
+    a.y_dtype = c.yt == DType::f32 ? 0 : c.yt == DType::f16 ? 1 : 2;
+    fn(a, cfg, nullptr);
+    EW_CUDA(cudaGetLastError());
+    EW_CUDA(cudaDeviceSynchronize());
+  }
+  // The workspace and the counters are zero again after every launch.
+  std::vector<float> hws(ws_bytes / 4);
+  std::vector<unsigned> hcnt(cnt_bytes / 4);
+  EW_CUDA(cudaMemcpy(hws.data(), ws.p, ws_bytes, cudaMemcpyDeviceToHost));
+  EW_CUDA(cudaMemcpy(hcnt.data(), cnt.p, cnt_bytes, cudaMemcpyDeviceToHost));
+  for (float v : hws) ASSERT_EQ(v, 0.0f);
+  for (unsigned v : hcnt) ASSERT_EQ(v, 0u);
+  read_back_guarded(dy.p, ybytes, extra, y);
+}
+
+void check_case(const SkCase& c, std::uint64_t seed) {
+  SCOPED_TRACE(name(c));
+  const auto w = random_ew(c.pattern, c.n, c.k, c.t, seed);
+  const auto x = random_matrix(c.t, 1, c.k, seed + 1);
+  ASSERT_EQ(sew::spmv_sk_unsupported(sew::SpmvLayout::of(w.layout, c.t), c.t, 1), "");
+  std::vector<std::byte> y;
+  run_sk(w, x, c, y);
+  if (::testing::Test::HasFatalFailure()) return;
+  const auto cmp = compare(y, c.yt, oracle(x, w));
+  EXPECT_EQ(cmp.unwritten, 0);
+  EXPECT_EQ(cmp.class_mismatch, 0);
+  EXPECT_LT(cmp.rel_err, tolerance(c.yt));
+}
+
+const std::vector<Pattern>& compiled() {
+  static const std::vector<Pattern> p = {Pattern::element(2, 4),  Pattern::element(4, 8),  Pattern::element(2, 8),
+                                         Pattern::element(1, 8),  Pattern::element(2, 16), Pattern::element(1, 16),
+                                         Pattern::element(8, 32), Pattern::element(16, 32)};
+  return p;
+}
+
+TEST(EwSpmvSk, EveryPatternDtypeAndTail) {
+  EW_REQUIRE_DEVICE();
+  std::uint64_t seed = 7100;
+  for (const Pattern& p : compiled())
+    for (DType t : {DType::f16, DType::bf16})
+      for (auto shape : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 9}, {77, 1001}, {300, 4099}})
+        check_case({p, shape.first, shape.second, t, t}, ++seed);
+  check_case({Pattern::hw24(), 95, 130, DType::f16, DType::f16}, ++seed);
+}
+
+TEST(EwSpmvSk, GridsWavesAndOutputDtypes) {
+  EW_REQUIRE_DEVICE();
+  std::uint64_t seed = 7300;
+  // 1 CTA: every warp walks several groups (head partial, whole groups stored directly, tail partial);
+  // 3 / 17 CTAs: ranges cut groups at odd places; 400 CTAs: more warps than units (empty ranges,
+  // many warps per group).
+  for (int grid : {1, 3, 17, 400})
+    for (auto p : {Pattern::element(2, 8), Pattern::element(1, 16)})
+      check_case({p, 1000, 2050, DType::f16, DType::f16, grid}, ++seed);
+  for (int waves : {1, 4}) check_case({Pattern::element(2, 8), 4100, 8195, DType::f16, DType::f16, 0, waves}, ++seed);
+  check_case({Pattern::element(2, 8), 257, 3001, DType::f16, DType::f32}, ++seed);
+  check_case({Pattern::element(1, 8), 257, 3001, DType::bf16, DType::f16}, ++seed);
+  check_case({Pattern::element(2, 16), 257, 3001, DType::f16, DType::bf16}, ++seed);
+}
+
+TEST(EwSpmvSk, MisalignedXAndLargeShape) {
+  EW_REQUIRE_DEVICE();
+  std::uint64_t seed = 7500;
+  for (int grid : {0, 5}) {
+    check_case({Pattern::element(2, 8), 333, 1027, DType::f16, DType::f16, grid, 1, true}, ++seed);
+    check_case({Pattern::element(2, 16), 333, 1024, DType::bf16, DType::bf16, grid, 1, true}, ++seed);
+  }
+  check_case({Pattern::element(1, 8), 4096, 12288, DType::f16, DType::f16}, ++seed);
+  check_case({Pattern::element(2, 8), 2100, 11008, DType::f16, DType::f16, 0, 4}, ++seed);
+}
+
+TEST(EwSpmvSk, NanInfFollowTheProductSemantics) {
+  EW_REQUIRE_DEVICE();
+  for (DType t : {DType::f16, DType::bf16}) {
+    const Pattern p = Pattern::element(2, 8);
+    const std::int64_t n = 64, k = 203;  // last window has 3 columns
+    auto w = random_ew(p, n, k, t, 7601);
+    auto x = random_matrix(t, 1, k, 7602);
+    const auto& l = w.layout;
+    const std::int64_t col_kept = get_packed(w.indices.data() + 5 * l.index_row_bytes, 0, l.index_bits);
+    x.set(0, col_kept, INFINITY);  // row 5 stores this column: its output is non-finite
+    SkCase c{p, n, k, t, t, 3};
+    std::vector<std::byte> y;
+    run_sk(w, x, c, y);
+    if (::testing::Test::HasFatalFailure()) return;
+    const auto ref = oracle(x, w);
+    const auto cmp = compare(y, t, ref);
+    EXPECT_EQ(cmp.class_mismatch, 0);
+    EXPECT_EQ(cmp.unwritten, 0);
+    EXPECT_LT(cmp.rel_err, tolerance(t));
+    EXPECT_FALSE(std::isfinite(load_as_float(t, y.data(), 5)));
+    std::int64_t nonfinite = 0;
+    for (double v : ref) nonfinite += !std::isfinite(v);
+    EXPECT_GT(nonfinite, 0);
+    EXPECT_LT(nonfinite, n);  // rows that do not store the column stay finite
+  }
+}
+
+TEST(EwSpmvSk, ForcedPlansAndUnsupportedReasons) {
+  EW_REQUIRE_DEVICE();
+  std::uint64_t seed = 7700;
+  for (const char* kernel : {"cuda:ew_spmv_sk", "cuda:ew_spmv_sk4"})
+    for (DType t : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(std::string(kernel) + " " + std::string(to_string(t)));
+      const std::int64_t n = 999, k = 2051;
+      const auto w = random_ew(Pattern::element(2, 8), n, k, t, ++seed);
+      const auto x = random_matrix(t, 1, k, ++seed);
+      MatmulDesc d;
+      d.m = 1;
+      d.x_dtype = t;
+      d.y_dtype = t;
+      d.backend = Backend::cuda;
+      d.kernel = kernel;
+      const Plan plan = Plan::create(w, d);
+      EXPECT_EQ(plan.kernel(), kernel);
+      EXPECT_GT(plan.workspace_bytes(), 0u);
+      const std::size_t ybytes = std::size_t(n) * dtype_size(t);
+      DeviceMem dx(x.size_bytes()), dy(ybytes);
+      EW_CUDA(cudaMemcpy(dx.p, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
+      for (int rep = 0; rep < 3; ++rep) {
+        EW_CUDA(cudaMemset(dy.p, 0xFF, ybytes));
+        plan.run(dx.p, dy.p, nullptr);
+        EW_CUDA(cudaDeviceSynchronize());
+      }
+      std::vector<std::byte> y(ybytes);
+      EW_CUDA(cudaMemcpy(y.data(), dy.p, y.size(), cudaMemcpyDeviceToHost));
+      const auto cmp = compare(y, t, oracle(x, w));
+      EXPECT_EQ(cmp.unwritten, 0);
+      EXPECT_LT(cmp.rel_err, tolerance(t));
+    }
+  const auto l = sew::SpmvLayout::of(ew_layout(Pattern::element(2, 8), 64, 64), DType::f16);
+  EXPECT_NE(sew::spmv_sk_unsupported(l, DType::f16, 2), "");   // m = 1 only
+  EXPECT_NE(sew::spmv_sk_unsupported(l, DType::f32, 1), "");   // f16 / bf16 only
+  const auto odd = sew::SpmvLayout::of(ew_layout(Pattern::element(3, 7), 64, 64), DType::f16);
+  EXPECT_NE(sew::spmv_sk_unsupported(odd, DType::f16, 1), "");  // no compiled instance
+  const auto wide = sew::SpmvLayout::of(ew_layout(Pattern::element(2, 8), 64, 60000), DType::f16);
+  EXPECT_NE(sew::spmv_sk_unsupported(wide, DType::f16, 1), "");  // X over the shared budget
+  const auto w = random_ew(Pattern::element(2, 8), 64, 64, DType::f16, 7800);
+  MatmulDesc d;
+  d.m = 2;
+  d.x_dtype = DType::f16;
+  d.y_dtype = DType::f16;
+  d.backend = Backend::cuda;
+  d.kernel = "cuda:ew_spmv_sk";
+  EXPECT_THROW(Plan::create(w, d), Unsupported);
+}
+
+}  // namespace
+
+namespace {
+// Small cases for compute-sanitizer (memcheck): bulk copy and the threads' copy of X, partial
+// groups through the workspace, empty ranges.
+TEST(EwSpmvSkSmoke, SanitizerSmoke) {
+  EW_REQUIRE_DEVICE();
+  check_case({Pattern::element(2, 8), 70, 1030, DType::f16, DType::f16, 3}, 7901);
+  check_case({Pattern::element(1, 16), 33, 515, DType::bf16, DType::f32, 0, 1, true}, 7902);
+  check_case({Pattern::element(2, 16), 40, 300, DType::f16, DType::f16, 50}, 7903);
+}
+}  // namespace
