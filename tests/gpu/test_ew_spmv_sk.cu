@@ -198,6 +198,16 @@ TEST(EwSpmvSk, ForcedPlansAndUnsupportedReasons) {
       EXPECT_EQ(cmp.unwritten, 0);
       EXPECT_LT(cmp.rel_err, tolerance(t));
     }
+  {  // the automatic choice never takes the opt-in 4-wave variant (measured slower)
+    const auto w = random_ew(Pattern::element(2, 8), 999, 2051, DType::f16, ++seed);
+    MatmulDesc d;
+    d.m = 1;
+    d.x_dtype = DType::f16;
+    d.y_dtype = DType::f16;
+    d.backend = Backend::cuda;
+    const Plan plan = Plan::create(w, d);
+    EXPECT_NE(plan.kernel(), "cuda:ew_spmv_sk4") << plan.reason();
+  }
   const auto l = sew::SpmvLayout::of(ew_layout(Pattern::element(2, 8), 64, 64), DType::f16);
   EXPECT_NE(sew::spmv_sk_unsupported(l, DType::f16, 2), "");   // m = 1 only
   EXPECT_NE(sew::spmv_sk_unsupported(l, DType::f32, 1), "");   // f16 / bf16 only

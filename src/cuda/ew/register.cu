@@ -157,9 +157,14 @@ KernelCandidate ew_sk_candidate(int waves) {
   KernelCandidate c;
   c.name = waves == 1 ? "cuda:ew_spmv_sk" : "cuda:ew_spmv_sk" + std::to_string(waves);
   c.backend = Backend::cuda;
-  c.unsupported = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+  c.unsupported = [waves, name = c.name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
     if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmv_sk " + why;
-    return cuda::ew::spmv_sk_unsupported(cuda::ew::SpmvLayout::of(w.layout, w.dtype), w.dtype, d.m);
+    const std::string why = cuda::ew::spmv_sk_unsupported(cuda::ew::SpmvLayout::of(w.layout, w.dtype), w.dtype, d.m);
+    // 4 waves (every CTA stages the whole X again) measured 10-27 % slower than 1 wave in all six
+    // bar cases on the H200 at 20d8a0f (docs/PERF.md, ew_spmv session 5): opt-in, not raced.
+    if (why.empty() && waves != 1 && d.kernel != name)
+      return name.substr(5) + " is opt-in (force desc.kernel): slower than ew_spmv_sk on the H200";
+    return why;
   };
   c.create = [waves](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
     return std::make_unique<EwSkInstance>(w, d, waves);

@@ -22,7 +22,8 @@ using SkOccupancyFn = int (*)(int smem_bytes);
 /// Plan candidates: the grid is `waves` x (resident CTAs per SM x SMs), each warp a contiguous,
 /// equal share of the flattened (row group, tile) sequence.
 ///   "cuda:ew_spmv_sk"  waves = 1 (every SM the same number of CTAs, one wave)
-///   "cuda:ew_spmv_sk4" waves = 4 (the hardware block scheduler balances the end)
+///   "cuda:ew_spmv_sk4" waves = 4 (the hardware block scheduler balances the end); opt-in only:
+///                      measured slower than waves = 1 (docs/PERF.md, ew_spmv session 5)
 constexpr int kSkMaxXBytes = 96 * 1024;  ///< X (k columns in the weight dtype) must fit this
 
 /// The compiled instance for (dtype, N, M), or null (f16 / bf16 and N | 32 patterns of

@@ -9,7 +9,8 @@
 //    the grid takes units [w U / W, (w + 1) U / W): every warp streams the same number of tiles (±1),
 //    and the grid is a whole number of CTAs per SM (sms x occupancy), so every SM carries the same
 //    bytes. ew_spmv's one-wave grid has 3 or 4 CTAs per SM (448 CTAs for 528 slots at 28672 x 8192)
-//    and a k-split chosen per shape; the SMs with 4 CTAs decide the end.
+//    and a k-split chosen per shape. (Measured afterwards: that grid streams as fast as a plain
+//    read, so the balance is not where this kernel gains; docs/PERF.md, ew_spmv session 5.)
 //  * Split-k without clusters: a warp's range covers whole groups (stored straight to Y) and at most
 //    two partial groups (its first and its last). Partials are added to an fp32 workspace (one RED
 //    per lane) and counted per group (tiles contributed); the contributor whose count completes the
@@ -24,6 +25,10 @@
 //    the last 16-byte multiple of k (and the zero padding up to the last window of the last tile)
 //    is written by the threads before the one __syncthreads that follows the mbarrier init.
 //    A misaligned X pointer falls back to the threads' copy (the bulk size is 0).
+// Measured (H200, 20d8a0f, fp16 m = 1, 28672 x 8192 and 12288^2 at 2:8 / 1:8 / 2:16): 0.3-1.8 us
+//   faster than ew_spmv in every case (the cluster reduction it avoids costs 1.6-3.7 us; its own end
+//   chain of L2 round trips costs 1.1-2.1 us); 4 waves are 10-27 % slower (whole X staged per CTA
+//   again), so "cuda:ew_spmv_sk4" is opt-in.
 // Shared-memory reads of X: all lanes read slot j of their rows, which lies in one M-window, i.e.
 //   in M consecutive 2-byte columns: conflict-free (at most M / 2 distinct words, broadcast).
 // Limits: k * 2 bytes of X per CTA (<= 96 KiB here), patterns with N | 32 compiled (N, M folded in).
