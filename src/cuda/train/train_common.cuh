@@ -146,7 +146,9 @@ struct Mvue24Args {
   /// (token-major: 16-bit types only, f32 runs variant 1); 3 = whole-line stores (token-major
   /// 256-token x 64-feature tiles, feature-major 16-token units per lane, mvue24.cuh); 4 = variant
   /// 1 and 5 = variant 3 under a lower register cap (more resident CTAs per SM: kMvueOccBlocks,
-  /// docs/PERF-train.md "Session 4"). Outputs are identical.
+  /// docs/PERF-train.md "Session 4"); 6 = variant 1 and 7 = variant 5 with the ALU-lean 16-bit
+  /// fast path (mvue_window16x2_lean: counts combined on the FMA pipes, "Session 5"; f32 runs
+  /// variant 1 / 5). Outputs are identical.
   int variant = 0;
   /// Bench / profiling only (variants 1, 3, 4, 5): at most this many CTAs resident per SM, by
   /// padding the launch with dynamic shared memory (the occupancy control of "Session 4"); 0 = no limit;
