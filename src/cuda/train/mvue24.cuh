@@ -14,8 +14,9 @@
 //   chunk-swizzled tile (Tile24, conflict-free), then the CTA writes 128 rows with 16-byte stores.
 // Variant 3 (whole-line stores: feature-major 16-token units per lane, token-major 256 x 64
 //   tiles) is the default for f32 feature-major and 16-bit token-major with n % 128 == 64;
-//   variant 5 (3 under a 64-register cap, 4 CTAs per SM) for bf16 feature-major and f16
-//   token-major c_fc shapes (mvue24_default_variant, docs/PERF-train.md "Session 3c", "Session 4").
+//   variant 5 (3 under a 64-register cap, 4 CTAs per SM) for f16 token-major c_fc shapes;
+//   variants 6 / 7 (1 / 5 with the ALU-lean fast path, mvue_window16x2_lean) for f16 / bf16
+//   feature-major (mvue24_default_variant, docs/PERF-train.md "Session 3c", "Session 4", "Session 5").
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
