@@ -325,9 +325,24 @@ Suite train_suite() {
             const int dflt = train::detail::mvue24_default_variant(t, tm, n);
             // (variant 2, the persistent form, measured 0.71-0.96x in session 3b: not repeated;
             // session 4: the register-capped forms 4 / 5 and, on the 4d shapes, the occupancy
-            // control -1 = variant 1 with one resident CTA per SM fewer; f32 token-major keeps 1 / 3)
-            for (int variant : {1, 3, 4, 5, -1}) {
-              if (variant == dflt || (tm && t == DType::f32 && variant >= 4) || (variant < 0 && n != 4 * d)) continue;
+            // control -1 = variant 1 with one resident CTA per SM fewer; f32 token-major keeps 1 / 3;
+            // session 5: the ALU-lean fast path in variants 1 / 5 (6 / 7; 16-bit only, f32 runs
+            // 1 / 5); SPARSENM_MVUE_VARIANTS (comma list) restricts the list, e.g. "1,3,5,6,7")
+            std::vector<int> others{1, 3, 4, 5, -1, 6, 7};
+            if (const char* env = std::getenv("SPARSENM_MVUE_VARIANTS")) {
+              others.clear();
+              for (const char* p = env; *p;) {
+                char* end = nullptr;
+                const long v = std::strtol(p, &end, 10);
+                if (end == p) break;
+                others.push_back(int(v));
+                p = *end == ',' ? end + 1 : end;
+              }
+            }
+            for (int variant : others) {
+              if (variant == dflt || (tm && t == DType::f32 && variant >= 4) || (variant < 0 && n != 4 * d) ||
+                  (t == DType::f32 && variant >= 6))
+                continue;
               auto other = [&](int i) {
                 mvue24_variant(variant, t, b.at(i, 0), T, n, layout, seed++, {b.at(i, 1), static_cast<std::uint8_t*>(b.at(i, 2))});
               };
@@ -336,6 +351,8 @@ Suite train_suite() {
                    : variant == 3 ? "mvue24:lines_kernel"
                    : variant == 4 ? "mvue24:chunk_occ_kernel"
                    : variant == 5 ? "mvue24:lines_occ_kernel"
+                   : variant == 6 ? "mvue24:chunk_lean_kernel"
+                   : variant == 7 ? "mvue24:lines_occ_lean_kernel"
                                   : "mvue24:chunk_kernel_minus1cta",
                    time_calls(other, slots, warmup, reps),
                    bytes, slots, std::string(tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)") +

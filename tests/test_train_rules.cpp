@@ -249,6 +249,13 @@ TEST(TrainRules, MvueSelectorAndNibbleArithmetic) {
         const std::uint32_t acc = 0x4444u ^ (0x4u << (4 * pos));  // other nibbles: 4
         EXPECT_EQ(detail::mvue_nibble_add(0x4444u, tf, ts, pos), acc | ((f | (s << 2)) << (4 * pos)));
       }
+      // the ALU-lean form (session 5): float counts, exact small-integer float arithmetic
+      EXPECT_EQ(detail::mvue_selector_lean(float(f), float(s1)) & 0xffffu, want_sel) << f << "," << s;
+      for (int pos = 0; pos < 4; ++pos) {
+        const std::uint32_t acc = 0x4444u ^ (0x4u << (4 * pos));
+        const float nibf = detail::mvue_nibble_add_lean(detail::kMvueLeanNib0, float(f), float(s1), pos);
+        EXPECT_EQ(detail::f32_bits(nibf), 0x4B000000u | acc | ((f | (s << 2)) << (4 * pos)));
+      }
       // the selector picks halves f and s of (x0 | x1 << 16, x2 | x3 << 16)
       const std::uint32_t w01 = 0x11110000u, w23 = 0x33332222u;
       const std::uint32_t pair = detail::prmt(w01, w23, detail::mvue_selector(tf, ts));
@@ -313,7 +320,7 @@ TEST(TrainRules, MvueWindowsFastAndFullMatchTheReference) {
   // fast path wherever it claims validity, and the full path always, equal the reference.
   std::mt19937 g(21);
   for (int kind = 0; kind < 3; ++kind) {  // f16, bf16, f32
-    int bad_full = 0, bad_fast = 0, fast = 0, random_fast = 0, random_total = 0, bad_fast2 = 0, fast2 = 0;
+    int bad_full = 0, bad_fast = 0, fast = 0, random_fast = 0, random_total = 0, bad_fast2 = 0, fast2 = 0, bad_lean = 0;
     std::uint32_t prev_w01 = 0x3c003c00u, prev_w23 = 0x3c003c00u, prev_v = 0, prev_pair = 0, prev_nib = 0;
     if (kind != 2) {  // a valid previous group to start with: (1, 1, 1, 1) -> kept (f, s) by v = 0
       std::uint32_t lo0, hi0;
@@ -351,11 +358,18 @@ TEST(TrainRules, MvueWindowsFastAndFullMatchTheReference) {
         const int pos = it % 4;
         const bool ok2 = kind == 1 ? detail::mvue_window16x2<true>(w01, w23, v, prev_w01, prev_w23, prev_v, pa, pb, acc2, pos, pos ^ 1)
                                    : detail::mvue_window16x2<false>(w01, w23, v, prev_w01, prev_w23, prev_v, pa, pb, acc2, pos, pos ^ 1);
+        // the ALU-lean two-window form (variants 6 / 7): same validity, pairs and nibbles
+        std::uint32_t la, lb;
+        float nibf = detail::kMvueLeanNib0;
+        const bool okl = kind == 1 ? detail::mvue_window16x2_lean<true>(w01, w23, v, prev_w01, prev_w23, prev_v, la, lb, nibf, pos, pos ^ 1)
+                                   : detail::mvue_window16x2_lean<false>(w01, w23, v, prev_w01, prev_w23, prev_v, la, lb, nibf, pos, pos ^ 1);
+        bad_lean += okl != ok2;
         if (ok2) {
           ++fast2;
           const std::uint32_t want_acc = (0x4444u & ~(0xfu << (4 * pos)) & ~(0xfu << (4 * (pos ^ 1)))) |
                                          (want_nib << (4 * pos)) | (prev_nib << (4 * (pos ^ 1)));
           bad_fast2 += pa != (want_lo | (want_hi << 16)) || pb != prev_pair || acc2 != want_acc;
+          bad_lean += la != pa || lb != pb || detail::f32_bits(nibf) != (0x4B000000u | want_acc);
         }
         prev_w01 = w01, prev_w23 = w23, prev_v = v, prev_pair = want_lo | (want_hi << 16), prev_nib = want_nib;
       }
@@ -376,6 +390,7 @@ TEST(TrainRules, MvueWindowsFastAndFullMatchTheReference) {
     EXPECT_EQ(bad_full, 0) << "kind " << kind;
     EXPECT_EQ(bad_fast, 0) << "kind " << kind;
     EXPECT_EQ(bad_fast2, 0) << "kind " << kind;
+    EXPECT_EQ(bad_lean, 0) << "kind " << kind;
     if (kind != 2) EXPECT_GT(fast2, 50000) << "kind " << kind;
     EXPECT_GT(fast, 60000) << "kind " << kind;
     EXPECT_GE(random_fast, random_total - 2) << "kind " << kind;  // random groups: the fast path

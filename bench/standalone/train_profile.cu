@@ -7,11 +7,14 @@
 // (default), 5, 6 and 4 under the occupancy control (one resident CTA per SM fewer); MVUE at
 // 16384 x 6400: f16 / bf16 token-major and feature-major, variant 1 (the default before session 4),
 // its register-capped forms (4, 5) and variant 1 under the occupancy control. Prints the launch order.
+// SPARSENM_PROFILE_SET=s5 (docs/PERF-train.md "Session 5"): only the mask searches of variants 4
+// and 7 (the lean search) and the MVUE defaults beside their ALU-lean forms (variants 6 / 7).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <cstdlib>
 #include <string>
 
@@ -39,6 +42,8 @@ int main() {
     std::printf("train profile: no CUDA device\n");
     return 2;
   }
+  const char* set = std::getenv("SPARSENM_PROFILE_SET");
+  const bool s5 = set && std::string(set) == "s5";
   {  // ---- mask, f16, batched: the bench's 36 x [5120][1280]
     const std::int64_t B = 36, R = 5120, C = 1280;
     const std::size_t n = std::size_t(B * R * C);
@@ -67,11 +72,15 @@ int main() {
       std::printf("launched mask24 f16 %s variant %d%s (%lld x %lld x %lld)\n", search ? "search" : "apply", variant,
                   limit ? " minus 1 CTA/SM" : "", (long long)B, (long long)R, (long long)C);
     };
-    for (const bool search : {true, false}) {
-      run(4, 0, search);
-      run(5, 0, search);
-      run(6, 0, search);
-      run(4, -1, search);
+    if (s5) {
+      run(4, 0, true);
+    } else {
+      for (const bool search : {true, false}) {
+        run(4, 0, search);
+        run(5, 0, search);
+        run(6, 0, search);
+        run(4, -1, search);
+      }
     }
     run(7, 0, true);  // the lean 16-bit search (mask24_lean.cuh, docs/PERF-train.md "Session 4c")
   }
@@ -88,7 +97,14 @@ int main() {
     const Launch launches[] = {{false, true, 1, 0},  {false, true, 4, 0},  {false, true, 1, -1}, {true, true, 1, 0},
                                {true, true, 4, 0},   {true, false, 1, 0},  {true, false, 4, 0},  {true, false, 5, 0},
                                {true, false, 1, -1}, {false, false, 1, 0}, {false, false, 5, 0}, {false, false, 1, -1}};
-    for (const Launch& l : launches) {
+    // session 5: the defaults (bf16 token-major 1, feature-major 5; f16 token-major 5, feature-major 1)
+    // and their ALU-lean forms (6 = lean 1, 7 = lean 5)
+    const Launch launches_s5[] = {{true, true, 1, 0},   {true, true, 6, 0},   {true, true, 7, 0},   {true, false, 5, 0},
+                                  {true, false, 7, 0},  {true, false, 6, 0},  {false, true, 5, 0},  {false, true, 7, 0},
+                                  {false, false, 1, 0}, {false, false, 6, 0}};
+    auto run_set = [&](const Launch* begin, const Launch* end) {
+    for (const Launch* it = begin; it != end; ++it) {
+      const Launch& l = *it;
       train::detail::Mvue24Args a = train::detail::make_mvue24_args(
           g.get(), T, N, l.tm ? train::GradLayout::token_major : train::GradLayout::feature_major, 5, {v.get(), static_cast<std::uint8_t*>(idx.get())});
       a.variant = l.variant;
@@ -99,6 +115,9 @@ int main() {
       std::printf("launched mvue24 %s %s variant %d%s (%lld x %lld)\n", l.bf16 ? "bf16" : "f16", l.tm ? "token_major" : "feature_major",
                   l.variant, l.limit ? " minus 1 CTA/SM" : "", (long long)T, (long long)N);
     }
+    };
+    if (s5) run_set(std::begin(launches_s5), std::end(launches_s5));
+    else run_set(std::begin(launches), std::end(launches));
   }
   return 0;
 }

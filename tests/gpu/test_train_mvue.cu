@@ -55,7 +55,7 @@ HostMat transpose(const HostMat& m) {
   return t;
 }
 
-/// variant 0: the API (sparsenm::train::mvue24); 1 .. 5: that kernel variant (Mvue24Args::variant)
+/// variant 0: the API (sparsenm::train::mvue24); 1 .. 7: that kernel variant (Mvue24Args::variant)
 /// with the arguments the API builds; max_ctas: Mvue24Args::max_ctas_per_sm (the occupancy control).
 std::pair<std::vector<std::byte>, std::vector<std::uint8_t>> run_gpu(const HostMat& g, train::GradLayout layout,
                                                                      std::int64_t tokens, std::int64_t features,
@@ -170,7 +170,8 @@ TEST(Mvue24Variants, EveryKernelBitExactBothLayouts) {
   // Variant 1 (one chunk / tile per thread / CTA), variant 2 (persistent, prefetching with
   // cp.async; token-major f32 runs variant 1), variant 3 (whole-line stores: 256 x 64
   // token-major tiles, 16-token units per lane in feature-major), their register-capped forms
-  // (4 = 1, 5 = 3) and variant 1 under the occupancy control against the host rule: shapes with more tiles than
+  // (4 = 1, 5 = 3), the ALU-lean fast path in variants 1 and 5 (6, 7; session 5) and variant 1
+  // under the occupancy control against the host rule: shapes with more tiles than
   // resident CTAs (the persistent kernels walk several tiles per CTA), edge tiles, the 16-token
   // feature-major path (tokens % 32 == 16), the scalar path (tokens % 16 != 0), and every group
   // kind (special_groups: the full rule inside the persistent loop).
@@ -184,8 +185,8 @@ TEST(Mvue24Variants, EveryKernelBitExactBothLayouts) {
       const std::uint64_t seed = 0xabcdef01ull + std::uint64_t(N);
       const Hw24 ref = host_mvue24(g, seed);
       const HostMat gt = transpose(g);
-      for (int entry = 1; entry <= 6; ++entry) {  // variants 1-5; 6: variant 1 limited to 2 CTAs per SM
-        const int variant = entry <= 5 ? entry : 1, max_ctas = entry <= 5 ? 0 : 2;
+      for (int entry = 1; entry <= 8; ++entry) {  // variants 1-7; 8: variant 1 limited to 2 CTAs per SM
+        const int variant = entry <= 7 ? entry : 1, max_ctas = entry <= 7 ? 0 : 2;
         const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N) + " variant " +
                                  std::to_string(variant) + (max_ctas ? " (2 CTAs / SM)" : "") + (special ? " special" : "");
         const auto [v1, i1] = run_gpu(g, train::GradLayout::token_major, T, N, seed, variant, max_ctas);

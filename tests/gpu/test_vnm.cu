@@ -493,7 +493,7 @@ void check_meta_global(const CondensedMatrix& w, const DenseMatrix& x, DType in,
 TEST(SptcMetaGlobal, Hw24MatchesReference) {
   REQUIRE_SM90();
   std::uint64_t seed = 4400;
-  for (auto [m, n, k] : {std::array<std::int64_t, 3>{300, 130, 520}, {7, 70, 64}, {129, 257, 1000}, {513, 385, 2044},
+  for (auto [m, n, k] : {std::array<std::int64_t, 3>{300, 130, 520}, {7, 70, 64}, {129, 257, 1000}, {513, 385, 2040},
                          {1000, 600, 4096}, {260, 130, 1200}})
     for (auto [in, out] : {std::pair{DType::f16, DType::f32}, {DType::bf16, DType::bf16}, {DType::f16, DType::f16},
                            {DType::bf16, DType::f32}}) {

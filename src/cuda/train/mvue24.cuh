@@ -14,8 +14,9 @@
 //   chunk-swizzled tile (Tile24, conflict-free), then the CTA writes 128 rows with 16-byte stores.
 // Variant 3 (whole-line stores: feature-major 16-token units per lane, token-major 256 x 64
 //   tiles) is the default for f32 feature-major and 16-bit token-major with n % 128 == 64;
-//   variant 5 (3 under a 64-register cap, 4 CTAs per SM) for bf16 feature-major and f16
-//   token-major c_fc shapes (mvue24_default_variant, docs/PERF-train.md "Session 3c", "Session 4").
+//   variant 5 (3 under a 64-register cap, 4 CTAs per SM) for f16 token-major c_fc shapes;
+//   variants 6 / 7 (1 / 5 with the ALU-lean fast path, mvue_window16x2_lean) for f16 / bf16
+//   feature-major (mvue24_default_variant, docs/PERF-train.md "Session 3c", "Session 4", "Session 5").
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
@@ -54,18 +55,31 @@ template <class T> constexpr bool kIsBf16 = std::is_same_v<T, __nv_bfloat16>;
 /// w = the kTok raw elements as words (x0 | x1 << 16, ...), rnd = one Philox word per group.
 /// Writes the stored pair words and the nibbles (group g at bits 4g); fast path first, the
 /// full rule for the whole thread if any group needs it.
-template <bool kBf16, int G>
+/// kLean: the ALU-lean form of the fast path (mvue_window16x2_lean, variants 6 / 7; same outputs).
+template <bool kBf16, int G, bool kLean = false>
 __device__ __forceinline__ void mvue_row16(const std::uint32_t (&w)[2 * G], const std::uint32_t (&rnd)[G],
                                            std::uint32_t (&pair)[G], std::uint32_t& nibs, bool try_fast) {
   bool ok = try_fast;
   std::uint32_t acc[(G + 3) / 4];
-#pragma unroll
-  for (int h = 0; h < (G + 3) / 4; ++h) acc[h] = 0x4444u;
   static_assert(G % 2 == 0);
+  if constexpr (kLean) {
+    float nibf[(G + 3) / 4];
 #pragma unroll
-  for (int g = 0; g < G; g += 2)  // pairs of groups: one F2FP converts both levels
-    ok &= mvue_window16x2<kBf16>(w[2 * g], w[2 * g + 1], rnd[g], w[2 * g + 2], w[2 * g + 3], rnd[g + 1], pair[g],
-                                 pair[g + 1], acc[g / 4], g % 4, (g + 1) % 4);
+    for (int h = 0; h < (G + 3) / 4; ++h) nibf[h] = kMvueLeanNib0;
+#pragma unroll
+    for (int g = 0; g < G; g += 2)
+      ok &= mvue_window16x2_lean<kBf16>(w[2 * g], w[2 * g + 1], rnd[g], w[2 * g + 2], w[2 * g + 3], rnd[g + 1], pair[g],
+                                        pair[g + 1], nibf[g / 4], g % 4, (g + 1) % 4);
+#pragma unroll
+    for (int h = 0; h < (G + 3) / 4; ++h) acc[h] = f32_bits(nibf[h]) & 0xffffu;  // 0x4B00 above the nibbles
+  } else {
+#pragma unroll
+    for (int h = 0; h < (G + 3) / 4; ++h) acc[h] = 0x4444u;
+#pragma unroll
+    for (int g = 0; g < G; g += 2)  // pairs of groups: one F2FP converts both levels
+      ok &= mvue_window16x2<kBf16>(w[2 * g], w[2 * g + 1], rnd[g], w[2 * g + 2], w[2 * g + 3], rnd[g + 1], pair[g],
+                                   pair[g + 1], acc[g / 4], g % 4, (g + 1) % 4);
+  }
   nibs = G > 4 ? acc[0] | (acc[G > 4 ? 1 : 0] << 16) : acc[0];
   if constexpr (kMvueProbe) nibs ^= ok ? 0u : 1u;  // keeps the validity tests live in the probe
   if (!ok && !kMvueProbe) {
@@ -141,7 +155,7 @@ __device__ __forceinline__ void mvue_fm_load_guarded(const Mvue24Args& args, std
 }
 
 /// Feature-major chunk: MVUE of the words w (vec: a whole aligned chunk) and its stores.
-template <class T, int kTok>
+template <class T, int kTok, bool kLean = false>
 __device__ __forceinline__ void mvue_fm_chunk(const Mvue24Args& args, std::int64_t f, std::int64_t t0, bool vec,
                                               const std::uint32_t (&w)[sizeof(typename Elem<T>::Raw) == 2 ? kTok / 2 : kTok]) {
   using Raw = typename Elem<T>::Raw;
@@ -152,7 +166,7 @@ __device__ __forceinline__ void mvue_fm_chunk(const Mvue24Args& args, std::int64
   Raw* __restrict__ out = static_cast<Raw*>(args.values);
   std::uint32_t rnd[G], pair[kOut], nibs;
   mvue_words<G / 4>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16), rnd);
-  if constexpr (k16) mvue_row16<kIsBf16<T>, G>(w, rnd, pair, nibs, vec);
+  if constexpr (k16) mvue_row16<kIsBf16<T>, G, kLean>(w, rnd, pair, nibs, vec);
   else mvue_row32<G>(w, rnd, pair, nibs, vec);
   const std::int64_t w0 = t0 / 4;
   if (vec) {
@@ -184,7 +198,7 @@ __device__ __forceinline__ void mvue_fm_chunk(const Mvue24Args& args, std::int64
 
 /// kMinBlocks > 1: the register cap of the occupancy variant (Mvue24Args::variant 4,
 /// mvue24_min_blocks): at least kMinBlocks CTAs of 256 threads resident per SM.
-template <class T, int kTok, int kMinBlocks = 0>
+template <class T, int kTok, int kMinBlocks = 0, bool kLean = false>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_feature_major_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   constexpr bool k16 = sizeof(Raw) == 2;
@@ -207,7 +221,7 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_fea
     } else {
       mvue_fm_load_guarded<T, kTok>(args, f, t0, w);
     }
-    mvue_fm_chunk<T, kTok>(args, f, t0, vec, w);
+    mvue_fm_chunk<T, kTok, kLean>(args, f, t0, vec, w);
   }
 }
 
@@ -376,7 +390,7 @@ __device__ __forceinline__ void mvue_tm_load_guarded(const Mvue24Args& args, std
 
 /// Token-major: MVUE of the thread's 4 features x 16 tokens (x) and their deposit into the tile
 /// (row 4 fp + k, window chunk tg).
-template <class T, class Tile>
+template <class T, bool kLean = false, class Tile>
 __device__ __forceinline__ void mvue_tm_compute(const Mvue24Args& args, std::int64_t f0, std::int64_t t0, int fp, int tg,
                                                 const std::uint32_t (&x)[16][kTmWords<typename Elem<T>::Raw>], Tile& tile) {
   using Raw = typename Elem<T>::Raw;
@@ -391,7 +405,7 @@ __device__ __forceinline__ void mvue_tm_compute(const Mvue24Args& args, std::int
       const std::uint32_t sel = (k & 1) ? 0x7632u : 0x5410u;  // the half of feature k from two token words
 #pragma unroll
       for (int i = 0; i < 8; ++i) w[i] = prmt(x[2 * i][k / 2], x[2 * i + 1][k / 2], sel);
-      mvue_row16<kIsBf16<T>, 4>(w, rnd, pair, nibs, true);
+      mvue_row16<kIsBf16<T>, 4, kLean>(w, rnd, pair, nibs, true);
       tile.vals[Tile::slot(row, tg)] = make_uint4(pair[0], pair[1], pair[2], pair[3]);
     } else {
       std::uint32_t w[16], pair[8];
@@ -405,7 +419,7 @@ __device__ __forceinline__ void mvue_tm_compute(const Mvue24Args& args, std::int
   }
 }
 
-template <class T, int kMinBlocks = 0>
+template <class T, int kMinBlocks = 0, bool kLean = false>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_token_major_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   using Traits = Mvue24Traits;
@@ -434,7 +448,7 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
   } else {
     mvue_tm_load_guarded<T>(args, f0, t0, x);
   }
-  mvue_tm_compute<T>(args, f0, t0, fp, tg, x, tile);
+  mvue_tm_compute<T, kLean>(args, f0, t0, fp, tg, x, tile);
   __syncthreads();
   tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * Traits::kTileFeatures,
              t_tile * (Traits::kTileTokens / 4), N, windows, fast);
@@ -509,7 +523,7 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, 2) mvue24_token_major_
 /// instruction), indices 32 x 2 B = 64 B (2 whole sectors). f32 (32 B of values per unit):
 /// lanes 2k and 2k + 1 exchange one 16-byte half (4 shuffles), so each of the two store
 /// instructions writes 16 whole sectors. Loads as in variant 1 (16-byte, L1-cached).
-template <class T, int kMinBlocks = 0>
+template <class T, int kMinBlocks = 0, bool kLean = false>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_feature_major_lines_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   constexpr bool k16 = sizeof(Raw) == 2;
@@ -543,12 +557,12 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_fea
     for (int u = 0; u < 2; ++u) {
       const std::int64_t t0 = 16 * (ubase + 32 * u);
       if (!__all_sync(0xffffffffu, vec[u])) {  // tail / unaligned: the variant-1 per-thread path
-        if (t0 < T_) mvue_fm_chunk<T, 16>(args, f, t0, vec[u], w[u]);
+        if (t0 < T_) mvue_fm_chunk<T, 16, kLean>(args, f, t0, vec[u], w[u]);
         continue;
       }
       std::uint32_t rnd[4], pair[kOut], nibs;
       mvue_words<1>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16), rnd);
-      if constexpr (k16) mvue_row16<kIsBf16<T>, 4>(w[u], rnd, pair, nibs, true);
+      if constexpr (k16) mvue_row16<kIsBf16<T>, 4, kLean>(w[u], rnd, pair, nibs, true);
       else mvue_row32<4>(w[u], rnd, pair, nibs, true);
       const std::int64_t w0 = t0 / 4;
       if (out) {
@@ -630,7 +644,7 @@ struct TileW64 {
 /// tg = tid / 16) reads features 4fp .. 4fp+3 of tokens 16tg .. 16tg+15 (a warp load covers 2
 /// token rows x 128 B (16-bit) / 256 B (f32): whole lines), the same per-thread compute as
 /// variant 1, one barrier, the whole-line write-out.
-template <class T, int kMinBlocks = 0>
+template <class T, int kMinBlocks = 0, bool kLean = false>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_token_major_lines_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   constexpr bool k16 = sizeof(Raw) == 2;
@@ -657,7 +671,7 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
   } else {
     mvue_tm_load_guarded<T>(args, f0, t0, x);
   }
-  mvue_tm_compute<T>(args, f0, t0, fp, tg, x, tile);
+  mvue_tm_compute<T, kLean>(args, f0, t0, fp, tg, x, tile);
   __syncthreads();
   const bool idx16 = T_ % 128 == 0 && reinterpret_cast<std::uintptr_t>(args.indices) % 16 == 0;
   tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * kTileF, t_tile * (kTileT / 4), N, windows, fast, idx16);
@@ -690,34 +704,43 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   };
   const dim3 fm_block(Traits::kRowThreads, Traits::kRowFeatures);
   const unsigned fy = unsigned(std::min<std::int64_t>((a.features + Traits::kRowFeatures - 1) / Traits::kRowFeatures, 65535));
-  if (variant == 3 || variant == 5) {  // whole-line stores; 5: the register cap of kMvueOccBlocks
-    const bool occ = variant == 5;
+  // 7: variant 5 with the ALU-lean fast path (16-bit types; f32 runs variant 5)
+  if (variant == 3 || variant == 5 || variant == 7) {  // whole-line stores; 5, 7: the register cap of kMvueOccBlocks
+    const bool occ = variant != 3, lean = k16 && variant == 7;
+    constexpr int kOccTm = kMvueOccBlocks<T, true>, kOccFm = kMvueOccBlocks<T, false>;
     if (a.token_major) {
       const dim3 grid(unsigned((a.features + 63) / 64), unsigned((a.tokens + 255) / 256));
-      if (occ) go(mvue24_token_major_lines_kernel<T, kMvueOccBlocks<T, true>>, grid, dim3(Traits::kThreads));
+      if (lean) go(mvue24_token_major_lines_kernel<T, kOccTm, k16>, grid, dim3(Traits::kThreads));
+      else if (occ) go(mvue24_token_major_lines_kernel<T, kOccTm>, grid, dim3(Traits::kThreads));
       else go(mvue24_token_major_lines_kernel<T>, grid, dim3(Traits::kThreads));
     } else {
       const dim3 grid(unsigned(((a.tokens + 15) / 16 + 127) / 128), fy);
-      if (occ) go(mvue24_feature_major_lines_kernel<T, kMvueOccBlocks<T, false>>, grid, fm_block);
+      if (lean) go(mvue24_feature_major_lines_kernel<T, kOccFm, k16>, grid, fm_block);
+      else if (occ) go(mvue24_feature_major_lines_kernel<T, kOccFm>, grid, fm_block);
       else go(mvue24_feature_major_lines_kernel<T>, grid, fm_block);
     }
     SPARSENM_CUDA_CHECK_LAUNCH("mvue24_lines_kernel");
     return;
   }
-  if (variant != 2) {  // 1: one chunk / tile per thread / CTA; 4: under the register cap of kMvueOccBlocks
-    const bool occ = variant == 4;
+  // 1: one chunk / tile per thread / CTA; 4: under the register cap of kMvueOccBlocks; 6: variant
+  // 1 with the ALU-lean fast path (16-bit types; f32 runs variant 1)
+  if (variant != 2) {
+    const bool occ = variant == 4, lean = k16 && variant == 6;
     if (a.token_major) {
       const dim3 grid(unsigned((a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures),
                       unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
-      if (occ) go(mvue24_token_major_kernel<T, kMvueOccBlocks<T, true>>, grid, dim3(Traits::kThreads));
+      if (lean) go(mvue24_token_major_kernel<T, 0, k16>, grid, dim3(Traits::kThreads));
+      else if (occ) go(mvue24_token_major_kernel<T, kMvueOccBlocks<T, true>>, grid, dim3(Traits::kThreads));
       else go(mvue24_token_major_kernel<T>, grid, dim3(Traits::kThreads));
     } else if (a.tokens % 32 == 0) {
       const dim3 grid(unsigned((a.tokens / 32 + Traits::kRowThreads - 1) / Traits::kRowThreads), fy);
-      if (occ) go(mvue24_feature_major_kernel<T, 32, kMvueOccBlocks<T, false>>, grid, fm_block);
+      if (lean) go(mvue24_feature_major_kernel<T, 32, 0, k16>, grid, fm_block);
+      else if (occ) go(mvue24_feature_major_kernel<T, 32, kMvueOccBlocks<T, false>>, grid, fm_block);
       else go(mvue24_feature_major_kernel<T, 32>, grid, fm_block);
     } else {
       const dim3 grid(unsigned(((a.tokens + 15) / 16 + Traits::kRowThreads - 1) / Traits::kRowThreads), fy);
-      if (occ) go(mvue24_feature_major_kernel<T, 16, kMvueOccBlocks<T, false>>, grid, fm_block);
+      if (lean) go(mvue24_feature_major_kernel<T, 16, 0, k16>, grid, fm_block);
+      else if (occ) go(mvue24_feature_major_kernel<T, 16, kMvueOccBlocks<T, false>>, grid, fm_block);
       else go(mvue24_feature_major_kernel<T, 16>, grid, fm_block);
     }
     SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");

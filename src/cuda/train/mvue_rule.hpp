@@ -403,6 +403,78 @@ SPARSENM_HD bool mvue_window16x2(std::uint32_t w01a, std::uint32_t w23a, std::ui
   return oka && okb;
 }
 
+// ---- ALU-lean form of the 16-bit fast path (session 5, docs/PERF-train.md "Session 5") ----
+// mvue_pick's counts feed mvue_selector / mvue_nibble_add through LEA.HI / SHF / IADD: integer
+// work on the ALU pipe, which on Hopper issues at half rate and binds the 16-bit MVUE kernels
+// (51-58 % of their instructions are ALU-pipe ops; bf16 adds the LOP3 of its conversions). The
+// lean form keeps the four comparisons as FSET.BF floats (1.0f / 0.0f) and combines them with
+// exact small-integer float arithmetic (FADD / FFMA: the FMA pipes) into
+//   sel  = 2^23 + 0x3210 + 0x22 (f + 256 s')  whose bits' low 16 are mvue_selector's PRMT selector
+//   nibf = 2^23 + the nibble word (4 groups: + 16^pos (f + 4 s') each; start 2^23 + 0x4444),
+// every value an integer below 2^24, so each FADD / FFMA is exact and the bits of 2^23 + k are
+// 0x4B000000 + k. Same c, points, comparisons and validity as mvue_pick: outputs bit-identical.
+
+/// 1.0f if a <= b, else 0.0f (false for NaN): one FSET.BF.
+SPARSENM_HD float le_f(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  float m;
+  asm("set.le.f32.f32 %0, %1, %2;" : "=f"(m) : "f"(a), "f"(b));
+  return m;
+#else
+  return a <= b ? 1.0f : 0.0f;
+#endif
+}
+/// a * b + c for exact small-integer operands (one FFMA; the host product and sum are exact too).
+SPARSENM_HD float fma_exact(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+constexpr float kMvueLeanBase = 8388608.0f;                  ///< 2^23
+constexpr float kMvueLeanSel0 = 8388608.0f + float(0x3210);  ///< 2^23 + the selector of (f, s) = (0, 1)
+constexpr float kMvueLeanNib0 = 8388608.0f + float(0x4444);  ///< 2^23 + the nibble word's start value
+
+/// mvue_pick with the counts as floats: F = f (0..2), Sc = s' (0..2).
+SPARSENM_HD bool mvue_pick_lean(float x0, float x1, float x2, float x3, std::uint32_t v, float& c, float& F, float& Sc) {
+  const float a0 = fabsf(x0), a1 = fabsf(x1), a2 = fabsf(x2), a3 = fabsf(x3);
+  const float m01 = max_nan(a0, a1), n01 = min_nan(a0, a1), m23 = max_nan(a2, a3), n23 = min_nan(a2, a3);
+  const float R = rn_add(rn_add(n01, n23), min_nan(m01, m23)), S = rn_add(R, max_nan(m01, m23));
+  c = fminf(rn_mul(0.5f, S), R);
+  const float B0 = fminf(a0, c), B1 = rn_add(B0, fminf(a1, c)), B2 = rn_add(B1, fminf(a2, c)),
+              B3 = rn_add(B2, fminf(a3, c));
+  const float p1 = mvue_point(v, c), p2 = rn_add(p1, c);
+  F = rn_add(le_f(B0, p1), le_f(B1, p1));
+  Sc = rn_add(le_f(B1, p2), le_f(B2, p2));
+  return S < INFINITY && p2 < B3;
+}
+/// The PRMT selector word of the kept pair from the float counts (low 16 bits = mvue_selector).
+SPARSENM_HD std::uint32_t mvue_selector_lean(float F, float Sc) {
+  return f32_bits(fma_exact(Sc, float(0x2200), fma_exact(F, float(0x22), kMvueLeanSel0)));
+}
+/// Adds the nibble f + 4 s' of group pos (0..3) to the float nibble accumulator.
+SPARSENM_HD float mvue_nibble_add_lean(float nibf, float F, float Sc, int pos) {
+  const float w = float(1u << (4 * pos));
+  return fma_exact(Sc, 4.0f * w, fma_exact(F, w, nibf));
+}
+
+/// mvue_window16x2 in the lean form: nibf is the float nibble accumulator (kMvueLeanNib0 at the
+/// start of each 4 groups; the nibble word is the low 16 bits of f32_bits(nibf)).
+template <bool kBf16>
+SPARSENM_HD bool mvue_window16x2_lean(std::uint32_t w01a, std::uint32_t w23a, std::uint32_t va, std::uint32_t w01b,
+                                      std::uint32_t w23b, std::uint32_t vb, std::uint32_t& pair_a, std::uint32_t& pair_b,
+                                      float& nibf, int pa, int pb) {
+  float ca, cb, Fa, Sa, Fb, Sb;
+  const bool oka = mvue_pick_lean(lo16_f<kBf16>(w01a), hi16_f<kBf16>(w01a), lo16_f<kBf16>(w23a), hi16_f<kBf16>(w23a), va, ca, Fa, Sa);
+  const bool okb = mvue_pick_lean(lo16_f<kBf16>(w01b), hi16_f<kBf16>(w01b), lo16_f<kBf16>(w23b), hi16_f<kBf16>(w23b), vb, cb, Fb, Sb);
+  const std::uint32_t cp = pack16_pair<kBf16>(ca, cb);
+  pair_a = max_abs_signed16_h<kBf16, 0>(prmt(w01a, w23a, mvue_selector_lean(Fa, Sa)), cp);
+  pair_b = max_abs_signed16_h<kBf16, 1>(prmt(w01b, w23b, mvue_selector_lean(Fb, Sb)), cp);
+  nibf = mvue_nibble_add_lean(mvue_nibble_add_lean(nibf, Fa, Sa, pa), Fb, Sb, pb);
+  return oka && okb;
+}
+
 /// One hw24 window of f32 elements (raw words r[4]) by the full rule.
 SPARSENM_HD void mvue_window32_full(const std::uint32_t (&r)[4], std::uint32_t v, std::uint32_t& vlo,
                                     std::uint32_t& vhi, std::uint32_t& nib) {

@@ -146,7 +146,9 @@ struct Mvue24Args {
   /// (token-major: 16-bit types only, f32 runs variant 1); 3 = whole-line stores (token-major
   /// 256-token x 64-feature tiles, feature-major 16-token units per lane, mvue24.cuh); 4 = variant
   /// 1 and 5 = variant 3 under a lower register cap (more resident CTAs per SM: kMvueOccBlocks,
-  /// docs/PERF-train.md "Session 4"). Outputs are identical.
+  /// docs/PERF-train.md "Session 4"); 6 = variant 1 and 7 = variant 5 with the ALU-lean 16-bit
+  /// fast path (mvue_window16x2_lean: counts combined on the FMA pipes, "Session 5"; f32 runs
+  /// variant 1 / 5). Outputs are identical.
   int variant = 0;
   /// Bench / profiling only (variants 1, 3, 4, 5): at most this many CTAs resident per SM, by
   /// padding the launch with dynamic shared memory (the occupancy control of "Session 4"); 0 = no limit;
@@ -155,17 +157,19 @@ struct Mvue24Args {
 };
 
 /// The MVUE kernels the API runs per dtype, layout and feature count (H200, docs/PERF-train.md
-/// "Session 3c", "Session 4"):
-/// - feature-major: variant 3 (whole-line stores) for f32 (1.14-1.15x over 1); variant 5 (3
-///   under a 64-register cap: 32 warps per SM instead of 16) for bf16 (1.03-1.05x over 1 on the
-///   four measured shapes); variant 1 for f16 (3, 4, 5 measured 0.95-0.98x);
+/// "Session 3c", "Session 4", "Session 5"):
+/// - feature-major: variant 3 (whole-line stores) for f32 (1.14-1.15x over 1); variant 7 (the
+///   ALU-lean form of 5 = 3 under a 64-register cap) for bf16 (1.025-1.028x over 5, which was
+///   1.03-1.05x over 1, on the four measured shapes); variant 6 (the ALU-lean form of 1) for f16
+///   (1.018-1.024x over 1; 3, 4, 5 measured 0.95-0.98x);
 /// - token-major: variant 3 for 16-bit with n % 128 == 64 (n = 1600: 1.32-1.53x, the 64-feature
 ///   tiles remove variant 1's scalar edge tile); variant 5 for f16 with n % 128 == 0 and
 ///   n >= 4096 (the c_fc shapes: 1.01-1.04x; at n = 1280 0.95-0.97x); variant 1 elsewhere (bf16:
 ///   4 and 5 spill 40-48 B at 64 registers and measured 0.91-0.94x; the persistent variant 2
-///   0.71-0.96x on every large shape).
+///   0.71-0.96x on every large shape). The lean forms measured 0.97-1.01x token-major (session
+///   5): not used there.
 inline int mvue24_default_variant(DType dtype, bool token_major, std::int64_t features) {
-  if (!token_major) return dtype == DType::f32 ? 3 : dtype == DType::bf16 ? 5 : 1;
+  if (!token_major) return dtype == DType::f32 ? 3 : dtype == DType::bf16 ? 7 : 6;
   if (dtype != DType::f32 && features % 128 != 0 && features % 64 == 0) return 3;
   return (dtype == DType::f16 && features % 128 == 0 && features >= 4096) ? 5 : 1;
 }
