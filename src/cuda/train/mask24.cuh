@@ -524,10 +524,12 @@ template <class T>
 void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
   constexpr std::size_t kRawSize = sizeof(typename Elem<T>::Raw);
   int variant = a.variant != 0 ? a.variant : mask24_default_variant(kRawSize, search, a.batch, a.rows, a.cols);
-  if (variant == 7) {  // the lean 16-bit search (mask24_lean.cuh) where it fits, else the default
+  if (variant == 7 || variant == 8) {  // the lean 16-bit search (mask24_lean.cuh; 8: staged stores) where it fits, else the default
     if constexpr (kRawSize == 2) {
       if (mask24_lean_fits(a, kRawSize, search)) {
-        launch_mask24_lean<T>(a, s);
+        // variant 8 writes S(W) index rows as 8-byte runs: w_indices must be 8-byte aligned (not
+        // part of Mask24Args::aligned); otherwise variant 7 (same outputs, byte stores)
+        launch_mask24_lean<T>(a, variant == 8 && reinterpret_cast<std::uintptr_t>(a.w_indices) % 8 == 0, s);
         return;
       }
     }

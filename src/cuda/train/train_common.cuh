@@ -98,7 +98,9 @@ struct Mask24Args {
   /// 6 = variant 4 issuing each pass's loads before the previous pass's compute (docs/PERF-train.md
   /// "Session 4"); 7 = the lean 16-bit search (mask24_lean.cuh: 4 x 8 per thread, 24 warps per SM,
   /// no shared-memory transpose; opt-in, not measured yet: "Session 4c") where it fits (16-bit
-  /// search, rows and cols multiples of 64, aligned, all outputs present), else the default.
+  /// search, rows and cols multiples of 64, aligned, all outputs present), else the default;
+  /// 8 = variant 7 with every output staged in shared memory and written as whole 32-byte sectors
+  /// by 16-byte stores (docs/PERF-train.md "Session 5b"), same condition.
   /// Outputs are identical; the bench times the non-default ones in the same run.
   int variant = 0;
   /// Bench / profiling only (variants 4-6): at most this many CTAs resident per SM, by padding the
@@ -124,7 +126,7 @@ inline int mask24_default_variant(std::size_t elem_size, bool search, std::int64
   return (batch == 1 && rows * cols <= std::int64_t(6400) * 1600) ? 3 : 2;
 }
 
-/// Does the lean mask search (Mask24Args::variant = 7, mask24_lean.cuh: 64 x 64 tiles) take this call? (16-bit search, every output present, shape and
+/// Does the lean mask search (Mask24Args::variant = 7 / 8, mask24_lean.cuh: 64 x 64 tiles) take this call? (16-bit search, every output present, shape and
 /// pointers aligned; otherwise the default kernel runs.)
 inline bool mask24_lean_fits(const Mask24Args& a, std::size_t elem_size, bool search) {
   return search && elem_size == 2 && a.aligned && a.rows % 64 == 0 && a.cols % 64 == 0 && a.rows > 0 &&
