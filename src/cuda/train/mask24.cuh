@@ -526,14 +526,13 @@ void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
   int variant = a.variant != 0 ? a.variant : mask24_default_variant(kRawSize, search, a.batch, a.rows, a.cols);
   if (variant == 7 || variant == 8) {  // the lean 16-bit search (mask24_lean.cuh; 8: staged stores) where it fits, else the default
     if constexpr (kRawSize == 2) {
-      if (mask24_lean_fits(a, kRawSize, search)) {
-        // variant 8 writes S(W) index rows as 8-byte runs: w_indices must be 8-byte aligned (not
-        // part of Mask24Args::aligned); otherwise variant 7 (same outputs, byte stores)
-        launch_mask24_lean<T>(a, variant == 8 && reinterpret_cast<std::uintptr_t>(a.w_indices) % 8 == 0, s);
+      if (variant == 7 ? mask24_lean_fits(a, kRawSize, search) : mask24_lean_staged_fits(a, kRawSize, search)) {
+        launch_mask24_lean<T>(a, variant == 8, s);
         return;
       }
     }
     variant = mask24_default_variant(kRawSize, search, a.batch, a.rows, a.cols);
+    if (variant == 8) variant = 4;  // what the lean search does not take: the whole-sector kernel
   }
   if (variant == 1) {  // the session-2 kernel (mask24_s2.cuh)
     launch_mask24_s2<T>(a, search, s);

@@ -1,6 +1,9 @@
-// sparsenm — "lean" 16-bit transposable 2:4 mask search (Mask24Args::variant = 7; opt-in, NOT
-// measured on a GPU yet: docs/PERF-train.md "Session 4c (not measured)"). Included by mask24.cuh
-// after QuadTable / prmt / Mask24Geom (it uses them).
+// sparsenm — "lean" 16-bit transposable 2:4 mask search: Mask24Args::variant = 7 (stores straight
+// from registers; opt-in, measured 0.33 of copy: store-request bound, docs/PERF-train.md "Session
+// 5") and 8 (the same search with every output staged in shared memory and written as whole
+// sectors, Mask24LeanStage: measured 0.69-0.71 of copy, 1.13-1.16x over variant 4: the default for
+// batched 16-bit searches that fit, "Session 5b"). The design notes of variant 7 ("Session 4c")
+// follow. Included by mask24.cuh after QuadTable / prmt / Mask24Geom (it uses them).
 //
 // Why (session 4, measured): the batched 16-bit search is instruction-issue bound: ~40 SASS
 // instructions per element at 74-76 % issue with 24-32 warps per SM reaches 0.60-0.61 of the
