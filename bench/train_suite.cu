@@ -95,9 +95,11 @@ struct Shape {
 /// 0.4-0.6 of copy there in three runs) and the occupancy control (variant 4 with one resident
 /// CTA per SM fewer, docs/PERF-train.md "Session 4"), label "lines_kernel_minus1cta"; 7 = the
 /// lean 16-bit search (mask24_lean.cuh, "Session 4c"), batched 16-bit search rows only (other
-/// calls fall back to the default kernel).
+/// calls fall back to the default kernel); 8 = variant 7 with staged whole-sector stores
+/// ("Session 5b"), same rows. SPARSENM_MASK_VARIANTS (comma list, e.g. "7,8") replaces the
+/// batched list; SPARSENM_TRAIN_ONLY=maskb runs only the batched 16-bit mask rows.
 constexpr int kMaskVariants[] = {1, 2, 3, 4};
-constexpr int kMaskVariantsBatched[] = {1, 4, 5, 6, -4, 7};  ///< -4: variant 4 under the occupancy control
+constexpr int kMaskVariantsBatched[] = {1, 4, 5, 6, -4, 7, 8};  ///< -4: variant 4 under the occupancy control
 const char* mask24_variant_label(int v) {
   return v == 1   ? "session2_kernel"
          : v == 2 ? "session3_kernel"
@@ -106,6 +108,7 @@ const char* mask24_variant_label(int v) {
          : v == 5 ? "lines_occ_kernel"
          : v == 6 ? "lines_prefetch_kernel"
          : v == 7 ? "lean_kernel"
+         : v == 8 ? "lean_staged_kernel"
                   : "lines_kernel_minus1cta";
 }
 
@@ -251,9 +254,21 @@ Suite train_suite() {
       }
       // ---- aggregate: the mask refresh of every c_fc weight of the model in one batched launch
       //      (and apply), i.e. what the refresh every l steps costs; same-size copy in the note ----
-      if (want("mask")) {
+      if (want("mask") || want("maskb")) {
         const std::int64_t layers = d == 1280 ? 36 : 48;
+        std::vector<int> batched_variants(std::begin(kMaskVariantsBatched), std::end(kMaskVariantsBatched));
+        if (const char* env = std::getenv("SPARSENM_MASK_VARIANTS")) {
+          batched_variants.clear();
+          for (const char* q = env; *q;) {
+            char* end = nullptr;
+            const long v = std::strtol(q, &end, 10);
+            if (end == q) break;
+            batched_variants.push_back(int(v));
+            q = *end == ',' ? end + 1 : end;
+          }
+        }
         for (DType t : {DType::f16, DType::bf16, DType::f32}) {
+          if (!want("mask") && t == DType::f32) continue;  // maskb: the 16-bit rows only
           const std::int64_t B = layers, R = 4 * d, C = d;
           const std::size_t wb = std::size_t(B * R * C) * dtype_size(t), mb = std::size_t(B * train::mask24_words(R, C)) * 2;
           const std::size_t vb = std::size_t(B * R * train::hw24_value_cols(C)) * dtype_size(t),
@@ -282,9 +297,9 @@ Suite train_suite() {
           emit("mask24_apply_batched", std::string(to_string(t)), B, R, C, "apply_mask24_batched",
                time_calls(apply, slots, warmup, reps), bytes, slots, what);
           for (bool srch : {true, false})
-          for (int variant : kMaskVariantsBatched) {
+          for (int variant : batched_variants) {
             if (variant == train::detail::mask24_default_variant(dtype_size(t), srch, B, R, C)) continue;
-            if (variant == 7 && (!srch || dtype_size(t) != 2)) continue;  // falls back to the default there
+            if ((variant == 7 || variant == 8) && (!srch || dtype_size(t) != 2)) continue;  // falls back to the default there
             const char* label = "";
             auto call = [&](int i) {
               label = mask24_other_variant(variant, t, srch, b.at(i, 0), B, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),

@@ -43,7 +43,8 @@ int main() {
     return 2;
   }
   const char* set = std::getenv("SPARSENM_PROFILE_SET");
-  const bool s5 = set && std::string(set) == "s5";
+  const bool s5b = set && std::string(set) == "s5b";  // session 5b: the mask searches 4, 7, 8 only
+  const bool s5 = s5b || (set && std::string(set) == "s5");
   {  // ---- mask, f16, batched: the bench's 36 x [5120][1280]
     const std::int64_t B = 36, R = 5120, C = 1280;
     const std::size_t n = std::size_t(B * R * C);
@@ -83,7 +84,9 @@ int main() {
       }
     }
     run(7, 0, true);  // the lean 16-bit search (mask24_lean.cuh, docs/PERF-train.md "Session 4c")
+    if (s5b) run(8, 0, true);  // the lean search with staged whole-sector stores ("Session 5b")
   }
+  if (s5b) return 0;
   {  // ---- MVUE, 16384 x 6400 (the bar shape)
     const std::int64_t T = 16384, N = 6400;
     const std::size_t n = std::size_t(T * N);

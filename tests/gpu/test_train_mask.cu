@@ -360,8 +360,10 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
       // the launch padded with dynamic shared memory) and (entry 8) variant 7, the lean 16-bit
       // search (mask24_lean.cuh; it runs on the 16-bit searches with rows, cols % 64 == 0: 2048 x
       // 1024, 1088 x 320 (a CTA strip of 512 rows with a partial last strip), 64 x 64; the
-      // default kernel elsewhere)
-      constexpr int kVariants = 8;
+      // default kernel elsewhere) and (entry 9) variant 8, the lean search with staged
+      // whole-sector stores (same shapes; 1088 rows: S(W)^T index rows of 136 B, the 8-byte
+      // write-out path, and a last strip of one pass)
+      constexpr int kVariants = 9;
       std::vector<std::uint16_t> masks[kVariants];
       std::vector<std::byte> vals[kVariants], tvals[kVariants];
       std::vector<std::uint8_t> idx[kVariants], tidx[kVariants];
@@ -383,7 +385,7 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
         a.wt_indices = dti.as<std::uint8_t>();
         a.violations = search ? nullptr : dviol.as<std::uint32_t>();
         a.aligned = aligned;
-        a.variant = variant < 6 ? variant + 1 : (variant == 6 ? 4 : 7);
+        a.variant = variant < 6 ? variant + 1 : (variant == 6 ? 4 : variant);
         a.max_ctas_per_sm = variant == 6 ? 2 : 0;
         if (t == DType::f16) train::detail::launch_mask24<__half>(a, search, nullptr);
         else if (t == DType::bf16) train::detail::launch_mask24<__nv_bfloat16>(a, search, nullptr);
@@ -400,7 +402,7 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
       if (mode == 1) EXPECT_EQ(viol[0], 0u);
       for (int v = 1; v < kVariants; ++v) {
         const std::string what = std::to_string(R) + "x" + std::to_string(C) + " mode " + std::to_string(mode) +
-                                  " variant " + (v < 6 ? std::to_string(v + 1) : std::string(v == 6 ? "4 limited to 2 CTAs / SM" : "7")) + " vs 1";
+                                  " variant " + (v < 6 ? std::to_string(v + 1) : std::string(v == 6 ? "4 limited to 2 CTAs / SM" : std::to_string(v))) + " vs 1";
         EXPECT_EQ(viol[0], viol[v]) << what;
         EXPECT_EQ(masks[0], masks[v]) << what;
         EXPECT_EQ(vals[0], vals[v]) << what;
@@ -428,6 +430,7 @@ TEST(Mask24Variants, LeanSearchMatchesTheCpuReference) {
       for (std::int64_t c = 0; c < w.cols; ++c) w.set(r, c, r < 8 ? (r < 4 ? 0.f : 0.75f) : vals[rng() % 5]);
     cases.push_back(std::move(w));
   }
+  for (int variant : {7, 8})  // 8: the same search with staged whole-sector stores
   for (const HostMat& w : cases) {
     const std::int64_t R = w.rows, C = w.cols;
     const std::size_t mw = std::size_t(train::mask24_words(R, C));
@@ -445,13 +448,13 @@ TEST(Mask24Variants, LeanSearchMatchesTheCpuReference) {
     a.wt_values = dtv.get();
     a.wt_indices = dti.as<std::uint8_t>();
     a.aligned = true;
-    a.variant = 7;
+    a.variant = variant;
     ASSERT_TRUE(train::detail::mask24_lean_fits(a, w.esz(), true));
     if (w.dtype == DType::f16) train::detail::launch_mask24<__half>(a, true, nullptr);
     else train::detail::launch_mask24<__nv_bfloat16>(a, true, nullptr);
     SPARSENM_CUDA_CHECK(cudaGetLastError());
     const auto ref = brute_mask(w);
-    EXPECT_EQ(download<std::uint16_t>(dmask, mw), ref) << R << "x" << C;
+    EXPECT_EQ(download<std::uint16_t>(dmask, mw), ref) << R << "x" << C << " variant " << variant;
     const auto [hs, ht] = host_compress(w, ref, nullptr);
     expect_hw24_equal(hs, download<std::byte>(dwv, wvb), download<std::uint8_t>(dwi, wib), w.esz(), "lean S(W)");
     expect_hw24_equal(ht, download<std::byte>(dtv, tvb), download<std::uint8_t>(dti, tib), w.esz(), "lean S(W)^T");

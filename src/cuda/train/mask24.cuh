@@ -524,14 +524,15 @@ template <class T>
 void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
   constexpr std::size_t kRawSize = sizeof(typename Elem<T>::Raw);
   int variant = a.variant != 0 ? a.variant : mask24_default_variant(kRawSize, search, a.batch, a.rows, a.cols);
-  if (variant == 7) {  // the lean 16-bit search (mask24_lean.cuh) where it fits, else the default
+  if (variant == 7 || variant == 8) {  // the lean 16-bit search (mask24_lean.cuh; 8: staged stores) where it fits, else the default
     if constexpr (kRawSize == 2) {
-      if (mask24_lean_fits(a, kRawSize, search)) {
-        launch_mask24_lean<T>(a, s);
+      if (variant == 7 ? mask24_lean_fits(a, kRawSize, search) : mask24_lean_staged_fits(a, kRawSize, search)) {
+        launch_mask24_lean<T>(a, variant == 8, s);
         return;
       }
     }
     variant = mask24_default_variant(kRawSize, search, a.batch, a.rows, a.cols);
+    if (variant == 8) variant = 4;  // what the lean search does not take: the whole-sector kernel
   }
   if (variant == 1) {  // the session-2 kernel (mask24_s2.cuh)
     launch_mask24_s2<T>(a, search, s);

@@ -1,6 +1,9 @@
-// sparsenm — "lean" 16-bit transposable 2:4 mask search (Mask24Args::variant = 7; opt-in, NOT
-// measured on a GPU yet: docs/PERF-train.md "Session 4c (not measured)"). Included by mask24.cuh
-// after QuadTable / prmt / Mask24Geom (it uses them).
+// sparsenm — "lean" 16-bit transposable 2:4 mask search: Mask24Args::variant = 7 (stores straight
+// from registers; opt-in, measured 0.33 of copy: store-request bound, docs/PERF-train.md "Session
+// 5") and 8 (the same search with every output staged in shared memory and written as whole
+// sectors, Mask24LeanStage: measured 0.69-0.71 of copy, 1.13-1.16x over variant 4: the default for
+// batched 16-bit searches that fit, "Session 5b"). The design notes of variant 7 ("Session 4c")
+// follow. Included by mask24.cuh after QuadTable / prmt / Mask24Geom (it uses them).
 //
 // Why (session 4, measured): the batched 16-bit search is instruction-issue bound: ~40 SASS
 // instructions per element at 74-76 % issue with 24-32 warps per SM reaches 0.60-0.61 of the
@@ -79,12 +82,38 @@ struct Mask24LeanSteps {
   std::int64_t w_pass, mask_pass, wv_pass, wi_pass;    ///< next pass (64 W rows further)
 };
 
-template <class T>
+/// Variant 8 (kStaged): every output of a pass is staged in shared memory and leaves in whole
+/// 32-byte sectors from 16-byte stores by consecutive lanes (variant 7 sent one L2 request per
+/// lane: 1-8 bytes, 31 M single-sector write requests; docs/PERF-train.md "Session 5b"). Per
+/// pass (double-buffered: one barrier per pass): S(W) values 64 rows x 64 B, S(W)^T values 64
+/// W^T rows x 64 B (row base lean_row_base: the deposits of a warp, 8 rows x 32 B, hit every bank
+/// twice = the minimum), the mask 16 block rows x 32 B (pitch 48 B), S(W) index bytes 64 rows x
+/// 8 B (the two words swapped in rows 16..31 of each 32: conflict-free byte deposits). S(W)^T
+/// index bytes collect over the strip's passes: 64 W^T rows x 64 B (8 per pass; words XOR-
+/// swizzled by W^T row), written after the last pass. (S(W) index rows of a 64-column strip are
+/// 8 bytes: those stay partial sectors, 64 B-runs of 8 rows per warp instruction.)
+struct Mask24LeanStage {
+  static constexpr int kRowWords = 1152;  ///< 64 rows of 16 words, 32 words of padding per 16 rows
+  static constexpr int kMaskPitch = 12;   ///< words per staged mask row (8 used)
+  struct Buf {
+    uint4 sv[kRowWords / 4], tv[kRowWords / 4];  // uint4: 16-byte aligned
+    std::uint32_t mask[16 * kMaskPitch];
+    std::uint32_t sidx[64 * 2];
+  } buf[2];
+  std::uint32_t tidx[64 * 16];
+};
+constexpr int lean_row_base_c(int row) { return row * 16 + 8 * ((row >> 2) & 3) + 32 * (row >> 4); }
+/// Word offset of staged row `row` (16 words each, 8 words of skew per 4-row group, 32 of padding per 16 rows).
+__device__ __forceinline__ int lean_row_base(int row) { return lean_row_base_c(row); }
+__device__ __forceinline__ int lean_tidx_word(int row, int word) { return row * 16 + (word ^ (((row >> 2) & 7) << 1)); }
+
+template <class T, bool kStaged = false>
 __global__ void __launch_bounds__(Mask24LeanTraits::kThreads, Mask24LeanTraits::kMinBlocks)
     mask24_lean_kernel(Mask24Args args, Mask24Geom g, Mask24LeanSteps st) {
   using L = Mask24LeanTraits;
   static_assert(sizeof(T) == 2, "16-bit types only");
   __shared__ QuadTable table;
+  __shared__ std::conditional_t<kStaged, Mask24LeanStage, char> stage_sm;
   offset_to_matrix(args, g, blockIdx.z);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int xl = lane & 3, yl = lane >> 2;
@@ -103,6 +132,40 @@ __global__ void __launch_bounds__(Mask24LeanTraits::kThreads, Mask24LeanTraits::
   const std::int64_t tc = c0 + (top ? 0 : 4);
   char* pt = static_cast<char*>(args.wt_values) + (tc * g.tv_pitch + 2 * (br & ~std::int64_t(1))) * 2;
   char* pti = reinterpret_cast<char*>(args.wt_indices) + tc * g.ti_pitch + br / 2;
+  // staged (variant 8): local coordinates of the thread's deposits and its write-out pointers
+  const int tid = threadIdx.x;
+  const int rl = 32 * (warp >> 1) + 4 * yl;                           // region's first row in the pass tile
+  const int hv = 4 * (warp & 1) + xl;                                  // its 8-byte half of an S(W) row
+  const int tl = 32 * (warp & 1) + 8 * xl + (top ? 0 : 4);            // first of its 4 W^T rows
+  const int ht = 4 * (warp >> 1) + (yl >> 1);                         // its window pair = 8-byte half of a W^T row
+  const int orow = tid >> 2, och = tid & 3;                            // write-out: row (and + 32), 16-byte chunk
+  char* ov = nullptr;   // S(W) values of (row orow, chunk och) of the pass
+  char* ot = nullptr;   // S(W)^T values of W^T row orow, chunk och of the pass
+  char* oq = nullptr;   // warp 0: mask rows; warps 1-2: S(W) index rows
+  std::int64_t oq_pass = 0;
+  // deposit / read byte offsets in a staging buffer, fixed per thread (rows rl..rl+3 and W^T
+  // rows tl..tl+3 share their 4-row group, so row + i lies 64 B after row: lean_row_base)
+  int o_sv = 0, o_tv = 0, o_si = 0, o_mk = 0, o_td = 0, o_rd = 0, s_td = 0;
+  if constexpr (kStaged) {
+    using B = Mask24LeanStage::Buf;
+    o_sv = int(offsetof(B, sv)) + 4 * lean_row_base(rl) + 8 * hv;
+    o_tv = int(offsetof(B, tv)) + 4 * lean_row_base(tl) + 8 * ht;
+    o_si = int(offsetof(B, sidx)) + 4 * (2 * rl + ((warp & 1) ^ ((rl >> 4) & 1))) + xl;
+    o_mk = int(offsetof(B, mask)) + 4 * ((8 * (warp >> 1) + yl) * Mask24LeanStage::kMaskPitch + hv);
+    o_td = 64 * tl + 4 * (warp >> 1) + (yl >> 1);
+    s_td = (tl >> 2) & 7;
+    o_rd = 4 * lean_row_base(orow) + 16 * och;
+    const std::int64_t col0 = std::int64_t(blockIdx.x) * L::kTileCols;
+    ov = static_cast<char*>(args.w_values) + row_base * st.wv_row + col0 + 16 * och + orow * st.wv_row;
+    ot = static_cast<char*>(args.wt_values) + (col0 + orow) * st.tv_row + row_base + 16 * och;
+    if (warp == 0) {
+      oq = reinterpret_cast<char*>(args.mask_out) + ((row_base / 4 + (tid >> 1)) * g.bcols + col0 / 4) * 2 + 16 * (tid & 1);
+      oq_pass = st.mask_pass;
+    } else if (warp <= 2) {
+      oq = reinterpret_cast<char*>(args.w_indices) + (row_base + tid - 32) * g.wi_pitch + col0 / 8;
+      oq_pass = st.wi_pass;
+    }
+  }
   table.fill();
   __syncthreads();  // the only barrier: the table is ready
 #pragma unroll 1
@@ -120,7 +183,13 @@ __global__ void __launch_bounds__(Mask24LeanTraits::kThreads, Mask24LeanTraits::
       lean_block_magnitudes<T>(x, b, a);
       code[b] = best_pattern24_code(a);
     }
-    __stcs(reinterpret_cast<unsigned*>(pm), __byte_perm(code[0], code[1], 0x5410));
+    char* sb = nullptr;  // staged: this pass's buffer
+    if constexpr (kStaged) {
+      sb = reinterpret_cast<char*>(&stage_sm.buf[0]) + (p & 1) * int(sizeof(Mask24LeanStage::Buf));
+      *reinterpret_cast<std::uint32_t*>(sb + o_mk) = __byte_perm(code[0], code[1], 0x5410);
+    } else {
+      __stcs(reinterpret_cast<unsigned*>(pm), __byte_perm(code[0], code[1], 0x5410));
+    }
     // keys: ke bytes = row 0, row 2, column 0, column 2; ko = row 1, row 3, column 1, column 3
     // (quad of block 0 | quad of block 1 << 4)
     const unsigned ke = (code[0] & 0x0f0f0f0fu) | ((code[1] << 4) & 0xf0f0f0f0u);
@@ -129,8 +198,14 @@ __global__ void __launch_bounds__(Mask24LeanTraits::kThreads, Mask24LeanTraits::
     static_for<0, 4>([&](auto rc) {
       constexpr int r = decltype(rc)::value;
       const uint4 e = table.at<r / 2>((r & 1) ? ko : ke);
-      __stcs(reinterpret_cast<uint2*>(pv + r * st.wv_row), make_uint2(prmt(x[r][0], x[r][1], e.x), prmt(x[r][2], x[r][3], e.y)));
-      *reinterpret_cast<std::uint8_t*>(pi + r * st.wi_row) = std::uint8_t(e.z);
+      const uint2 v = make_uint2(prmt(x[r][0], x[r][1], e.x), prmt(x[r][2], x[r][3], e.y));
+      if constexpr (kStaged) {
+        *reinterpret_cast<uint2*>(sb + o_sv + 64 * r) = v;
+        *reinterpret_cast<std::uint8_t*>(sb + o_si + 8 * r) = std::uint8_t(e.z);
+      } else {
+        __stcs(reinterpret_cast<uint2*>(pv + r * st.wv_row), v);
+        *reinterpret_cast<std::uint8_t*>(pi + r * st.wi_row) = std::uint8_t(e.z);
+      }
     });
     // ---- S(W)^T: column c of both blocks, one window each; pairs swapped with lane ^ 4 ----
     unsigned zw = 0;
@@ -142,16 +217,48 @@ __global__ void __launch_bounds__(Mask24LeanTraits::kThreads, Mask24LeanTraits::
       const std::uint32_t v0 = prmt(__byte_perm(x[0][k0], x[1][k0], hs), __byte_perm(x[2][k0], x[3][k0], hs), e.x);
       const std::uint32_t v1 = prmt(__byte_perm(x[0][k1], x[1][k1], hs), __byte_perm(x[2][k1], x[3][k1], hs), e.y);
       const std::uint32_t recv = __shfl_xor_sync(0xffffffffu, top ? v1 : v0, 4);
-      __stcs(reinterpret_cast<uint2*>(pt + c * st.tv_row), top ? make_uint2(v0, recv) : make_uint2(recv, v1));
+      const uint2 tvv = top ? make_uint2(v0, recv) : make_uint2(recv, v1);
+      if constexpr (kStaged) *reinterpret_cast<uint2*>(sb + o_tv + 64 * c) = tvv;
+      else __stcs(reinterpret_cast<uint2*>(pt + c * st.tv_row), tvv);
       zw |= (e.z & 0xffu) << (8 * c);
     });
     {
       // index bytes: nibble of window br (low) | of window br + 1 (high); upper thread: own
       // block-0 nibble | partner's block-0 nibble << 4; lower: partner's block-1 | own block-1
       const unsigned rz = __shfl_xor_sync(0xffffffffu, zw, 4);
+      const int td = o_td + 8 * (p ^ s_td);  // byte 8 p + ht of W^T row tl (words XOR-swizzled by lean_tidx_word)
       const unsigned iw = top ? ((zw & 0x0f0f0f0fu) | ((rz << 4) & 0xf0f0f0f0u)) : (((rz >> 4) & 0x0f0f0f0fu) | (zw & 0xf0f0f0f0u));
 #pragma unroll
-      for (int c = 0; c < 4; ++c) *reinterpret_cast<std::uint8_t*>(pti + c * st.ti_row) = std::uint8_t(iw >> (8 * c));
+      for (int c = 0; c < 4; ++c) {
+        if constexpr (kStaged) {
+          // W^T row tl + c, byte 8 p + ht of the strip's 64
+          reinterpret_cast<std::uint8_t*>(stage_sm.tidx)[td + 64 * c] = std::uint8_t(iw >> (8 * c));
+        } else {
+          *reinterpret_cast<std::uint8_t*>(pti + c * st.ti_row) = std::uint8_t(iw >> (8 * c));
+        }
+      }
+    }
+    if constexpr (kStaged) {
+      __syncthreads();  // the pass's deposits are complete (the other buffer was written out a pass ago)
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        using B = Mask24LeanStage::Buf;
+        constexpr int kHalf = 4 * (lean_row_base_c(32) - lean_row_base_c(0));  // row + 32 lies this many bytes further
+        __stcs(reinterpret_cast<uint4*>(ov + k * 32 * st.wv_row), *reinterpret_cast<const uint4*>(sb + o_rd + k * kHalf));
+        __stcs(reinterpret_cast<uint4*>(ot + k * 32 * st.tv_row),
+               *reinterpret_cast<const uint4*>(sb + (int(offsetof(B, tv)) - int(offsetof(B, sv))) + o_rd + k * kHalf));
+      }
+      if (warp == 0) {
+        const auto* m = reinterpret_cast<const std::uint32_t*>(sb + offsetof(Mask24LeanStage::Buf, mask));
+        __stcs(reinterpret_cast<uint4*>(oq), *reinterpret_cast<const uint4*>(&m[(tid >> 1) * Mask24LeanStage::kMaskPitch + 4 * (tid & 1)]));
+      } else if (warp <= 2) {
+        const int row = tid - 32;
+        const uint2 q = *reinterpret_cast<const uint2*>(sb + offsetof(Mask24LeanStage::Buf, sidx) + 8 * row);
+        __stcs(reinterpret_cast<uint2*>(oq), ((row >> 4) & 1) ? make_uint2(q.y, q.x) : q);
+      }
+      ov += st.wv_pass;
+      ot += 2 * (L::kTileRows / 2);
+      oq += oq_pass;
     }
     pw += st.w_pass;
     pm += st.mask_pass;
@@ -160,11 +267,35 @@ __global__ void __launch_bounds__(Mask24LeanTraits::kThreads, Mask24LeanTraits::
     pt += 2 * (L::kTileRows / 2);  // 64 W rows = 16 windows = 32 values further along each W^T row
     pti += L::kTileRows / 8;       // 8 index bytes
   }
+  if constexpr (kStaged) {
+    // S(W)^T index bytes of the strip: 64 W^T rows x 8 bytes per pass (the last pass's barrier
+    // ordered every deposit before these reads); a warp writes 8 rows x 64 B per instruction
+    const int valid = 8 * passes;  // bytes per W^T row
+    const bool idx16 = (g.ti_pitch % 16) == 0;  // rows % 128 == 0 (pointers are 16-byte aligned)
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int row = orow + 32 * k;
+      std::uint32_t w4[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) w4[j] = stage_sm.tidx[lean_tidx_word(row, 4 * och + j)];
+      char* dst = reinterpret_cast<char*>(args.wt_indices) + (std::int64_t(blockIdx.x) * L::kTileCols + row) * g.ti_pitch + row_base / 8 + 16 * och;
+      if (16 * och + 16 <= valid) {
+        if (idx16) {
+          __stcs(reinterpret_cast<uint4*>(dst), make_uint4(w4[0], w4[1], w4[2], w4[3]));
+        } else {
+          __stcs(reinterpret_cast<uint2*>(dst), make_uint2(w4[0], w4[1]));
+          __stcs(reinterpret_cast<uint2*>(dst) + 1, make_uint2(w4[2], w4[3]));
+        }
+      } else if (16 * och < valid) {
+        __stcs(reinterpret_cast<uint2*>(dst), make_uint2(w4[0], w4[1]));
+      }
+    }
+  }
 }
 
-/// Launches variant 7 (the caller checked mask24_lean_fits).
+/// Launches variant 7, or with staged whole-sector stores 8 (the caller checked mask24_lean_fits).
 template <class T>
-void launch_mask24_lean(const Mask24Args& a, cudaStream_t s) {
+void launch_mask24_lean(const Mask24Args& a, bool staged, cudaStream_t s) {
   using L = Mask24LeanTraits;
   const Mask24Geom g = mask24_geom<typename Elem<T>::Raw>(a);
   Mask24LeanSteps st;
@@ -179,7 +310,8 @@ void launch_mask24_lean(const Mask24Args& a, cudaStream_t s) {
   st.wi_pass = L::kTileRows * st.wi_row;
   const std::int64_t strip = std::int64_t(L::kTileRows) * L::kPasses;
   const dim3 grid(unsigned(a.cols / L::kTileCols), unsigned((a.rows + strip - 1) / strip), unsigned(a.batch));
-  mask24_lean_kernel<T><<<grid, L::kThreads, 0, s>>>(a, g, st);
+  if (staged) mask24_lean_kernel<T, true><<<grid, L::kThreads, 0, s>>>(a, g, st);
+  else mask24_lean_kernel<T, false><<<grid, L::kThreads, 0, s>>>(a, g, st);
   SPARSENM_CUDA_CHECK_LAUNCH("mask24_lean_kernel");
 }
 

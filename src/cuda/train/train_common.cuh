@@ -97,8 +97,11 @@ struct Mask24Args {
   /// (mask24_lines.cuh); 5 = variant 4 with one more resident CTA per SM (lower register cap);
   /// 6 = variant 4 issuing each pass's loads before the previous pass's compute (docs/PERF-train.md
   /// "Session 4"); 7 = the lean 16-bit search (mask24_lean.cuh: 4 x 8 per thread, 24 warps per SM,
-  /// no shared-memory transpose; opt-in, not measured yet: "Session 4c") where it fits (16-bit
-  /// search, rows and cols multiples of 64, aligned, all outputs present), else the default.
+  /// no shared-memory transpose; opt-in, 0.33 of copy: store-request bound, "Session 5") where it fits (16-bit
+  /// search, rows and cols multiples of 64, aligned, all outputs present), else the default;
+  /// 8 = variant 7 with every output staged in shared memory and written as whole 32-byte sectors
+  /// by 16-byte stores (docs/PERF-train.md "Session 5b"; the batched 16-bit default), where
+  /// mask24_lean_staged_fits holds, else the non-lean default.
   /// Outputs are identical; the bench times the non-default ones in the same run.
   int variant = 0;
   /// Bench / profiling only (variants 4-6): at most this many CTAs resident per SM, by padding the
@@ -117,18 +120,29 @@ struct Mask24Args {
 ///   prefetching form (variant 3) up to 6400 x 1600 elements (1.01-1.11x over variant 2);
 /// - the session-2 kernel (variant 1) for the rest (one-matrix applies and f32 searches;
 ///   variant 4 is 0.6-0.8x on one matrix: fewer CTAs than one wave).
+/// - session 5b (6f4b755): the lean search with staged whole-sector stores (variant 8) for those
+///   batched 16-bit searches whose rows and columns are multiples of 64 (1.13-1.16x over variant 4
+///   on 36 x 5120x1280 and 48 x 6400x1600, f16 and bf16; the launcher runs variant 4 where
+///   mask24_lean_staged_fits does not hold).
 inline int mask24_default_variant(std::size_t elem_size, bool search, std::int64_t batch, std::int64_t rows, std::int64_t cols) {
   const std::int64_t footprints = batch * ((rows + 255) / 256) * ((cols + 255) / 256);
+  if (batch > 1 && footprints >= 3600 && search && elem_size == 2 && rows % 64 == 0 && cols % 64 == 0) return 8;
   if (batch > 1 && footprints >= 3600 && (search || (rows % 256 == 0 && cols % 256 == 0))) return 4;
   if (!search || elem_size != 2) return 1;
   return (batch == 1 && rows * cols <= std::int64_t(6400) * 1600) ? 3 : 2;
 }
 
-/// Does the lean mask search (Mask24Args::variant = 7, mask24_lean.cuh: 64 x 64 tiles) take this call? (16-bit search, every output present, shape and
+/// Does the lean mask search (Mask24Args::variant = 7 / 8, mask24_lean.cuh: 64 x 64 tiles) take this call? (16-bit search, every output present, shape and
 /// pointers aligned; otherwise the default kernel runs.)
 inline bool mask24_lean_fits(const Mask24Args& a, std::size_t elem_size, bool search) {
   return search && elem_size == 2 && a.aligned && a.rows % 64 == 0 && a.cols % 64 == 0 && a.rows > 0 &&
          a.cols > 0 && a.mask_out && a.w_values && a.w_indices && a.wt_values && a.wt_indices;
+}
+
+/// Variant 8 also writes S(W) index rows as 8-byte runs: w_indices must be 8-byte aligned (not part
+/// of Mask24Args::aligned).
+inline bool mask24_lean_staged_fits(const Mask24Args& a, std::size_t elem_size, bool search) {
+  return mask24_lean_fits(a, elem_size, search) && reinterpret_cast<std::uintptr_t>(a.w_indices) % 8 == 0;
 }
 
 struct Mvue24Args {
