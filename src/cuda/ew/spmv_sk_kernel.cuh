@@ -156,16 +156,26 @@ __global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __gri
   if (u0 + 1 < u1) sk::load<Tr>(tb, a, u0 + 1, lane);
 
   const unsigned bar_addr = unsigned(__cvta_generic_to_shared(&bar));
+  // The bulk copy and the mbarrier wait are sm_90 instructions: the sm_80 build of the same
+  // instance copies all of X with the threads (the kSkXLoop path), whatever x_bulk says.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  constexpr bool kBulk = false;
+#else
+  constexpr bool kBulk = Tr::XM == kSkXBulk;
+#endif
+  (void)bar_addr;
   if constexpr (Tr::XM != kSkXNone) {
-    const int from = Tr::XM == kSkXBulk ? a.x_bulk / 2 : 0;
-    if (Tr::XM == kSkXBulk && threadIdx.x == 0) {
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
-      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    const int from = kBulk ? a.x_bulk / 2 : 0;
+    if constexpr (kBulk) {
+      if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      }
     }
     const unsigned short* xg = static_cast<const unsigned short*>(a.x);
     for (int c = from + int(threadIdx.x); c < a.x_cols; c += Tr::kThreads) xs[c] = c < a.k ? xg[c] : 0;
     __syncthreads();
-    if constexpr (Tr::XM == kSkXBulk) {
+    if constexpr (kBulk) {
       if (threadIdx.x == 0) {
         if (a.x_bulk > 0) {
           asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar_addr), "r"(a.x_bulk) : "memory");
@@ -180,9 +190,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __gri
       }
     }
   }
-  bool x_ready = Tr::XM != kSkXBulk;
+  bool x_ready = !kBulk;
   auto wait_x = [&]() {
-    if constexpr (Tr::XM == kSkXBulk) {
+    if constexpr (kBulk) {
       if (!x_ready) {
         unsigned done = 0;
         while (!done) {
@@ -231,7 +241,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __gri
     if (t0 != 0 && g != g0) sk::flush(a, g0, head, unsigned(a.tiles - t0), lane);  // head closed in the loop
     if (t != 0) sk::flush(a, g, acc, unsigned(g == g0 ? t - t0 : t), lane);        // the open group
   }
-  if constexpr (Tr::XM == kSkXBulk) {
+  if constexpr (kBulk) {
     // A CTA must not exit with its bulk copy still writing its shared memory.
     if (u0 >= u1) wait_x();
   }
