@@ -17,6 +17,7 @@
 //   read             a plain read-only kernel over the same bytes (16-byte loads, 4 in flight per
 //                    thread, sms x 4 CTAs of 256): the achievable read ceiling [diagnostic]
 //   sk, sk-w2, sk-w4 cuda:ew_spmv_sk with 1 / 2 / 4 waves (bulk-copied X, stream-K split), chk
+//   sk-serial        sk with the session-5 end (two flushes one after the other), chk
 //   sk-loopX         sk with X copied by the threads + __syncthreads instead of cp.async.bulk, chk
 //   sk-noX, sk-stream sk's grid without X / without decode                    [diagnostic]
 //   empty            an empty kernel
@@ -330,7 +331,10 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
   std::string chk = check(dy.get(), ref);
   report("lib", g, timer.time([&] { lib(a, cfg, nullptr); }), chk);
+  // SPMV_PROBE_FAST=1: lib, read, sk, sk-serial, sk-stream only (the others were measured at 20d8a0f).
+  const bool fast = std::getenv("SPMV_PROBE_FAST") != nullptr;
   // The copy with everything on (control of the copy), then the suspects removed one at a time.
+  if (!fast) {
   poison();
   launch_ship_diag<Tr, true, true, true>(a, cfg, true);
   SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
@@ -339,6 +343,7 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   report("ship-noX", g, timer.time([&] { launch_ship_diag<Tr, false, true, true>(a, cfg, true); }), "diag");
   report("ship-nored", g, timer.time([&] { launch_ship_diag<Tr, true, true, false>(a, cfg, false); }), "diag");
   report("ship-stream", g, timer.time([&] { launch_ship_diag<Tr, false, false, false>(a, cfg, false); }), "diag");
+  }
   {
     const std::size_t na = p.values.size() / 16, nb = p.indices.size() * 4 / 16;
     std::snprintf(g, sizeof g, "%d CTAs x 256 (grid-stride)", sms * 4);
@@ -377,10 +382,14 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   using SkNoX = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone>;
   using SkStream = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false>;
   run_sk("sk", &sew::launch_spmv_sk<Sk>, 1, true);
-  run_sk("sk-w2", &sew::launch_spmv_sk<Sk>, 2, true);
-  run_sk("sk-w4", &sew::launch_spmv_sk<Sk>, 4, true);
-  run_sk("sk-loopX", &sew::launch_spmv_sk<SkLoop>, 1, true);
-  run_sk("sk-noX", &sew::launch_spmv_sk<SkNoX>, 1, false);
+  using SkSerial = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial>;
+  run_sk("sk-serial", &sew::launch_spmv_sk<SkSerial>, 1, true);
+  if (!fast) {
+    run_sk("sk-w2", &sew::launch_spmv_sk<Sk>, 2, true);
+    run_sk("sk-w4", &sew::launch_spmv_sk<Sk>, 4, true);
+    run_sk("sk-loopX", &sew::launch_spmv_sk<SkLoop>, 1, true);
+    run_sk("sk-noX", &sew::launch_spmv_sk<SkNoX>, 1, false);
+  }
   run_sk("sk-stream", &sew::launch_spmv_sk<SkStream>, 1, false);
   // The workspace after the diagnostics (whose flush counts are real but products are not) is
   // reset so a later checked run starts clean.

@@ -15,8 +15,10 @@
 //    two partial groups (its first and its last). Partials are added to an fp32 workspace (one RED
 //    per lane) and counted per group (tiles contributed); the contributor whose count completes the
 //    group reads the sum back with atomicExch (which also resets the workspace to 0) and writes Y.
-//    The flushes happen once, after the warp's last tile: no fence in the streaming loop, no cluster,
-//    no DSMEM barrier. The workspace and counters are zero between launches (self-resetting).
+//    The head partial's RED is issued when the head group closes (nothing waits on it); the fence,
+//    the counter atomics and the read-backs happen once, after the warp's last tile (END below): no
+//    fence in the streaming loop, no cluster, no DSMEM barrier. The workspace and counters are zero
+//    between launches (self-resetting).
 //  * X: the CTA's warps may touch any column, so the whole X row (fp16 / bf16, kept in the weight
 //    dtype: at m = 1 one conversion per slot is within budget) is brought into shared memory by ONE
 //    `cp.async.bulk` issued by one thread, completing on an mbarrier; each warp waits on the mbarrier
@@ -47,6 +49,13 @@
 namespace sparsenm::cuda::ew {
 
 constexpr int kSkXBulk = 0, kSkXLoop = 1, kSkXNone = 2;
+/// End of a warp's range: kSkEndPar (shipped) adds the head partial to the workspace as soon as the
+/// head group closes in the loop (a RED, nothing waits on it), then ends with ONE acq_rel fence
+/// (not the SC fence of __threadfence), both group
+/// counters bumped by one ATOM of two lanes, and both read-backs in flight together (3 dependent L2
+/// round trips); kSkEndSerial (session-5 measured form, probe control) runs the two flushes one
+/// after the other (up to 6).
+constexpr int kSkEndSerial = 0, kSkEndPar = 1;
 
 /// Arguments of one launch (sizes in elements).
 struct SkArgs {
@@ -65,10 +74,10 @@ struct SkArgs {
   int y_dtype = 0;          ///< 0 f32, 1 f16, 2 bf16
 };
 
-template <class T, int B_, int NN_, int MM_, int XM_ = kSkXBulk, bool COMPUTE_ = true>
+template <class T, int B_, int NN_, int MM_, int XM_ = kSkXBulk, bool COMPUTE_ = true, int END_ = kSkEndPar>
 struct SkTraits {
   using Elem = T;
-  static constexpr int B = B_, NN = NN_, MM = MM_, XM = XM_;
+  static constexpr int B = B_, NN = NN_, MM = MM_, XM = XM_, END = END_;
   static constexpr bool kCompute = COMPUTE_;
   static constexpr int kWarps = 8, kThreads = 256, kSlots = 32;
   static constexpr int kVecs = kSlots * int(sizeof(T)) / 16;
@@ -216,6 +225,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __gri
     if (++t == a.tiles) {
       if (g == g0 && t0 != 0) {
         head = acc;
+        if constexpr (Tr::END == kSkEndPar) atomicAdd(a.ws + g0 * 32 + lane, acc);  // RED: nothing waits
       } else {
         const int row = g * 32 + lane;
         if (row < a.n) detail::store_y(a.y, std::size_t(row), acc, a.y_dtype);
@@ -237,9 +247,40 @@ __global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __gri
       step();
     }
   }
-  if (n_units > 0) {
-    if (t0 != 0 && g != g0) sk::flush(a, g0, head, unsigned(a.tiles - t0), lane);  // head closed in the loop
-    if (t != 0) sk::flush(a, g, acc, unsigned(g == g0 ? t - t0 : t), lane);        // the open group
+  if constexpr (Tr::END == kSkEndSerial) {
+    if (n_units > 0) {
+      if (t0 != 0 && g != g0) sk::flush(a, g0, head, unsigned(a.tiles - t0), lane);  // head closed in the loop
+      if (t != 0) sk::flush(a, g, acc, unsigned(g == g0 ? t - t0 : t), lane);        // the open group
+    }
+  } else if (n_units > 0) {
+    // Head partial (if its group closed in the loop) is already in the workspace; add the open
+    // group's, then one fence orders both before the counters.
+    const bool has_head = t0 != 0 && g != g0, has_tail = t != 0;
+    if (has_head || has_tail) {
+      const unsigned n_head = unsigned(a.tiles - t0), n_tail = unsigned(g == g0 ? t - t0 : t);
+      if (has_tail) atomicAdd(a.ws + g * 32 + lane, acc);
+      // Release (the partials before the counter); acquire below. An acq_rel fence suffices for
+      // this message passing: __threadfence() is the heavier sequentially consistent MEMBAR.SC.
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");
+      __syncwarp();
+      unsigned prev = 0;  // lane 0: head group's counter, lane 1: open group's counter (one ATOM)
+      if ((lane == 0 && has_head) || (lane == 1 && has_tail))
+        prev = atomicAdd(a.cnt + (lane == 0 ? g0 : g), lane == 0 ? n_head : n_tail);
+      const unsigned prev_h = __shfl_sync(0xffffffffu, prev, 0), prev_t = __shfl_sync(0xffffffffu, prev, 1);
+      const bool done_h = has_head && prev_h + n_head == unsigned(a.tiles);
+      const bool done_t = has_tail && prev_t + n_tail == unsigned(a.tiles);
+      if (done_h || done_t) {
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        float s_h = 0.0f, s_t = 0.0f;
+        if (done_h) s_h = atomicExch(a.ws + g0 * 32 + lane, 0.0f);
+        if (done_t) s_t = atomicExch(a.ws + g * 32 + lane, 0.0f);
+        if (lane == 0 && done_h) atomicExch(a.cnt + g0, 0u);
+        if (lane == 1 && done_t) atomicExch(a.cnt + g, 0u);
+        const int row_h = g0 * 32 + lane, row_t = g * 32 + lane;
+        if (done_h && row_h < a.n) detail::store_y(a.y, std::size_t(row_h), s_h, a.y_dtype);
+        if (done_t && row_t < a.n) detail::store_y(a.y, std::size_t(row_t), s_t, a.y_dtype);
+      }
+    }
   }
   if constexpr (kBulk) {
     // A CTA must not exit with its bulk copy still writing its shared memory.
