@@ -101,7 +101,9 @@ struct Mask24Args {
   /// search, rows and cols multiples of 64, aligned, all outputs present), else the default;
   /// 8 = variant 7 with every output staged in shared memory and written as whole 32-byte sectors
   /// by 16-byte stores (docs/PERF-train.md "Session 5b"; the batched 16-bit default), where
-  /// mask24_lean_staged_fits holds, else the non-lean default.
+  /// mask24_lean_staged_fits holds, else the non-lean default; 9 = variant 8 over 128-column
+  /// strips of 8 warps (fewer, fuller L2 write requests; docs/PERF-train.md "Session 5c") where
+  /// mask24_lean_wide_fits holds, else variant 8.
   /// Outputs are identical; the bench times the non-default ones in the same run.
   int variant = 0;
   /// Bench / profiling only (variants 4-6): at most this many CTAs resident per SM, by padding the
@@ -143,6 +145,12 @@ inline bool mask24_lean_fits(const Mask24Args& a, std::size_t elem_size, bool se
 /// of Mask24Args::aligned).
 inline bool mask24_lean_staged_fits(const Mask24Args& a, std::size_t elem_size, bool search) {
   return mask24_lean_fits(a, elem_size, search) && reinterpret_cast<std::uintptr_t>(a.w_indices) % 8 == 0;
+}
+
+/// Variant 9 (128-column strips of the staged lean search, mask24_lean.cuh kCW = 4): cols % 128
+/// == 0 and 16-byte S(W) index rows (w_indices 16-byte aligned); otherwise variant 8 runs.
+inline bool mask24_lean_wide_fits(const Mask24Args& a, std::size_t elem_size, bool search) {
+  return mask24_lean_staged_fits(a, elem_size, search) && a.cols % 128 == 0 && reinterpret_cast<std::uintptr_t>(a.w_indices) % 16 == 0;
 }
 
 struct Mvue24Args {
