@@ -100,7 +100,7 @@ struct Shape {
 /// cols % 128 == 0). SPARSENM_MASK_VARIANTS (comma list, e.g. "7,8") replaces the
 /// batched list; SPARSENM_TRAIN_ONLY=maskb runs only the batched 16-bit mask rows.
 constexpr int kMaskVariants[] = {1, 2, 3, 4};
-constexpr int kMaskVariantsBatched[] = {1, 4, 5, 6, -4, 7, 8};  ///< -4: variant 4 under the occupancy control
+constexpr int kMaskVariantsBatched[] = {1, 4, 5, 6, -4, 7, 8, 9};  ///< -4: variant 4 under the occupancy control
 const char* mask24_variant_label(int v) {
   return v == 1   ? "session2_kernel"
          : v == 2 ? "session3_kernel"

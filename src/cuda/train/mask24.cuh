@@ -544,7 +544,7 @@ void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
       }
     }
     variant = mask24_default_variant(kRawSize, search, a.batch, a.rows, a.cols);
-    if (variant == 8) variant = 4;  // what the lean search does not take: the whole-sector kernel
+    if (variant == 8 || variant == 9) variant = 4;  // what the lean search does not take: the whole-sector kernel
   }
   if (variant == 1) {  // the session-2 kernel (mask24_s2.cuh)
     launch_mask24_s2<T>(a, search, s);

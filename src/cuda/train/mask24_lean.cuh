@@ -2,7 +2,9 @@
 // from registers; opt-in, measured 0.33 of copy: store-request bound, docs/PERF-train.md "Session
 // 5") and 8 (the same search with every output staged in shared memory and written as whole
 // sectors, Mask24LeanStage: measured 0.69-0.71 of copy, 1.13-1.16x over variant 4: the default for
-// batched 16-bit searches that fit, "Session 5b"). The design notes of variant 7 ("Session 4c")
+// batched 16-bit searches that fit, "Session 5b") and 9 (variant 8 over 128-column strips of 8
+// warps, kCW = 4: fuller S(W) rows per store, measured 1.02-1.03x over 8, 0.70-0.71 of copy: the
+// default where cols % 128 == 0, "Session 5c"). The design notes of variant 7 ("Session 4c")
 // follow. Included by mask24.cuh after QuadTable / prmt / Mask24Geom (it uses them).
 //
 // Why (session 4, measured): the batched 16-bit search is instruction-issue bound: ~40 SASS

@@ -126,9 +126,12 @@ struct Mask24Args {
 ///   batched 16-bit searches whose rows and columns are multiples of 64 (1.13-1.16x over variant 4
 ///   on 36 x 5120x1280 and 48 x 6400x1600, f16 and bf16; the launcher runs variant 4 where
 ///   mask24_lean_staged_fits does not hold).
+/// - session 5c (ea31e90): the same over 128-column strips (variant 9) where the columns are
+///   multiples of 128 (1.02-1.03x over variant 8 on 36 x 5120x1280, f16 and bf16, same run; the
+///   launcher runs variant 8 where mask24_lean_wide_fits does not hold).
 inline int mask24_default_variant(std::size_t elem_size, bool search, std::int64_t batch, std::int64_t rows, std::int64_t cols) {
   const std::int64_t footprints = batch * ((rows + 255) / 256) * ((cols + 255) / 256);
-  if (batch > 1 && footprints >= 3600 && search && elem_size == 2 && rows % 64 == 0 && cols % 64 == 0) return 8;
+  if (batch > 1 && footprints >= 3600 && search && elem_size == 2 && rows % 64 == 0 && cols % 64 == 0) return cols % 128 == 0 ? 9 : 8;
   if (batch > 1 && footprints >= 3600 && (search || (rows % 256 == 0 && cols % 256 == 0))) return 4;
   if (!search || elem_size != 2) return 1;
   return (batch == 1 && rows * cols <= std::int64_t(6400) * 1600) ? 3 : 2;
