@@ -96,10 +96,11 @@ struct Shape {
 /// CTA per SM fewer, docs/PERF-train.md "Session 4"), label "lines_kernel_minus1cta"; 7 = the
 /// lean 16-bit search (mask24_lean.cuh, "Session 4c"), batched 16-bit search rows only (other
 /// calls fall back to the default kernel); 8 = variant 7 with staged whole-sector stores
-/// ("Session 5b"), same rows. SPARSENM_MASK_VARIANTS (comma list, e.g. "7,8") replaces the
+/// ("Session 5b"), same rows; 9 = variant 8 over 128-column strips ("Session 5c"; rows with
+/// cols % 128 == 0). SPARSENM_MASK_VARIANTS (comma list, e.g. "7,8") replaces the
 /// batched list; SPARSENM_TRAIN_ONLY=maskb runs only the batched 16-bit mask rows.
 constexpr int kMaskVariants[] = {1, 2, 3, 4};
-constexpr int kMaskVariantsBatched[] = {1, 4, 5, 6, -4, 7, 8};  ///< -4: variant 4 under the occupancy control
+constexpr int kMaskVariantsBatched[] = {1, 4, 5, 6, -4, 7, 8, 9};  ///< -4: variant 4 under the occupancy control
 const char* mask24_variant_label(int v) {
   return v == 1   ? "session2_kernel"
          : v == 2 ? "session3_kernel"
@@ -109,6 +110,7 @@ const char* mask24_variant_label(int v) {
          : v == 6 ? "lines_prefetch_kernel"
          : v == 7 ? "lean_kernel"
          : v == 8 ? "lean_staged_kernel"
+         : v == 9 ? "lean_staged_wide_kernel"
                   : "lines_kernel_minus1cta";
 }
 
@@ -299,7 +301,8 @@ Suite train_suite() {
           for (bool srch : {true, false})
           for (int variant : batched_variants) {
             if (variant == train::detail::mask24_default_variant(dtype_size(t), srch, B, R, C)) continue;
-            if ((variant == 7 || variant == 8) && (!srch || dtype_size(t) != 2)) continue;  // falls back to the default there
+            if ((variant == 7 || variant == 8 || variant == 9) && (!srch || dtype_size(t) != 2)) continue;  // falls back to the default there
+            if (variant == 9 && C % 128 != 0) continue;  // runs variant 8 there (128-column strips)
             const char* label = "";
             auto call = [&](int i) {
               label = mask24_other_variant(variant, t, srch, b.at(i, 0), B, R, C, static_cast<std::uint16_t*>(b.at(i, 1)),

@@ -334,7 +334,8 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
   SPARSENM_REQUIRE_GPU();
   for (const auto& [t, R, C] : {Case{DType::f16, 2048, 1024}, Case{DType::bf16, 160, 96}, Case{DType::f32, 256, 64},
                                 Case{DType::f16, 37, 45}, Case{DType::f32, 130, 70}, Case{DType::f32, 1056, 2080},
-                                Case{DType::bf16, 1000, 1000}, Case{DType::bf16, 1088, 320}, Case{DType::f16, 64, 64}}) {
+                                Case{DType::bf16, 1000, 1000}, Case{DType::bf16, 1088, 320}, Case{DType::f16, 64, 64},
+                                Case{DType::f16, 1088, 256}}) {
     const bool aligned = R % 32 == 0 && C % 32 == 0;
     for (int mode = 0; mode < 3; ++mode) {  // search, apply (valid mask), apply (random masks)
       const bool search = mode == 0;
@@ -362,8 +363,9 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
       // 1024, 1088 x 320 (a CTA strip of 512 rows with a partial last strip), 64 x 64; the
       // default kernel elsewhere) and (entry 9) variant 8, the lean search with staged
       // whole-sector stores (same shapes; 1088 rows: S(W)^T index rows of 136 B, the 8-byte
-      // write-out path, and a last strip of one pass)
-      constexpr int kVariants = 9;
+      // write-out path, and a last strip of one pass) and (entry 10) variant 9, variant 8 over
+      // 128-column strips (2048 x 1024; the other shapes run variant 8)
+      constexpr int kVariants = 10;
       std::vector<std::uint16_t> masks[kVariants];
       std::vector<std::byte> vals[kVariants], tvals[kVariants];
       std::vector<std::uint8_t> idx[kVariants], tidx[kVariants];
@@ -422,6 +424,9 @@ TEST(Mask24Variants, LeanSearchMatchesTheCpuReference) {
   std::vector<HostMat> cases;
   cases.push_back(random_mat(DType::f16, 576, 192, 4242));
   cases.push_back(random_mat(DType::bf16, 576, 192, 4343));
+  // 128-column strips (variant 9): 1088 rows = a one-pass last strip and 136-byte S(W)^T index rows
+  cases.push_back(random_mat(DType::f16, 1088, 256, 4444));
+  cases.push_back(random_mat(DType::bf16, 640, 384, 4545));
   for (DType t : {DType::f16, DType::bf16}) {
     HostMat w(t, 128, 128);
     std::mt19937 rng(3);
@@ -430,7 +435,7 @@ TEST(Mask24Variants, LeanSearchMatchesTheCpuReference) {
       for (std::int64_t c = 0; c < w.cols; ++c) w.set(r, c, r < 8 ? (r < 4 ? 0.f : 0.75f) : vals[rng() % 5]);
     cases.push_back(std::move(w));
   }
-  for (int variant : {7, 8})  // 8: the same search with staged whole-sector stores
+  for (int variant : {7, 8, 9})  // 8: the same search with staged whole-sector stores; 9: over 128-column strips
   for (const HostMat& w : cases) {
     const std::int64_t R = w.rows, C = w.cols;
     const std::size_t mw = std::size_t(train::mask24_words(R, C));
@@ -450,6 +455,7 @@ TEST(Mask24Variants, LeanSearchMatchesTheCpuReference) {
     a.aligned = true;
     a.variant = variant;
     ASSERT_TRUE(train::detail::mask24_lean_fits(a, w.esz(), true));
+    if (variant == 9) ASSERT_EQ(train::detail::mask24_lean_wide_fits(a, w.esz(), true), C % 128 == 0) << R << "x" << C;
     if (w.dtype == DType::f16) train::detail::launch_mask24<__half>(a, true, nullptr);
     else train::detail::launch_mask24<__nv_bfloat16>(a, true, nullptr);
     SPARSENM_CUDA_CHECK(cudaGetLastError());

@@ -119,10 +119,13 @@ __device__ const QuadTableData kQuadTableData = make_quad_table();
 /// The compression table: entry k = quad_pair_entry(k) (pattern24.cuh).
 struct QuadTable {
   uint4 e[256];
-  /// Copies the table (256 threads' worth: two entries per thread of a 128-thread CTA).
+  /// Copies the table (256 threads' worth: two entries per thread of a 128-thread CTA, one of a
+  /// 256-thread CTA; kThreads = the CTA's threads, a divisor of 256).
+  template <int kThreads = Mask24Traits::kThreads>
   __device__ __forceinline__ void fill() {
+    static_assert(256 % kThreads == 0, "threads must divide the table");
 #pragma unroll
-    for (int k = 0; k < 256; k += Mask24Traits::kThreads)
+    for (int k = 0; k < 256; k += kThreads)
       e[k + threadIdx.x] = __ldg(reinterpret_cast<const uint4*>(kQuadTableData.v[k + threadIdx.x]));
   }
   /// Entry of byte j (compile-time 0..3) of the key word `keys`.
@@ -524,6 +527,15 @@ template <class T>
 void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
   constexpr std::size_t kRawSize = sizeof(typename Elem<T>::Raw);
   int variant = a.variant != 0 ? a.variant : mask24_default_variant(kRawSize, search, a.batch, a.rows, a.cols);
+  if (variant == 9) {  // the lean staged search over 128-column strips (mask24_lean.cuh, kCW = 4) where it fits, else variant 8
+    if constexpr (kRawSize == 2) {
+      if (mask24_lean_wide_fits(a, kRawSize, search)) {
+        launch_mask24_lean<T, 4>(a, true, s);
+        return;
+      }
+    }
+    variant = 8;
+  }
   if (variant == 7 || variant == 8) {  // the lean 16-bit search (mask24_lean.cuh; 8: staged stores) where it fits, else the default
     if constexpr (kRawSize == 2) {
       if (variant == 7 ? mask24_lean_fits(a, kRawSize, search) : mask24_lean_staged_fits(a, kRawSize, search)) {
@@ -532,7 +544,7 @@ void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
       }
     }
     variant = mask24_default_variant(kRawSize, search, a.batch, a.rows, a.cols);
-    if (variant == 8) variant = 4;  // what the lean search does not take: the whole-sector kernel
+    if (variant == 8 || variant == 9) variant = 4;  // what the lean search does not take: the whole-sector kernel
   }
   if (variant == 1) {  // the session-2 kernel (mask24_s2.cuh)
     launch_mask24_s2<T>(a, search, s);

@@ -2,7 +2,9 @@
 // from registers; opt-in, measured 0.33 of copy: store-request bound, docs/PERF-train.md "Session
 // 5") and 8 (the same search with every output staged in shared memory and written as whole
 // sectors, Mask24LeanStage: measured 0.69-0.71 of copy, 1.13-1.16x over variant 4: the default for
-// batched 16-bit searches that fit, "Session 5b"). The design notes of variant 7 ("Session 4c")
+// batched 16-bit searches that fit, "Session 5b") and 9 (variant 8 over 128-column strips of 8
+// warps, kCW = 4: fuller S(W) rows per store, measured 1.02-1.03x over 8, 0.70-0.71 of copy: the
+// default where cols % 128 == 0, "Session 5c"). The design notes of variant 7 ("Session 4c")
 // follow. Included by mask24.cuh after QuadTable / prmt / Mask24Geom (it uses them).
 //
 // Why (session 4, measured): the batched 16-bit search is instruction-issue bound: ~40 SASS
@@ -45,11 +47,16 @@
 
 namespace sparsenm::train::detail {
 
+/// kCW: warp columns per CTA (2: variants 7 / 8, 64-column strips; 4: variant 9, 128-column
+/// strips of 8 warps, "Session 5c"). Always 2 warp rows, 24 warps per SM.
+template <int kCW = 2>
 struct Mask24LeanTraits {
-  static constexpr int kThreads = 128, kTileRows = 64, kTileCols = 64, kPasses = 8;
-  static constexpr int kMinBlocks = 6;  ///< 6 x 4 warps = 24 warps per SM (<= 80 registers)
+  static_assert(kCW == 2 || kCW == 4, "64- or 128-column strips");
+  static constexpr int kThreads = 64 * kCW, kTileRows = 64, kTileCols = 32 * kCW, kPasses = 8;
+  static constexpr int kMinBlocks = 12 / kCW;  ///< 24 warps per SM (<= 80 registers)
 };
-static_assert(Mask24LeanTraits::kTileRows == 64 && Mask24LeanTraits::kTileCols == 64, "mask24_lean_fits (train_common.cuh) assumes 64 x 64 tiles");
+static_assert(Mask24LeanTraits<2>::kTileRows == 64 && Mask24LeanTraits<2>::kTileCols == 64, "mask24_lean_fits (train_common.cuh) assumes 64 x 64 tiles");
+static_assert(Mask24LeanTraits<4>::kTileCols == 128, "mask24_lean_wide_fits (train_common.cuh) assumes 128-column strips");
 
 /// Magnitudes (rank_magnitude24, fp32) of block b (columns 4b..4b+3) of a 4 x 8 region of a
 /// 16-bit type, two elements per word: as block_magnitudes (mask24.cuh).
@@ -92,35 +99,51 @@ struct Mask24LeanSteps {
 /// index bytes collect over the strip's passes: 64 W^T rows x 64 B (8 per pass; words XOR-
 /// swizzled by W^T row), written after the last pass. (S(W) index rows of a 64-column strip are
 /// 8 bytes: those stay partial sectors, 64 B-runs of 8 rows per warp instruction.)
+/// kCW = 4 (variant 9, 128-column strips): S(W) value rows of 128 B (32 words, same skew), 128
+/// W^T rows of 64 B, mask rows of 64 B (pitch 20 words), S(W) index rows of 16 B (4 words,
+/// swizzled by (row >> 3) & 3), 128 W^T index rows: 2 x 19.8 KB + 8 KB (+ 4 KB table) per CTA,
+/// 3 CTAs = 155 KB per SM.
+template <int kCW = 2>
 struct Mask24LeanStage {
-  static constexpr int kRowWords = 1152;  ///< 64 rows of 16 words, 32 words of padding per 16 rows
-  static constexpr int kMaskPitch = 12;   ///< words per staged mask row (8 used)
+  static constexpr int kSvPitch = 8 * kCW;                  ///< words per staged S(W) value row
+  static constexpr int kSvWords = 64 * kSvPitch + 32 * 4;   ///< 64 rows, 32 words of padding per 16 rows
+  static constexpr int kTvRows = 32 * kCW;                  ///< W^T rows of the strip
+  static constexpr int kTvWords = kTvRows * 16 + 32 * (kTvRows / 16);
+  static constexpr int kMaskPitch = kCW == 2 ? 12 : 20;     ///< words per staged mask row (4 kCW used)
   struct Buf {
-    uint4 sv[kRowWords / 4], tv[kRowWords / 4];  // uint4: 16-byte aligned
+    uint4 sv[kSvWords / 4], tv[kTvWords / 4];  // uint4: 16-byte aligned
     std::uint32_t mask[16 * kMaskPitch];
-    std::uint32_t sidx[64 * 2];
+    std::uint32_t sidx[64 * (kCW == 2 ? 2 : 4)];
   } buf[2];
-  std::uint32_t tidx[64 * 16];
+  std::uint32_t tidx[kTvRows * 16];
 };
-constexpr int lean_row_base_c(int row) { return row * 16 + 8 * ((row >> 2) & 3) + 32 * (row >> 4); }
-/// Word offset of staged row `row` (16 words each, 8 words of skew per 4-row group, 32 of padding per 16 rows).
-__device__ __forceinline__ int lean_row_base(int row) { return lean_row_base_c(row); }
+template <int kPitch = 16>
+constexpr int lean_row_base_c(int row) { return row * kPitch + 8 * ((row >> 2) & 3) + 32 * (row >> 4); }
+/// Word offset of staged row `row` (kPitch words each, 8 words of skew per 4-row group, 32 of padding per 16 rows).
+template <int kPitch = 16>
+__device__ __forceinline__ int lean_row_base(int row) { return lean_row_base_c<kPitch>(row); }
 __device__ __forceinline__ int lean_tidx_word(int row, int word) { return row * 16 + (word ^ (((row >> 2) & 7) << 1)); }
 
-template <class T, bool kStaged = false>
-__global__ void __launch_bounds__(Mask24LeanTraits::kThreads, Mask24LeanTraits::kMinBlocks)
+template <class T, bool kStaged = false, int kCW = 2>
+__global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTraits<kCW>::kMinBlocks)
     mask24_lean_kernel(Mask24Args args, Mask24Geom g, Mask24LeanSteps st) {
-  using L = Mask24LeanTraits;
+  using L = Mask24LeanTraits<kCW>;
+  using Stage = Mask24LeanStage<kCW>;
   static_assert(sizeof(T) == 2, "16-bit types only");
+  static_assert(kStaged || kCW == 2, "128-column strips are staged only");
   __shared__ QuadTable table;
-  __shared__ std::conditional_t<kStaged, Mask24LeanStage, char> stage_sm;
+  // kCW = 4: the stage (48.4 KB) lives in dynamic shared memory (static shared memory stops at 48 KB)
+  __shared__ std::conditional_t<kStaged && kCW == 2, Stage, char> stage_static;
+  extern __shared__ uint4 lean_dyn_sm[];
+  auto& stage_sm = *reinterpret_cast<std::conditional_t<kStaged, Stage, char>*>(kCW == 2 ? static_cast<void*>(&stage_static) : static_cast<void*>(lean_dyn_sm));
   offset_to_matrix(args, g, blockIdx.z);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31, warp0 = threadIdx.x >> 5;
+  const int wr = warp0 / kCW, wc = warp0 % kCW;  // warp row (of 2), warp column (of kCW)
   const int xl = lane & 3, yl = lane >> 2;
   const bool top = (yl & 1) == 0;  // upper block row of a window pair; partner lane ^ 4
   const std::int64_t row_base = std::int64_t(blockIdx.y) * (L::kTileRows * L::kPasses);
-  const std::int64_t r0 = row_base + 32 * (warp >> 1) + 4 * yl;
-  const std::int64_t c0 = std::int64_t(blockIdx.x) * L::kTileCols + 32 * (warp & 1) + 8 * xl;
+  const std::int64_t r0 = row_base + 32 * wr + 4 * yl;
+  const std::int64_t c0 = std::int64_t(blockIdx.x) * L::kTileCols + 32 * wc + 8 * xl;
   const std::int64_t br = r0 / 4, bc = c0 / 4;
   const int passes = int(min(std::int64_t(L::kPasses), (args.rows - row_base) / L::kTileRows));  // CTA-uniform
   const char* pw = static_cast<const char*>(args.w) + (r0 * args.cols + c0) * 2;
@@ -134,39 +157,45 @@ __global__ void __launch_bounds__(Mask24LeanTraits::kThreads, Mask24LeanTraits::
   char* pti = reinterpret_cast<char*>(args.wt_indices) + tc * g.ti_pitch + br / 2;
   // staged (variant 8): local coordinates of the thread's deposits and its write-out pointers
   const int tid = threadIdx.x;
-  const int rl = 32 * (warp >> 1) + 4 * yl;                           // region's first row in the pass tile
-  const int hv = 4 * (warp & 1) + xl;                                  // its 8-byte half of an S(W) row
-  const int tl = 32 * (warp & 1) + 8 * xl + (top ? 0 : 4);            // first of its 4 W^T rows
-  const int ht = 4 * (warp >> 1) + (yl >> 1);                         // its window pair = 8-byte half of a W^T row
-  const int orow = tid >> 2, och = tid & 3;                            // write-out: row (and + 32), 16-byte chunk
+  const int rl = 32 * wr + 4 * yl;                           // region's first row in the pass tile
+  const int hv = 4 * wc + xl;                                          // its 8-byte half of an S(W) row
+  const int tl = 32 * wc + 8 * xl + (top ? 0 : 4);            // first of its 4 W^T rows
+  const int ht = 4 * wr + (yl >> 1);                         // its window pair = 8-byte half of a W^T row
+  const int orow = tid / (2 * kCW), och = tid % (2 * kCW);            // S(W) value write-out: row (and + 32), 16-byte chunk
+  const int trow = tid >> 2, tch = tid & 3;                            // W^T rows: row (and + 16 kCW), 16-byte chunk
+  constexpr int kSiRow = kCW == 2 ? 8 : 16;                            // bytes per S(W) index row of the strip
+  constexpr int kSiFirst = 16 * kCW;                                   // threads [kSiFirst, +64) write the S(W) index rows
   char* ov = nullptr;   // S(W) values of (row orow, chunk och) of the pass
-  char* ot = nullptr;   // S(W)^T values of W^T row orow, chunk och of the pass
-  char* oq = nullptr;   // warp 0: mask rows; warps 1-2: S(W) index rows
+  char* ot = nullptr;   // S(W)^T values of W^T row trow, chunk tch of the pass
+  char* oq = nullptr;   // threads < 16 kCW: mask rows; [16 kCW, 16 kCW + 64): S(W) index rows
   std::int64_t oq_pass = 0;
   // deposit / read byte offsets in a staging buffer, fixed per thread (rows rl..rl+3 and W^T
   // rows tl..tl+3 share their 4-row group, so row + i lies 64 B after row: lean_row_base)
-  int o_sv = 0, o_tv = 0, o_si = 0, o_mk = 0, o_td = 0, o_rd = 0, s_td = 0;
+  int o_sv = 0, o_tv = 0, o_si = 0, o_mk = 0, o_td = 0, o_rd = 0, o_rt = 0, s_td = 0;
   if constexpr (kStaged) {
-    using B = Mask24LeanStage::Buf;
-    o_sv = int(offsetof(B, sv)) + 4 * lean_row_base(rl) + 8 * hv;
+    using B = typename Stage::Buf;
+    o_sv = int(offsetof(B, sv)) + 4 * lean_row_base<Stage::kSvPitch>(rl) + 8 * hv;
     o_tv = int(offsetof(B, tv)) + 4 * lean_row_base(tl) + 8 * ht;
-    o_si = int(offsetof(B, sidx)) + 4 * (2 * rl + ((warp & 1) ^ ((rl >> 4) & 1))) + xl;
-    o_mk = int(offsetof(B, mask)) + 4 * ((8 * (warp >> 1) + yl) * Mask24LeanStage::kMaskPitch + hv);
-    o_td = 64 * tl + 4 * (warp >> 1) + (yl >> 1);
+    // S(W) index words swizzled by row group: kCW 2: word wc ^ bit 4 of the row; 4: wc ^ bits 3-4
+    const int si_swz = kCW == 2 ? ((rl >> 4) & 1) : ((rl >> 3) & 3);
+    o_si = int(offsetof(B, sidx)) + kSiRow * rl + 4 * (wc ^ si_swz) + xl;
+    o_mk = int(offsetof(B, mask)) + 4 * ((8 * wr + yl) * Stage::kMaskPitch + hv);
+    o_td = 64 * tl + 4 * wr + (yl >> 1);
     s_td = (tl >> 2) & 7;
-    o_rd = 4 * lean_row_base(orow) + 16 * och;
+    o_rd = 4 * lean_row_base<Stage::kSvPitch>(orow) + 16 * och;
+    o_rt = int(offsetof(B, tv)) + 4 * lean_row_base(trow) + 16 * tch;
     const std::int64_t col0 = std::int64_t(blockIdx.x) * L::kTileCols;
     ov = static_cast<char*>(args.w_values) + row_base * st.wv_row + col0 + 16 * och + orow * st.wv_row;
-    ot = static_cast<char*>(args.wt_values) + (col0 + orow) * st.tv_row + row_base + 16 * och;
-    if (warp == 0) {
-      oq = reinterpret_cast<char*>(args.mask_out) + ((row_base / 4 + (tid >> 1)) * g.bcols + col0 / 4) * 2 + 16 * (tid & 1);
+    ot = static_cast<char*>(args.wt_values) + (col0 + trow) * st.tv_row + row_base + 16 * tch;
+    if (tid < 16 * kCW) {
+      oq = reinterpret_cast<char*>(args.mask_out) + ((row_base / 4 + tid / kCW) * g.bcols + col0 / 4) * 2 + 16 * (tid % kCW);
       oq_pass = st.mask_pass;
-    } else if (warp <= 2) {
-      oq = reinterpret_cast<char*>(args.w_indices) + (row_base + tid - 32) * g.wi_pitch + col0 / 8;
+    } else if (tid < kSiFirst + 64) {
+      oq = reinterpret_cast<char*>(args.w_indices) + (row_base + tid - kSiFirst) * g.wi_pitch + col0 / 8;
       oq_pass = st.wi_pass;
     }
   }
-  table.fill();
+  table.template fill<L::kThreads>();
   __syncthreads();  // the only barrier: the table is ready
 #pragma unroll 1
   for (int p = 0; p < passes; ++p) {
@@ -185,7 +214,7 @@ __global__ void __launch_bounds__(Mask24LeanTraits::kThreads, Mask24LeanTraits::
     }
     char* sb = nullptr;  // staged: this pass's buffer
     if constexpr (kStaged) {
-      sb = reinterpret_cast<char*>(&stage_sm.buf[0]) + (p & 1) * int(sizeof(Mask24LeanStage::Buf));
+      sb = reinterpret_cast<char*>(&stage_sm.buf[0]) + (p & 1) * int(sizeof(typename Stage::Buf));
       *reinterpret_cast<std::uint32_t*>(sb + o_mk) = __byte_perm(code[0], code[1], 0x5410);
     } else {
       __stcs(reinterpret_cast<unsigned*>(pm), __byte_perm(code[0], code[1], 0x5410));
@@ -200,8 +229,8 @@ __global__ void __launch_bounds__(Mask24LeanTraits::kThreads, Mask24LeanTraits::
       const uint4 e = table.at<r / 2>((r & 1) ? ko : ke);
       const uint2 v = make_uint2(prmt(x[r][0], x[r][1], e.x), prmt(x[r][2], x[r][3], e.y));
       if constexpr (kStaged) {
-        *reinterpret_cast<uint2*>(sb + o_sv + 64 * r) = v;
-        *reinterpret_cast<std::uint8_t*>(sb + o_si + 8 * r) = std::uint8_t(e.z);
+        *reinterpret_cast<uint2*>(sb + o_sv + 4 * Stage::kSvPitch * r) = v;
+        *reinterpret_cast<std::uint8_t*>(sb + o_si + kSiRow * r) = std::uint8_t(e.z);
       } else {
         __stcs(reinterpret_cast<uint2*>(pv + r * st.wv_row), v);
         *reinterpret_cast<std::uint8_t*>(pi + r * st.wi_row) = std::uint8_t(e.z);
@@ -242,19 +271,24 @@ __global__ void __launch_bounds__(Mask24LeanTraits::kThreads, Mask24LeanTraits::
       __syncthreads();  // the pass's deposits are complete (the other buffer was written out a pass ago)
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
-        using B = Mask24LeanStage::Buf;
-        constexpr int kHalf = 4 * (lean_row_base_c(32) - lean_row_base_c(0));  // row + 32 lies this many bytes further
+        constexpr int kHalf = 4 * (lean_row_base_c<Stage::kSvPitch>(32) - lean_row_base_c<Stage::kSvPitch>(0));  // row + 32 lies this many bytes further
+        constexpr int kHalfT = 4 * (lean_row_base_c(16 * kCW) - lean_row_base_c(0));  // W^T row + 16 kCW
         __stcs(reinterpret_cast<uint4*>(ov + k * 32 * st.wv_row), *reinterpret_cast<const uint4*>(sb + o_rd + k * kHalf));
-        __stcs(reinterpret_cast<uint4*>(ot + k * 32 * st.tv_row),
-               *reinterpret_cast<const uint4*>(sb + (int(offsetof(B, tv)) - int(offsetof(B, sv))) + o_rd + k * kHalf));
+        __stcs(reinterpret_cast<uint4*>(ot + k * (16 * kCW) * st.tv_row), *reinterpret_cast<const uint4*>(sb + o_rt + k * kHalfT));
       }
-      if (warp == 0) {
-        const auto* m = reinterpret_cast<const std::uint32_t*>(sb + offsetof(Mask24LeanStage::Buf, mask));
-        __stcs(reinterpret_cast<uint4*>(oq), *reinterpret_cast<const uint4*>(&m[(tid >> 1) * Mask24LeanStage::kMaskPitch + 4 * (tid & 1)]));
-      } else if (warp <= 2) {
-        const int row = tid - 32;
-        const uint2 q = *reinterpret_cast<const uint2*>(sb + offsetof(Mask24LeanStage::Buf, sidx) + 8 * row);
-        __stcs(reinterpret_cast<uint2*>(oq), ((row >> 4) & 1) ? make_uint2(q.y, q.x) : q);
+      if (tid < 16 * kCW) {
+        const auto* m = reinterpret_cast<const std::uint32_t*>(sb + offsetof(typename Stage::Buf, mask));
+        __stcs(reinterpret_cast<uint4*>(oq), *reinterpret_cast<const uint4*>(&m[(tid / kCW) * Stage::kMaskPitch + 4 * (tid % kCW)]));
+      } else if (tid < kSiFirst + 64) {
+        const int row = tid - kSiFirst;
+        if constexpr (kCW == 2) {
+          const uint2 q = *reinterpret_cast<const uint2*>(sb + offsetof(typename Stage::Buf, sidx) + 8 * row);
+          __stcs(reinterpret_cast<uint2*>(oq), ((row >> 4) & 1) ? make_uint2(q.y, q.x) : q);
+        } else {
+          const auto* q = reinterpret_cast<const std::uint32_t*>(sb + offsetof(typename Stage::Buf, sidx)) + 4 * row;
+          const int sw = (row >> 3) & 3;
+          __stcs(reinterpret_cast<uint4*>(oq), make_uint4(q[sw], q[1 ^ sw], q[2 ^ sw], q[3 ^ sw]));
+        }
       }
       ov += st.wv_pass;
       ot += 2 * (L::kTileRows / 2);
@@ -274,19 +308,19 @@ __global__ void __launch_bounds__(Mask24LeanTraits::kThreads, Mask24LeanTraits::
     const bool idx16 = (g.ti_pitch % 16) == 0;  // rows % 128 == 0 (pointers are 16-byte aligned)
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
-      const int row = orow + 32 * k;
+      const int row = trow + 16 * kCW * k;
       std::uint32_t w4[4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) w4[j] = stage_sm.tidx[lean_tidx_word(row, 4 * och + j)];
-      char* dst = reinterpret_cast<char*>(args.wt_indices) + (std::int64_t(blockIdx.x) * L::kTileCols + row) * g.ti_pitch + row_base / 8 + 16 * och;
-      if (16 * och + 16 <= valid) {
+      for (int j = 0; j < 4; ++j) w4[j] = stage_sm.tidx[lean_tidx_word(row, 4 * tch + j)];
+      char* dst = reinterpret_cast<char*>(args.wt_indices) + (std::int64_t(blockIdx.x) * L::kTileCols + row) * g.ti_pitch + row_base / 8 + 16 * tch;
+      if (16 * tch + 16 <= valid) {
         if (idx16) {
           __stcs(reinterpret_cast<uint4*>(dst), make_uint4(w4[0], w4[1], w4[2], w4[3]));
         } else {
           __stcs(reinterpret_cast<uint2*>(dst), make_uint2(w4[0], w4[1]));
           __stcs(reinterpret_cast<uint2*>(dst) + 1, make_uint2(w4[2], w4[3]));
         }
-      } else if (16 * och < valid) {
+      } else if (16 * tch < valid) {
         __stcs(reinterpret_cast<uint2*>(dst), make_uint2(w4[0], w4[1]));
       }
     }
@@ -294,9 +328,9 @@ __global__ void __launch_bounds__(Mask24LeanTraits::kThreads, Mask24LeanTraits::
 }
 
 /// Launches variant 7, or with staged whole-sector stores 8 (the caller checked mask24_lean_fits).
-template <class T>
+template <class T, int kCW = 2>
 void launch_mask24_lean(const Mask24Args& a, bool staged, cudaStream_t s) {
-  using L = Mask24LeanTraits;
+  using L = Mask24LeanTraits<kCW>;
   const Mask24Geom g = mask24_geom<typename Elem<T>::Raw>(a);
   Mask24LeanSteps st;
   st.w_row = a.cols * 2;
@@ -310,7 +344,13 @@ void launch_mask24_lean(const Mask24Args& a, bool staged, cudaStream_t s) {
   st.wi_pass = L::kTileRows * st.wi_row;
   const std::int64_t strip = std::int64_t(L::kTileRows) * L::kPasses;
   const dim3 grid(unsigned(a.cols / L::kTileCols), unsigned((a.rows + strip - 1) / strip), unsigned(a.batch));
-  if (staged) mask24_lean_kernel<T, true><<<grid, L::kThreads, 0, s>>>(a, g, st);
+  if constexpr (kCW != 2) {
+    constexpr int kDyn = int(sizeof(Mask24LeanStage<kCW>));
+    // every launch (per device, ~1 us on the host: the kernel runs ~0.1-1 ms)
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(mask24_lean_kernel<T, true, kCW>, cudaFuncAttributeMaxDynamicSharedMemorySize, kDyn));
+    mask24_lean_kernel<T, true, kCW><<<grid, L::kThreads, kDyn, s>>>(a, g, st);
+  }
+  else if (staged) mask24_lean_kernel<T, true><<<grid, L::kThreads, 0, s>>>(a, g, st);
   else mask24_lean_kernel<T, false><<<grid, L::kThreads, 0, s>>>(a, g, st);
   SPARSENM_CUDA_CHECK_LAUNCH("mask24_lean_kernel");
 }

@@ -101,7 +101,9 @@ struct Mask24Args {
   /// search, rows and cols multiples of 64, aligned, all outputs present), else the default;
   /// 8 = variant 7 with every output staged in shared memory and written as whole 32-byte sectors
   /// by 16-byte stores (docs/PERF-train.md "Session 5b"; the batched 16-bit default), where
-  /// mask24_lean_staged_fits holds, else the non-lean default.
+  /// mask24_lean_staged_fits holds, else the non-lean default; 9 = variant 8 over 128-column
+  /// strips of 8 warps (fewer, fuller L2 write requests; docs/PERF-train.md "Session 5c") where
+  /// mask24_lean_wide_fits holds, else variant 8.
   /// Outputs are identical; the bench times the non-default ones in the same run.
   int variant = 0;
   /// Bench / profiling only (variants 4-6): at most this many CTAs resident per SM, by padding the
@@ -124,9 +126,12 @@ struct Mask24Args {
 ///   batched 16-bit searches whose rows and columns are multiples of 64 (1.13-1.16x over variant 4
 ///   on 36 x 5120x1280 and 48 x 6400x1600, f16 and bf16; the launcher runs variant 4 where
 ///   mask24_lean_staged_fits does not hold).
+/// - session 5c (ea31e90): the same over 128-column strips (variant 9) where the columns are
+///   multiples of 128 (1.02-1.03x over variant 8 on 36 x 5120x1280, f16 and bf16, same run; the
+///   launcher runs variant 8 where mask24_lean_wide_fits does not hold).
 inline int mask24_default_variant(std::size_t elem_size, bool search, std::int64_t batch, std::int64_t rows, std::int64_t cols) {
   const std::int64_t footprints = batch * ((rows + 255) / 256) * ((cols + 255) / 256);
-  if (batch > 1 && footprints >= 3600 && search && elem_size == 2 && rows % 64 == 0 && cols % 64 == 0) return 8;
+  if (batch > 1 && footprints >= 3600 && search && elem_size == 2 && rows % 64 == 0 && cols % 64 == 0) return cols % 128 == 0 ? 9 : 8;
   if (batch > 1 && footprints >= 3600 && (search || (rows % 256 == 0 && cols % 256 == 0))) return 4;
   if (!search || elem_size != 2) return 1;
   return (batch == 1 && rows * cols <= std::int64_t(6400) * 1600) ? 3 : 2;
@@ -143,6 +148,12 @@ inline bool mask24_lean_fits(const Mask24Args& a, std::size_t elem_size, bool se
 /// of Mask24Args::aligned).
 inline bool mask24_lean_staged_fits(const Mask24Args& a, std::size_t elem_size, bool search) {
   return mask24_lean_fits(a, elem_size, search) && reinterpret_cast<std::uintptr_t>(a.w_indices) % 8 == 0;
+}
+
+/// Variant 9 (128-column strips of the staged lean search, mask24_lean.cuh kCW = 4): cols % 128
+/// == 0 and 16-byte S(W) index rows (w_indices 16-byte aligned); otherwise variant 8 runs.
+inline bool mask24_lean_wide_fits(const Mask24Args& a, std::size_t elem_size, bool search) {
+  return mask24_lean_staged_fits(a, elem_size, search) && a.cols % 128 == 0 && reinterpret_cast<std::uintptr_t>(a.w_indices) % 16 == 0;
 }
 
 struct Mvue24Args {
