@@ -74,11 +74,16 @@ struct SkArgs {
   int y_dtype = 0;          ///< 0 f32, 1 f16, 2 bf16
 };
 
-template <class T, int B_, int NN_, int MM_, int XM_ = kSkXBulk, bool COMPUTE_ = true, int END_ = kSkEndPar>
+/// IL_ (probe variant "sk-il", never a plan candidate): the load of tile t + 2 is interleaved with
+/// the products of tile t — each 16-byte value vector of the next tile is requested as soon as the
+/// 8 slots of the current tile that it replaces are multiplied, the index words after the last slot
+/// (the same registers; the shipped form requests all of the next tile after all 32 products).
+template <class T, int B_, int NN_, int MM_, int XM_ = kSkXBulk, bool COMPUTE_ = true, int END_ = kSkEndPar,
+          bool IL_ = false>
 struct SkTraits {
   using Elem = T;
   static constexpr int B = B_, NN = NN_, MM = MM_, XM = XM_, END = END_;
-  static constexpr bool kCompute = COMPUTE_;
+  static constexpr bool kCompute = COMPUTE_, kInterleave = IL_;
   static constexpr int kWarps = 8, kThreads = 256, kSlots = 32;
   static constexpr int kVecs = kSlots * int(sizeof(T)) / 16;
   static constexpr int kIdxVec = B % 4 == 0 ? 4 : (B % 2 == 0 ? 2 : 1);
@@ -129,6 +134,36 @@ __device__ __forceinline__ void compute(const Tile<Tr>& tile, float& acc, const 
       }
     }
   }
+}
+
+/// compute() of tile t, with global tile `nu` loaded into the same registers as they free up
+/// (value vector q after its 8 slots, the index words last) when `more` (the IL_ variant).
+template <class Tr>
+__device__ __forceinline__ void compute_load(Tile<Tr>& tile, float& acc, const unsigned short* xs, int t,
+                                             const SkArgs& a, long long nu, bool more, int lane) {
+  static_assert(Tr::kCompute && Tr::XM != kSkXNone, "the interleaved form serves the computing variants");
+  constexpr int kPerVec = Tr::kSlots / Tr::kVecs;
+  const unsigned short* base = xs + (t * (Tr::kSlots / Tr::NN)) * Tr::MM;
+  const uint4* vp = static_cast<const uint4*>(a.values) + std::size_t(more ? nu : 0) * Tr::kVecs * 32 + lane;
+#pragma unroll
+  for (int q = 0; q < Tr::kVecs; ++q) {
+#pragma unroll
+    for (int jj = 0; jj < kPerVec; ++jj) {
+      const int j = q * kPerVec + jj;
+      const float w = detail::value_at<typename Tr::Elem>(tile.v, j);
+      const unsigned idx = detail::field<Tr::B>(tile.i, j);
+      acc = fmaf(w, x_to_f<typename Tr::Elem>(base[(j / Tr::NN) * Tr::MM + idx]), acc);
+    }
+    if (more) {
+      // The address depends on acc through a mask that is 0 at run time (n >= 0; the compiler cannot
+      // know): ptxas otherwise sinks these loads below the last product (read in the SASS).
+      const std::size_t dep = __float_as_uint(acc) & unsigned(a.n >> 31);
+      const uint4 u = __ldcs(vp + q * 32 + dep);
+      tile.v[4 * q] = u.x, tile.v[4 * q + 1] = u.y, tile.v[4 * q + 2] = u.z, tile.v[4 * q + 3] = u.w;
+    }
+  }
+  if (more)
+    load_stream_tile<0, Tr::kIdxLoads, Tr::kIdxVec>(tile.v, tile.i, a.values, a.indices, std::size_t(nu), lane);
 }
 
 /// Adds a partial group sum (ntiles of the group's tiles) and, if it completes the group, writes Y.
@@ -238,12 +273,20 @@ __global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __gri
   const int n_units = int(u1 - u0);
   if (n_units > 0) wait_x();
   for (int q = 0; q < n_units; q += 2) {
-    sk::compute<Tr>(ta, acc, xs, t);
-    if (q + 2 < n_units) sk::load<Tr>(ta, a, u0 + q + 2, lane);
+    if constexpr (Tr::kInterleave) {
+      sk::compute_load<Tr>(ta, acc, xs, t, a, u0 + q + 2, q + 2 < n_units, lane);
+    } else {
+      sk::compute<Tr>(ta, acc, xs, t);
+      if (q + 2 < n_units) sk::load<Tr>(ta, a, u0 + q + 2, lane);
+    }
     step();
     if (q + 1 < n_units) {
-      sk::compute<Tr>(tb, acc, xs, t);
-      if (q + 3 < n_units) sk::load<Tr>(tb, a, u0 + q + 3, lane);
+      if constexpr (Tr::kInterleave) {
+        sk::compute_load<Tr>(tb, acc, xs, t, a, u0 + q + 3, q + 3 < n_units, lane);
+      } else {
+        sk::compute<Tr>(tb, acc, xs, t);
+        if (q + 3 < n_units) sk::load<Tr>(tb, a, u0 + q + 3, lane);
+      }
       step();
     }
   }
