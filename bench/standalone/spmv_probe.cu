@@ -17,8 +17,8 @@
 //   read             a plain read-only kernel over the same bytes (16-byte loads, 4 in flight per
 //                    thread, sms x 4 CTAs of 256): the achievable read ceiling [diagnostic]
 //   sk, sk-w2, sk-w4 cuda:ew_spmv_sk with 1 / 2 / 4 waves (bulk-copied X, stream-K split), chk
-//   sk-serial        sk with the session-5 end (two flushes one after the other), chk
-//   sk-il            sk with tile t + 2's loads interleaved with tile t's products, chk
+//   sk-par           sk with the session-5b end (head RED in the loop, one fence, both counters in
+//                    one ATOM, read-backs together; measured no faster, not shipped), chk
 //   sk-loopX         sk with X copied by the threads + __syncthreads instead of cp.async.bulk, chk
 //   sk-noX, sk-stream sk's grid without X / without decode                    [diagnostic]
 //   empty            an empty kernel
@@ -332,7 +332,7 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
   std::string chk = check(dy.get(), ref);
   report("lib", g, timer.time([&] { lib(a, cfg, nullptr); }), chk);
-  // SPMV_PROBE_FAST=1: lib, read, sk, sk-serial, sk-il, sk-stream only (the others were measured at 20d8a0f).
+  // SPMV_PROBE_FAST=1: lib, read, sk, sk-par, sk-stream only (the others were measured at 20d8a0f).
   const bool fast = std::getenv("SPMV_PROBE_FAST") != nullptr;
   // The copy with everything on (control of the copy), then the suspects removed one at a time.
   if (!fast) {
@@ -383,10 +383,8 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   using SkNoX = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone>;
   using SkStream = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false>;
   run_sk("sk", &sew::launch_spmv_sk<Sk>, 1, true);
-  using SkSerial = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial>;
-  run_sk("sk-serial", &sew::launch_spmv_sk<SkSerial>, 1, true);
-  using SkIl = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndPar, true>;
-  run_sk("sk-il", &sew::launch_spmv_sk<SkIl>, 1, true);
+  using SkPar = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndPar>;
+  run_sk("sk-par", &sew::launch_spmv_sk<SkPar>, 1, true);
   if (!fast) {
     run_sk("sk-w2", &sew::launch_spmv_sk<Sk>, 2, true);
     run_sk("sk-w4", &sew::launch_spmv_sk<Sk>, 4, true);

@@ -15,10 +15,8 @@
 //    two partial groups (its first and its last). Partials are added to an fp32 workspace (one RED
 //    per lane) and counted per group (tiles contributed); the contributor whose count completes the
 //    group reads the sum back with atomicExch (which also resets the workspace to 0) and writes Y.
-//    The head partial's RED is issued when the head group closes (nothing waits on it); the fence,
-//    the counter atomics and the read-backs happen once, after the warp's last tile (END below): no
-//    fence in the streaming loop, no cluster, no DSMEM barrier. The workspace and counters are zero
-//    between launches (self-resetting).
+//    The flushes happen once, after the warp's last tile: no fence in the streaming loop, no cluster,
+//    no DSMEM barrier. The workspace and counters are zero between launches (self-resetting).
 //  * X: the CTA's warps may touch any column, so the whole X row (fp16 / bf16, kept in the weight
 //    dtype: at m = 1 one conversion per slot is within budget) is brought into shared memory by ONE
 //    `cp.async.bulk` issued by one thread, completing on an mbarrier; each warp waits on the mbarrier
@@ -49,12 +47,12 @@
 namespace sparsenm::cuda::ew {
 
 constexpr int kSkXBulk = 0, kSkXLoop = 1, kSkXNone = 2;
-/// End of a warp's range: kSkEndPar (shipped) adds the head partial to the workspace as soon as the
-/// head group closes in the loop (a RED, nothing waits on it), then ends with ONE acq_rel fence
-/// (not the SC fence of __threadfence), both group
-/// counters bumped by one ATOM of two lanes, and both read-backs in flight together (3 dependent L2
-/// round trips); kSkEndSerial (session-5 measured form, probe control) runs the two flushes one
-/// after the other (up to 6).
+/// End of a warp's range: kSkEndSerial (shipped, session 5) runs the head and open-group flushes one
+/// after the other (up to 6 dependent L2 round trips). kSkEndPar (probe variant "sk-par", not
+/// shipped: measured no faster, docs/PERF.md session 5b) adds the head partial to the workspace as
+/// soon as the head group closes in the loop (a RED nothing waits on), then ends with ONE acq_rel
+/// fence, both group counters bumped by one ATOM of two lanes, and both read-backs in flight
+/// together (3 dependent round trips).
 constexpr int kSkEndSerial = 0, kSkEndPar = 1;
 
 /// Arguments of one launch (sizes in elements).
@@ -74,16 +72,11 @@ struct SkArgs {
   int y_dtype = 0;          ///< 0 f32, 1 f16, 2 bf16
 };
 
-/// IL_ (probe variant "sk-il", never a plan candidate): the load of tile t + 2 is interleaved with
-/// the products of tile t — each 16-byte value vector of the next tile is requested as soon as the
-/// 8 slots of the current tile that it replaces are multiplied, the index words after the last slot
-/// (the same registers; the shipped form requests all of the next tile after all 32 products).
-template <class T, int B_, int NN_, int MM_, int XM_ = kSkXBulk, bool COMPUTE_ = true, int END_ = kSkEndPar,
-          bool IL_ = false>
+template <class T, int B_, int NN_, int MM_, int XM_ = kSkXBulk, bool COMPUTE_ = true, int END_ = kSkEndSerial>
 struct SkTraits {
   using Elem = T;
   static constexpr int B = B_, NN = NN_, MM = MM_, XM = XM_, END = END_;
-  static constexpr bool kCompute = COMPUTE_, kInterleave = IL_;
+  static constexpr bool kCompute = COMPUTE_;
   static constexpr int kWarps = 8, kThreads = 256, kSlots = 32;
   static constexpr int kVecs = kSlots * int(sizeof(T)) / 16;
   static constexpr int kIdxVec = B % 4 == 0 ? 4 : (B % 2 == 0 ? 2 : 1);
@@ -134,36 +127,6 @@ __device__ __forceinline__ void compute(const Tile<Tr>& tile, float& acc, const 
       }
     }
   }
-}
-
-/// compute() of tile t, with global tile `nu` loaded into the same registers as they free up
-/// (value vector q after its 8 slots, the index words last) when `more` (the IL_ variant).
-template <class Tr>
-__device__ __forceinline__ void compute_load(Tile<Tr>& tile, float& acc, const unsigned short* xs, int t,
-                                             const SkArgs& a, long long nu, bool more, int lane) {
-  static_assert(Tr::kCompute && Tr::XM != kSkXNone, "the interleaved form serves the computing variants");
-  constexpr int kPerVec = Tr::kSlots / Tr::kVecs;
-  const unsigned short* base = xs + (t * (Tr::kSlots / Tr::NN)) * Tr::MM;
-  const uint4* vp = static_cast<const uint4*>(a.values) + std::size_t(more ? nu : 0) * Tr::kVecs * 32 + lane;
-#pragma unroll
-  for (int q = 0; q < Tr::kVecs; ++q) {
-#pragma unroll
-    for (int jj = 0; jj < kPerVec; ++jj) {
-      const int j = q * kPerVec + jj;
-      const float w = detail::value_at<typename Tr::Elem>(tile.v, j);
-      const unsigned idx = detail::field<Tr::B>(tile.i, j);
-      acc = fmaf(w, x_to_f<typename Tr::Elem>(base[(j / Tr::NN) * Tr::MM + idx]), acc);
-    }
-    if (more) {
-      // The address depends on acc through a mask that is 0 at run time (n >= 0; the compiler cannot
-      // know): ptxas otherwise sinks these loads below the last product (read in the SASS).
-      const std::size_t dep = __float_as_uint(acc) & unsigned(a.n >> 31);
-      const uint4 u = __ldcs(vp + q * 32 + dep);
-      tile.v[4 * q] = u.x, tile.v[4 * q + 1] = u.y, tile.v[4 * q + 2] = u.z, tile.v[4 * q + 3] = u.w;
-    }
-  }
-  if (more)
-    load_stream_tile<0, Tr::kIdxLoads, Tr::kIdxVec>(tile.v, tile.i, a.values, a.indices, std::size_t(nu), lane);
 }
 
 /// Adds a partial group sum (ntiles of the group's tiles) and, if it completes the group, writes Y.
@@ -273,20 +236,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __gri
   const int n_units = int(u1 - u0);
   if (n_units > 0) wait_x();
   for (int q = 0; q < n_units; q += 2) {
-    if constexpr (Tr::kInterleave) {
-      sk::compute_load<Tr>(ta, acc, xs, t, a, u0 + q + 2, q + 2 < n_units, lane);
-    } else {
-      sk::compute<Tr>(ta, acc, xs, t);
-      if (q + 2 < n_units) sk::load<Tr>(ta, a, u0 + q + 2, lane);
-    }
+    sk::compute<Tr>(ta, acc, xs, t);
+    if (q + 2 < n_units) sk::load<Tr>(ta, a, u0 + q + 2, lane);
     step();
     if (q + 1 < n_units) {
-      if constexpr (Tr::kInterleave) {
-        sk::compute_load<Tr>(tb, acc, xs, t, a, u0 + q + 3, q + 3 < n_units, lane);
-      } else {
-        sk::compute<Tr>(tb, acc, xs, t);
-        if (q + 3 < n_units) sk::load<Tr>(tb, a, u0 + q + 3, lane);
-      }
+      sk::compute<Tr>(tb, acc, xs, t);
+      if (q + 3 < n_units) sk::load<Tr>(tb, a, u0 + q + 3, lane);
       step();
     }
   }
