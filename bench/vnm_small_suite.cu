@@ -30,6 +30,7 @@
 #include "cuda/vnm_small/vnm_small.hpp"
 #include "sparsenm/cuda_prune_venom.hpp"
 #include "sparsenm/format.hpp"
+#include "sparsenm/plan.hpp"
 #include "sparsenm/reference.hpp"
 
 namespace sparsenm::bench {
@@ -341,6 +342,51 @@ void run_suite(Context& ctx) {
                 "variant " + std::to_string(g.variant) + "; L2 rotated over " + std::to_string(copies) + " weight copies; splits " +
                     std::to_string(g.splits) + ", warps " + std::to_string(g.warps) + ", chunk " + std::to_string(g.chunk_pairs) +
                     " pairs x " + std::to_string(g.buffers));
+          }
+          // ---- the plan: its automatic choice over every candidate (cuda:vnm_gemv, the EW kernels
+          // on the element 2:M form of a V:2:M weight, cuBLAS, ...; row "sparsenm:plan=<kernel>", the
+          // reason in the note), then each kernel forced from VNM_SMALL_FORCE (comma list, e.g.
+          // "cuda:ew_spmv_sk"; row "sparsenm:<kernel>"). VNM_SMALL_PLAN=0 skips the automatic row.
+          // Bytes are the V:2:M condensed bytes either way (the bar is stated on them). L2: one plan
+          // per weight copy, the copies after the first forced to the first one's kernel. ----
+          {
+            std::vector<std::string> kernels;
+            const char* env_plan = std::getenv("VNM_SMALL_PLAN");
+            if (!(env_plan && std::string(env_plan) == "0")) kernels.push_back("");
+            if (const char* f = std::getenv("VNM_SMALL_FORCE"))
+              for (std::string rest = f; !rest.empty();) {
+                const auto comma = rest.find(',');
+                if (std::string one = rest.substr(0, comma); !one.empty()) kernels.push_back(one);
+                rest = comma == std::string::npos ? std::string() : rest.substr(comma + 1);
+              }
+            for (const std::string& kernel : kernels) {
+              MatmulDesc desc;
+              desc.m = m;
+              desc.x_dtype = dt;
+              desc.y_dtype = DType::f16;
+              desc.backend = Backend::cuda;
+              desc.kernel = kernel;
+              try {
+                std::vector<Plan> plans;
+                plans.push_back(Plan::create(w, desc));
+                desc.kernel = plans[0].kernel();
+                const int copies = copies_for(ours_bytes, l2);
+                for (int i = 1; i < copies; ++i) plans.push_back(Plan::create(w, desc));
+                SPARSENM_CUDA_CHECK(cudaMemsetAsync(dy.get(), 0xFF, dy.size(), s));
+                plans[0].run(dx.get(), dy.get(), s);
+                SPARSENM_CUDA_CHECK(cudaGetLastError());
+                SPARSENM_CUDA_CHECK(cudaStreamSynchronize(s));
+                const double err = rel_err_of(dy, m, n, ref);
+                Timing t = time_runs([&](int i) { plans[std::size_t(i) % plans.size()].run(dx.get(), dy.get(), s); }, warmup, reps, s);
+                const std::string name = plans[0].kernel().rfind("cuda:", 0) == 0 ? plans[0].kernel().substr(5) : plans[0].kernel();
+                row(kernel.empty() ? "sparsenm:plan=" + name : "sparsenm:" + name, t, err, ours_bytes + io,
+                    (kernel.empty() ? "automatic choice: " : "forced: ") + plans[0].reason() + "; L2 rotated over " +
+                        std::to_string(plans.size()) + " plans");
+              } catch (const Error& e) {
+                std::fprintf(stderr, "vnm_small %s %lldx%lld m=%lld: plan %s skipped: %s\n", p.str().c_str(), (long long)n,
+                             (long long)k, (long long)m, kernel.empty() ? "(automatic)" : kernel.c_str(), e.what());
+              }
+            }
           }
           // ---- cuBLAS (dense expansion): C[n x m] = W * X^T, column-major views ----
           {

@@ -202,7 +202,8 @@ Plan Plan::create(const CondensedMatrix& weight, const MatmulDesc& desc) {
     if (!why.empty()) throw Unsupported("desc.kernel: kernel '" + desc.kernel + "' does not support this problem: " + why);
     impl->kernel = it->name;
     impl->instance = it->create(weight, desc);
-    impl->reason = "forced by desc.kernel";
+    const std::string what = impl->instance ? impl->instance->describe() : std::string();
+    impl->reason = "forced by desc.kernel" + (what.empty() ? std::string() : " [" + what + "]");
   } else {
     impl->backend = resolve_backend(desc.backend, "desc.backend");
     choose(weight, desc, impl->backend, *impl);

@@ -2,14 +2,19 @@
 // "cuda:ew_spmv_tc" (m <= 8, tensor cores, f16 / bf16, the patterns in spmv_tc_instances.def, finite X)
 // "cuda:ew_spmv_sk" / "cuda:ew_spmv_sk4" (m = 1, f16 / bf16, stream-K split, bulk-copied X)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
-// The plan races every supported one (plus cuBLAS) and names its pick.
+// The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
+// V:2:M weight, run as the element 2:M weight with the same stored slots (format/as_element.hpp;
+// the instance's description says so): at small m the EW streaming kernels can beat cuda:vnm_gemv
+// despite the 1 - 2 extra index bits per value (docs/PERF-vnm-small.md, session 6).
 #include <memory>
+#include <optional>
 
 #include "cuda/common.cuh"
 #include "cuda/ew/spmv.hpp"
 #include "cuda/ew/spmv_sk.hpp"
 #include "cuda/ew/spmv_sk_kernel.cuh"
 #include "cuda/ew/spmv_tc.hpp"
+#include "format/as_element.hpp"
 #include "plan/registry.hpp"
 
 namespace sparsenm::detail {
@@ -25,6 +30,33 @@ bool cluster_capable() {
   return major >= 9;
 }
 
+/// The layout the EW kernels see: a venom V:2:M weight as element 2:M (as_element.hpp), any other
+/// weight as it is.
+FormatLayout ew_layout(const CondensedMatrix& w) {
+  if (w.pattern().kind != Granularity::venom) return w.layout;
+  return FormatLayout::of(Pattern::element(2, w.pattern().m), w.rows(), w.cols());
+}
+
+/// The weight the EW kernels pack: `w` itself, or (venom) its element 2:M form held in `hold`.
+const CondensedMatrix& ew_weight(const CondensedMatrix& w, std::optional<CondensedMatrix>& hold) {
+  if (w.pattern().kind != Granularity::venom) return w;
+  hold.emplace(venom_as_element(w));
+  return *hold;
+}
+
+/// What an instance adds to its description when it runs a venom weight through its EW form.
+std::string ew_repack_note(const CondensedMatrix& w) {
+  if (w.pattern().kind != Granularity::venom) return {};
+  return "V:N:M weight " + w.pattern().str() + " run as element 2:" + std::to_string(w.pattern().m) +
+         " (same stored slots)";
+}
+
+std::string join_notes(std::string a, const std::string& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return a + "; " + b;
+}
+
 int sm_count() {
   int dev = 0, sms = 0;
   SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
@@ -35,8 +67,8 @@ int sm_count() {
 /// Checks shared by the EW candidates; "" when (w, desc) is an EW problem we can serve.
 std::string ew_common_unsupported(const CondensedMatrix& w, const MatmulDesc& d) {
   const auto kind = w.pattern().kind;
-  if (kind != Granularity::element && kind != Granularity::hw24)
-    return "needs an element or hw24 pattern (got " + w.pattern().str() + ")";
+  if (kind != Granularity::element && kind != Granularity::hw24 && kind != Granularity::venom)
+    return "needs an element, hw24 or venom pattern (got " + w.pattern().str() + ")";
   if (d.x_dtype != w.dtype) return "x_dtype must equal the weight dtype";
   if (!is_weight_dtype(d.y_dtype)) return "y_dtype must be f32, f16 or bf16";
   if (d.accumulate != Accumulate::f32) return "accumulates in f32 only";
@@ -49,7 +81,10 @@ std::string ew_common_unsupported(const CondensedMatrix& w, const MatmulDesc& d)
 template <bool kSpmm>
 class EwInstance final : public KernelInstance {
  public:
-  EwInstance(const CondensedMatrix& w, const MatmulDesc& d, cuda::ew::SpmmVariant v = cuda::ew::SpmmVariant::base) {
+  EwInstance(const CondensedMatrix& w0, const MatmulDesc& d, cuda::ew::SpmmVariant v = cuda::ew::SpmmVariant::base) {
+    std::optional<CondensedMatrix> hold;
+    const CondensedMatrix& w = ew_weight(w0, hold);
+    note_ = ew_repack_note(w0);
     const cuda::ew::SpmvPacked p = cuda::ew::pack_spmv(w);
     values_ = cuda::DeviceBuffer(p.values.size());
     values_.upload(p.values.data(), p.values.size());
@@ -78,7 +113,10 @@ class EwInstance final : public KernelInstance {
     launch_(a, cfg_, static_cast<cudaStream_t>(stream));
   }
 
+  std::string describe() const override { return note_; }
+
  private:
+  std::string note_;
   cuda::DeviceBuffer values_, indices_;
   cuda::ew::SpmvArgs args_;
   cuda::ew::SpmvConfig cfg_;
@@ -96,7 +134,7 @@ KernelCandidate ew_candidate(cuda::ew::SpmmVariant v = cuda::ew::SpmmVariant::ba
   c.unsupported = [v](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
     const std::string name = kSpmm ? cuda::ew::spmm_variant_name(v) + 5 : "ew_spmv";
     if (auto why = ew_common_unsupported(w, d); !why.empty()) return name + " " + why;
-    const auto layout = cuda::ew::SpmvLayout::of(w.layout, w.dtype);
+    const auto layout = cuda::ew::SpmvLayout::of(ew_layout(w), w.dtype);
     const std::string why =
         kSpmm ? cuda::ew::spmm_unsupported(layout, w.dtype, d.m, v) : cuda::ew::spmv_unsupported(layout, w.dtype, d.m);
     // x4 (the 16-byte-LDS experiment) measured 2-9 % slower than ew_spmm_async on every case of
@@ -116,7 +154,10 @@ KernelCandidate ew_candidate(cuda::ew::SpmmVariant v = cuda::ew::SpmmVariant::ba
 /// launch arguments and the compiled launcher.
 class EwSkInstance final : public KernelInstance {
  public:
-  EwSkInstance(const CondensedMatrix& w, const MatmulDesc& d, int waves) {
+  EwSkInstance(const CondensedMatrix& w0, const MatmulDesc& d, int waves) {
+    std::optional<CondensedMatrix> hold;
+    const CondensedMatrix& w = ew_weight(w0, hold);
+    note_ = ew_repack_note(w0);
     const cuda::ew::SpmvPacked p = cuda::ew::pack_spmv(w);
     values_ = cuda::DeviceBuffer(p.values.size());
     values_.upload(p.values.data(), p.values.size());
@@ -143,10 +184,11 @@ class EwSkInstance final : public KernelInstance {
   }
   std::size_t workspace_bytes() const override { return ws_.size() + cnt_.size(); }
   std::string describe() const override {
-    return std::to_string(cfg_.grid) + " CTAs x 8 warps, " + std::to_string(cfg_.smem_bytes) + " B of X per CTA";
+    return join_notes(std::to_string(cfg_.grid) + " CTAs x 8 warps, " + std::to_string(cfg_.smem_bytes) + " B of X per CTA", note_);
   }
 
  private:
+  std::string note_;
   cuda::DeviceBuffer values_, indices_, ws_, cnt_;
   cuda::ew::SkArgs args_;
   cuda::ew::SkConfig cfg_;
@@ -159,7 +201,7 @@ KernelCandidate ew_sk_candidate(int waves) {
   c.backend = Backend::cuda;
   c.unsupported = [waves, name = c.name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
     if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmv_sk " + why;
-    const std::string why = cuda::ew::spmv_sk_unsupported(cuda::ew::SpmvLayout::of(w.layout, w.dtype), w.dtype, d.m);
+    const std::string why = cuda::ew::spmv_sk_unsupported(cuda::ew::SpmvLayout::of(ew_layout(w), w.dtype), w.dtype, d.m);
     // 4 waves (every CTA stages the whole X again) measured 10-27 % slower than 1 wave in all six
     // bar cases on the H200 at 20d8a0f (docs/PERF.md, ew_spmv session 5): opt-in, not raced.
     if (why.empty() && waves != 1 && d.kernel != name)
@@ -177,7 +219,10 @@ KernelCandidate ew_sk_candidate(int waves) {
 /// depends on the x pointer).
 class EwTcInstance final : public KernelInstance {
  public:
-  EwTcInstance(const CondensedMatrix& w, const MatmulDesc& d, cuda::ew::SpmvTcVariant v) {
+  EwTcInstance(const CondensedMatrix& w0, const MatmulDesc& d, cuda::ew::SpmvTcVariant v) {
+    std::optional<CondensedMatrix> hold;
+    const CondensedMatrix& w = ew_weight(w0, hold);
+    note_ = ew_repack_note(w0);
     const cuda::ew::SpmvTcPacked p = cuda::ew::pack_spmv_tc(w);
     values_ = cuda::DeviceBuffer(p.values.size());
     values_.upload(p.values.data(), p.values.size());
@@ -200,7 +245,10 @@ class EwTcInstance final : public KernelInstance {
     launch_(a, cfg_, static_cast<cudaStream_t>(stream));
   }
 
+  std::string describe() const override { return note_; }
+
  private:
+  std::string note_;
   cuda::DeviceBuffer values_, indices_;
   cuda::ew::SpmvTcArgs args_;
   cuda::ew::SpmvTcConfig cfg_;
@@ -213,7 +261,7 @@ KernelCandidate ew_tc_candidate(cuda::ew::SpmvTcVariant v) {
   c.backend = Backend::cuda;
   c.unsupported = [v](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
     if (auto why = ew_common_unsupported(w, d); !why.empty()) return std::string(cuda::ew::spmv_tc_variant_name(v)) + " " + why;
-    if (auto why = cuda::ew::spmv_tc_unsupported(w.layout, w.dtype, d.m, v); !why.empty()) return why;
+    if (auto why = cuda::ew::spmv_tc_unsupported(ew_layout(w), w.dtype, d.m, v); !why.empty()) return why;
     // All four variants race in the automatic choice (measured on the H200 at d55cf64: ring is the
     // fastest at 2:8 and at 2:16 on 12288^2, prmt at 2:16 on 28672 x 8192, shift or balanced at
     // 1:8 / 1:16; docs/PERF.md, ew_spmv_tc).
