@@ -173,7 +173,10 @@ struct Mvue24Args {
   /// 1 and 5 = variant 3 under a lower register cap (more resident CTAs per SM: kMvueOccBlocks,
   /// docs/PERF-train.md "Session 4"); 6 = variant 1 and 7 = variant 5 with the ALU-lean 16-bit
   /// fast path (mvue_window16x2_lean: counts combined on the FMA pipes, "Session 5"; f32 runs
-  /// variant 1 / 5). Outputs are identical.
+  /// variant 1 / 5); 8 = variant 6 with each feature-major 32-token chunk computed as two 16-token
+  /// halves (fewer live registers: bf16 64 instead of 75, i.e. 32 resident warps instead of 24;
+  /// "Session 6"; 16-bit feature-major with tokens % 32 == 0, else variant 6 / f32 variant 1).
+  /// Outputs are identical.
   int variant = 0;
   /// Bench / profiling only (variants 1, 3, 4, 5): at most this many CTAs resident per SM, by
   /// padding the launch with dynamic shared memory (the occupancy control of "Session 4"); 0 = no limit;
