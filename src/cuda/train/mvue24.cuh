@@ -16,7 +16,9 @@
 //   tiles) is the default for f32 feature-major and 16-bit token-major with n % 128 == 64;
 //   variant 5 (3 under a 64-register cap, 4 CTAs per SM) for f16 token-major c_fc shapes;
 //   variants 6 / 7 (1 / 5 with the ALU-lean fast path, mvue_window16x2_lean) for f16 / bf16
-//   feature-major (mvue24_default_variant, docs/PERF-train.md "Session 3c", "Session 4", "Session 5").
+//   feature-major (mvue24_default_variant, docs/PERF-train.md "Session 3c", "Session 4", "Session 5");
+//   variant 8 (6 with the 32-token chunk as two 16-token halves: bf16 64 registers instead of 75)
+//   is opt-in (measured 0.97-0.99x of the defaults, "Session 6").
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
