@@ -19,6 +19,8 @@
 #include "bench.hpp"
 #include "cuda/common.cuh"
 #include "event_timing.cuh"
+#include "train_probe.cuh"
+#include "sparsenm/error.hpp"
 #include "sparsenm/train.hpp"
 #include "cuda/train/train_common.cuh"
 
@@ -325,6 +327,8 @@ Suite train_suite() {
           for (auto layout : {train::GradLayout::token_major, train::GradLayout::feature_major}) {
             if (layout == train::GradLayout::feature_major && n != 4 * d) continue;
             if (t == DType::f32 && (T != tokens.back() || n != 4 * d)) continue;
+            // SPARSENM_MVUE_BIG=1: only the bar's shapes (the largest token count, n = 4d; session 6)
+            if (std::getenv("SPARSENM_MVUE_BIG") && (T != tokens.back() || n != 4 * d)) continue;
             const std::size_t gb = std::size_t(T * n) * dtype_size(t), vb = std::size_t(n * train::hw24_value_cols(T)) * dtype_size(t),
                               ib = std::size_t(n * train::hw24_index_row_bytes(T));
             const double bytes = double(gb + vb + ib);
@@ -346,7 +350,8 @@ Suite train_suite() {
             // control -1 = variant 1 with one resident CTA per SM fewer; f32 token-major keeps 1 / 3;
             // session 5: the ALU-lean fast path in variants 1 / 5 (6 / 7; 16-bit only, f32 runs
             // 1 / 5); SPARSENM_MVUE_VARIANTS (comma list) restricts the list, e.g. "1,3,5,6,7")
-            std::vector<int> others{1, 3, 4, 5, -1, 6, 7};
+            // session 6: variant 8 (variant 6 with the 32-token chunk in two halves, feature-major)
+            std::vector<int> others{1, 3, 4, 5, -1, 6, 7, 8};
             if (const char* env = std::getenv("SPARSENM_MVUE_VARIANTS")) {
               others.clear();
               for (const char* p = env; *p;) {
@@ -359,7 +364,7 @@ Suite train_suite() {
             }
             for (int variant : others) {
               if (variant == dflt || (tm && t == DType::f32 && variant >= 4) || (variant < 0 && n != 4 * d) ||
-                  (t == DType::f32 && variant >= 6))
+                  (t == DType::f32 && variant >= 6) || (variant == 8 && tm))  // 8: feature-major only (runs 6 token-major)
                 continue;
               auto other = [&](int i) {
                 mvue24_variant(variant, t, b.at(i, 0), T, n, layout, seed++, {b.at(i, 1), static_cast<std::uint8_t*>(b.at(i, 2))});
@@ -371,12 +376,147 @@ Suite train_suite() {
                    : variant == 5 ? "mvue24:lines_occ_kernel"
                    : variant == 6 ? "mvue24:chunk_lean_kernel"
                    : variant == 7 ? "mvue24:lines_occ_lean_kernel"
+                   : variant == 8 ? "mvue24:chunk_lean_halves_kernel"
                                   : "mvue24:chunk_kernel_minus1cta",
                    time_calls(other, slots, warmup, reps),
                    bytes, slots, std::string(tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)") +
                                      "; opt-in non-default kernel, same run");
             }
           }
+        }
+      }
+      // ---- access-pattern ceilings (session 6, bench/train_probe.cuh): data movers with the
+      //      bytes, addresses, tile order and access widths of the shipped batched 16-bit mask
+      //      search / apply and of the MVUE kernels at the bar's shapes, no compute; and the
+      //      same total bytes as a 50/50 copy kernel, a read-only and a write-only pass ----
+      if (want("probe")) {
+        // same-total-bytes movers: copy (bytes / 2 each way), read-only, write-only (bytes)
+        auto byte_movers = [&](const std::string& op, std::int64_t m, std::int64_t n, std::int64_t k, double bytes,
+                               const std::string& what) {
+          const std::int64_t n16_half = std::int64_t(bytes / 2) / 16, n16_all = 2 * n16_half;
+          const int slots = rotation_slots(bytes);
+          Slots b(slots, {std::size_t(n16_all) * 16, std::size_t(1) << 22});
+          for (int i = 0; i < slots; ++i) fill(b.at(i, 0), std::size_t(n16_all) * 16, 71u + unsigned(i));
+          const int gc = probe::full_grid(probe::copy16_kernel, 256), gr = probe::full_grid(probe::read16_kernel, 256),
+                    gw = probe::full_grid(probe::write16_kernel, 256);
+          if (std::size_t(gr) * 256 * 4 > (std::size_t(1) << 22)) throw InvalidArgument("probe", "read sink too small");
+          auto copy = [&](int i) {
+            const auto* src = static_cast<const uint4*>(b.at(i, 0));
+            probe::copy16_kernel<<<gc, 256>>>(src, static_cast<uint4*>(b.at(i, 0)) + n16_half, n16_half);
+          };
+          emit(op, "f16", m, n, k, "mover:copy_kernel_50_50", time_calls(copy, slots, warmup, reps), bytes, slots,
+               what + "; plain copy kernel, same total bytes (half read, half written)");
+          auto rd = [&](int i) {
+            probe::read16_kernel<<<gr, 256>>>(static_cast<const uint4*>(b.at(i, 0)), static_cast<std::uint32_t*>(b.at(i, 1)), n16_all);
+          };
+          emit(op, "f16", m, n, k, "mover:read_only", time_calls(rd, slots, warmup, reps), bytes, slots,
+               what + "; read-only pass, same total bytes");
+          auto wr = [&](int i) { probe::write16_kernel<<<gw, 256>>>(static_cast<uint4*>(b.at(i, 0)), n16_all, 5u + unsigned(i)); };
+          emit(op, "f16", m, n, k, "mover:write_only", time_calls(wr, slots, warmup, reps), bytes, slots,
+               what + "; write-only pass, same total bytes");
+          SPARSENM_CUDA_CHECK(cudaGetLastError());
+        };
+        {
+          const std::int64_t B = d == 1280 ? 36 : 48, R = 4 * d, C = d;
+          const std::size_t wb = std::size_t(B * R * C) * 2, mb = std::size_t(B * train::mask24_words(R, C)) * 2;
+          const std::size_t vb = std::size_t(B * R * train::hw24_value_cols(C)) * 2, ib = std::size_t(B * R * train::hw24_index_row_bytes(C));
+          const std::size_t tvb = std::size_t(B * C * train::hw24_value_cols(R)) * 2, tib = std::size_t(B * C * train::hw24_index_row_bytes(R));
+          const double bytes = double(wb + mb + vb + ib + tvb + tib);
+          const int slots = rotation_slots(bytes);
+          Slots b(slots, {wb, mb, vb, ib, tvb, tib});
+          for (int i = 0; i < slots; ++i) {
+            fill(b.at(i, 0), wb, 21u + unsigned(i));
+            fill(b.at(i, 1), mb, 23u + unsigned(i));
+          }
+          auto args = [&](int i, bool apply) {
+            train::detail::Mask24Args a;
+            a.w = b.at(i, 0);
+            a.rows = R, a.cols = C, a.batch = B;
+            if (apply) a.mask_in = static_cast<const std::uint16_t*>(b.at(i, 1));
+            else a.mask_out = static_cast<std::uint16_t*>(b.at(i, 1));
+            a.w_values = b.at(i, 2), a.w_indices = static_cast<std::uint8_t*>(b.at(i, 3));
+            a.wt_values = b.at(i, 4), a.wt_indices = static_cast<std::uint8_t*>(b.at(i, 5));
+            a.aligned = true;
+            return a;
+          };
+          const std::string what = "mover over all " + std::to_string(B) + " c_fc weights [" + std::to_string(R) + "][" +
+                                   std::to_string(C) + "], 16-bit bytes";
+          const bool wide = C % 128 == 0;  // the shipped search: variant 9 (kCW 4) where it fits, else 8
+          // search stream mix, the shipped geometry at its occupancy (24 warps per SM) and uncapped
+          for (int cap : {1, 0}) {
+            auto call = [&](int i) {
+              if (wide) probe::launch_mask_mover<4, false>(args(i, false), cap ? 3 : 0);
+              else probe::launch_mask_mover<2, false>(args(i, false), cap ? 6 : 0);
+            };
+            emit("probe_mask24_search_batched", "f16", B, R, C,
+                 std::string("mover:") + (wide ? "lean_v9_geometry" : "lean_v8_geometry") + (cap ? "_24warps" : "_uncapped"),
+                 time_calls(call, slots, warmup, reps), bytes, slots, what + "; search stream mix, no compute");
+          }
+          if (wide) {  // variant 8's geometry (64-column strips) where the default is variant 9
+            auto call = [&](int i) { probe::launch_mask_mover<2, false>(args(i, false), 6); };
+            emit("probe_mask24_search_batched", "f16", B, R, C, "mover:lean_v8_geometry_24warps", time_calls(call, slots, warmup, reps),
+                 bytes, slots, what + "; search stream mix, no compute");
+          }
+          {  // apply stream mix (mask read), lean geometry
+            auto call = [&](int i) {
+              if (wide) probe::launch_mask_mover<4, true>(args(i, true), 3);
+              else probe::launch_mask_mover<2, true>(args(i, true), 6);
+            };
+            emit("probe_mask24_apply_batched", "f16", B, R, C,
+                 std::string("mover:") + (wide ? "lean_v9_geometry" : "lean_v8_geometry") + "_apply_24warps",
+                 time_calls(call, slots, warmup, reps), bytes, slots, what + "; apply stream mix (mask read), lean order, no compute");
+          }
+          {  // the alternative order: every array linear (long contiguous runs)
+            const int gf = probe::full_grid(probe::flat_mask_mover_kernel, 256);
+            auto call = [&](int i) {
+              probe::flat_mask_mover_kernel<<<gf, 256>>>(
+                  static_cast<const uint4*>(b.at(i, 0)), static_cast<uint4*>(b.at(i, 2)), static_cast<uint4*>(b.at(i, 4)),
+                  static_cast<std::uint16_t*>(b.at(i, 1)), static_cast<std::uint16_t*>(b.at(i, 3)), static_cast<std::uint16_t*>(b.at(i, 5)),
+                  std::int64_t(wb / 32));
+            };
+            emit("probe_mask24_search_batched", "f16", B, R, C, "mover:flat_linear_arrays", time_calls(call, slots, warmup, reps), bytes,
+                 slots, what + "; search stream mix, every array written linearly, no compute");
+          }
+          SPARSENM_CUDA_CHECK(cudaGetLastError());
+          byte_movers("probe_mask24_bytes", B, R, C, bytes, what);
+        }
+        {
+          const std::int64_t T = tokens.back(), n = 4 * d;
+          const std::size_t gb = std::size_t(T * n) * 2, vb = std::size_t(n * train::hw24_value_cols(T)) * 2,
+                            ib = std::size_t(n * train::hw24_index_row_bytes(T));
+          const double bytes = double(gb + vb + ib);
+          const int slots = rotation_slots(bytes);
+          Slots b(slots, {gb, vb, ib});
+          for (int i = 0; i < slots; ++i) fill(b.at(i, 0), gb, 33u + unsigned(i));
+          if (T % 2048 != 0 || n % 128 != 0) throw InvalidArgument("probe", "MVUE movers need T % 2048 == 0 and n % 128 == 0");
+          const unsigned fy = unsigned(std::min<std::int64_t>(n / 4, 65535));
+          auto g16 = [&](int i) { return static_cast<const std::uint16_t*>(b.at(i, 0)); };
+          auto o16 = [&](int i) { return static_cast<std::uint16_t*>(b.at(i, 1)); };
+          auto ix = [&](int i) { return static_cast<std::uint8_t*>(b.at(i, 2)); };
+          const std::string what = "mover, 16-bit bytes of T x n = " + std::to_string(T) + " x " + std::to_string(n);
+          auto run = [&](const std::string& op, const std::string& label, auto kernel, dim3 grid, dim3 block, int cap,
+                         const std::string& note) {
+            const std::size_t smem = train::detail::occupancy_cap_smem(kernel, int(block.x * block.y), cap);
+            auto call = [&](int i) { kernel<<<grid, block, smem>>>(g16(i), o16(i), ix(i), T, n); };
+            emit(op, "f16", T, n, 0, label, time_calls(call, slots, warmup, reps), bytes, slots, what + "; " + note);
+            SPARSENM_CUDA_CHECK(cudaGetLastError());
+          };
+          const dim3 fm_block(64, 4);
+          run("probe_mvue24_feature_major", "mover:fm_chunk_v6_v8_geometry_32warps", probe::mvue_fm_chunk_mover,
+              dim3(unsigned((T / 32 + 63) / 64), fy), fm_block, 4, "32-token chunk per thread (variants 6 / 8), 4 CTAs per SM");
+          run("probe_mvue24_feature_major", "mover:fm_chunk_v6_v8_geometry_24warps", probe::mvue_fm_chunk_mover,
+              dim3(unsigned((T / 32 + 63) / 64), fy), fm_block, 3, "32-token chunk per thread, 3 CTAs per SM (bf16 variant 6's 75 registers)");
+          run("probe_mvue24_feature_major", "mover:fm_chunk_v6_v8_geometry_uncapped", probe::mvue_fm_chunk_mover,
+              dim3(unsigned((T / 32 + 63) / 64), fy), fm_block, 0, "32-token chunk per thread, no occupancy cap");
+          run("probe_mvue24_feature_major", "mover:fm_lines_v7_geometry_32warps", probe::mvue_fm_lines_mover,
+              dim3(unsigned((T / 16 + 127) / 128), fy), fm_block, 4, "two 16-token units per lane (variant 7), 4 CTAs per SM");
+          run("probe_mvue24_token_major", "mover:tm_tile_v1_geometry_24warps", probe::mvue_tm_tile_mover,
+              dim3(unsigned(n / 128), unsigned(T / 128)), dim3(256), 3, "128 x 128 tiles (variant 1, bf16 default), 3 CTAs per SM");
+          run("probe_mvue24_token_major", "mover:tm_tile_v1_geometry_uncapped", probe::mvue_tm_tile_mover,
+              dim3(unsigned(n / 128), unsigned(T / 128)), dim3(256), 0, "128 x 128 tiles (variant 1), no occupancy cap");
+          run("probe_mvue24_token_major", "mover:tm_lines_v5_geometry_32warps", probe::mvue_tm_lines_mover,
+              dim3(unsigned(n / 64), unsigned(T / 256)), dim3(256), 4, "256 x 64 tiles (variant 5, f16 default), 4 CTAs per SM");
+          byte_movers("probe_mvue24_bytes", T, n, 0, bytes, what);
         }
       }
       // ---- masked decay (f32 master grads, and f16) on c_fc W [4d][d] ----

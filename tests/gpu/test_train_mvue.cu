@@ -55,11 +55,13 @@ HostMat transpose(const HostMat& m) {
   return t;
 }
 
-/// variant 0: the API (sparsenm::train::mvue24); 1 .. 7: that kernel variant (Mvue24Args::variant)
-/// with the arguments the API builds; max_ctas: Mvue24Args::max_ctas_per_sm (the occupancy control).
+/// variant 0: the API (sparsenm::train::mvue24); 1 .. 8: that kernel variant (Mvue24Args::variant)
+/// with the arguments the API builds; max_ctas: Mvue24Args::max_ctas_per_sm (the occupancy control);
+/// guarded: Mvue24Args::aligned forced off (every chunk / tile takes the guarded loads and stores).
 std::pair<std::vector<std::byte>, std::vector<std::uint8_t>> run_gpu(const HostMat& g, train::GradLayout layout,
                                                                      std::int64_t tokens, std::int64_t features,
-                                                                     std::uint64_t seed, int variant = 0, int max_ctas = 0) {
+                                                                     std::uint64_t seed, int variant = 0, int max_ctas = 0,
+                                                                     bool guarded = false) {
   const std::size_t vb = std::size_t(features * train::hw24_value_cols(tokens)) * g.esz();
   const std::size_t ib = std::size_t(features * train::hw24_index_row_bytes(tokens));
   auto dg = upload(g.bytes.data(), g.bytes.size());
@@ -71,6 +73,7 @@ std::pair<std::vector<std::byte>, std::vector<std::uint8_t>> run_gpu(const HostM
         train::detail::make_mvue24_args(dg.get(), tokens, features, layout, seed, {dv.get(), di.as<std::uint8_t>()});
     a.variant = variant;
     a.max_ctas_per_sm = max_ctas;
+    if (guarded) a.aligned = false;
     if (g.dtype == DType::f16) train::detail::launch_mvue24<__half>(a, nullptr);
     else if (g.dtype == DType::bf16) train::detail::launch_mvue24<__nv_bfloat16>(a, nullptr);
     else train::detail::launch_mvue24<float>(a, nullptr);
@@ -185,8 +188,8 @@ TEST(Mvue24Variants, EveryKernelBitExactBothLayouts) {
       const std::uint64_t seed = 0xabcdef01ull + std::uint64_t(N);
       const Hw24 ref = host_mvue24(g, seed);
       const HostMat gt = transpose(g);
-      for (int entry = 1; entry <= 8; ++entry) {  // variants 1-7; 8: variant 1 limited to 2 CTAs per SM
-        const int variant = entry <= 7 ? entry : 1, max_ctas = entry <= 7 ? 0 : 2;
+      for (int entry = 1; entry <= 9; ++entry) {  // variants 1-7; 8: variant 1 limited to 2 CTAs per SM; 9: variant 8
+        const int variant = entry <= 7 ? entry : entry == 8 ? 1 : 8, max_ctas = entry == 8 ? 2 : 0;
         const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N) + " variant " +
                                  std::to_string(variant) + (max_ctas ? " (2 CTAs / SM)" : "") + (special ? " special" : "");
         const auto [v1, i1] = run_gpu(g, train::GradLayout::token_major, T, N, seed, variant, max_ctas);
@@ -194,6 +197,37 @@ TEST(Mvue24Variants, EveryKernelBitExactBothLayouts) {
         const auto [v2, i2] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, variant, max_ctas);
         expect_hw24_equal(ref, v2, i2, g.esz(), (what + " feature_major").c_str());
       }
+    }
+}
+
+TEST(Mvue24Variants, HalvesKernelMatchesVariant6AndTheHostRule) {
+  // Variant 8 (session 6: the feature-major 32-token chunk as two 16-token halves, each with its
+  // own fast-path check) against the host rule and variant 6 on fresh random data and on every
+  // special group kind (NaN, +-inf, signed zeros, subnormals, overflowing sums, <= 2 nonzeros):
+  // tokens % 32 == 0 (the halves kernel), a last chunk past the tokens of the grid's last CTA
+  // (T = 2080: 65 chunks), odd feature counts, the guarded path (aligned forced off) and, for
+  // tokens % 32 != 0, variant 8's fallback to variant 6.
+  SPARSENM_REQUIRE_GPU();
+  const Case cases[] = {Case{DType::bf16, 4096, 37}, Case{DType::f16, 2080, 333}, Case{DType::bf16, 2080, 129},
+                        Case{DType::bf16, 96, 1001}, Case{DType::f16, 48, 77},    Case{DType::bf16, 1040, 3}};
+  for (int special = 0; special < 2; ++special)
+    for (const auto& [t, T, N] : cases) {
+      const HostMat g = special ? special_groups(t, T, N, 101 + std::uint64_t(T + N)) : random_mat(t, T, N, 303 + std::uint64_t(T * 7 + N));
+      const std::uint64_t seed = 0x5e55u + std::uint64_t(T * N);
+      const Hw24 ref = host_mvue24(g, seed);
+      const HostMat gt = transpose(g);
+      for (bool guarded : {false, true}) {
+        const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N) +
+                                 (special ? " special" : " random") + (guarded ? " guarded" : "");
+        const auto [v8, i8] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, 8, 0, guarded);
+        expect_hw24_equal(ref, v8, i8, g.esz(), (what + " variant 8").c_str());
+        const auto [v6, i6] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, 6, 0, guarded);
+        EXPECT_EQ(v6, v8) << what << ": variant 8 values differ from variant 6";
+        EXPECT_EQ(i6, i8) << what << ": variant 8 indices differ from variant 6";
+      }
+      // token-major: variant 8 runs variant 6 there
+      const auto [vt, it] = run_gpu(g, train::GradLayout::token_major, T, N, seed, 8);
+      expect_hw24_equal(ref, vt, it, g.esz(), (std::string(to_string(t)) + " token_major variant 8").c_str());
     }
 }
 

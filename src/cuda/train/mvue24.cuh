@@ -16,7 +16,9 @@
 //   tiles) is the default for f32 feature-major and 16-bit token-major with n % 128 == 64;
 //   variant 5 (3 under a 64-register cap, 4 CTAs per SM) for f16 token-major c_fc shapes;
 //   variants 6 / 7 (1 / 5 with the ALU-lean fast path, mvue_window16x2_lean) for f16 / bf16
-//   feature-major (mvue24_default_variant, docs/PERF-train.md "Session 3c", "Session 4", "Session 5").
+//   feature-major (mvue24_default_variant, docs/PERF-train.md "Session 3c", "Session 4", "Session 5");
+//   variant 8 (6 with the 32-token chunk as two 16-token halves: bf16 64 registers instead of 75)
+//   is opt-in (measured 0.97-0.99x of the defaults, "Session 6").
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
@@ -155,19 +157,40 @@ __device__ __forceinline__ void mvue_fm_load_guarded(const Mvue24Args& args, std
 }
 
 /// Feature-major chunk: MVUE of the words w (vec: a whole aligned chunk) and its stores.
-template <class T, int kTok, bool kLean = false>
+/// kHalves (16-bit, kTok = 32; variant 8): the 8 groups as two sequential 4-group halves, each
+/// with its own Philox call and fast-path check (the full rule, where needed, for that half
+/// only), so that fewer Philox words, pairs and converted values are live at once (docs/PERF-
+/// train.md "Session 6"); outputs identical.
+template <class T, int kTok, bool kLean = false, bool kHalves = false>
 __device__ __forceinline__ void mvue_fm_chunk(const Mvue24Args& args, std::int64_t f, std::int64_t t0, bool vec,
                                               const std::uint32_t (&w)[sizeof(typename Elem<T>::Raw) == 2 ? kTok / 2 : kTok]) {
   using Raw = typename Elem<T>::Raw;
   constexpr bool k16 = sizeof(Raw) == 2;
   constexpr int G = kTok / 4, kOut = k16 ? G : 2 * G;
+  static_assert(!kHalves || (k16 && kTok == 32), "halves: 16-bit types, 32 tokens per thread");
   const std::int64_t T_ = args.tokens;
   const std::int64_t windows = (T_ + 3) / 4, vcols = 2 * windows, irb = (windows + 1) / 2;
   Raw* __restrict__ out = static_cast<Raw*>(args.values);
-  std::uint32_t rnd[G], pair[kOut], nibs;
-  mvue_words<G / 4>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16), rnd);
-  if constexpr (k16) mvue_row16<kIsBf16<T>, G, kLean>(w, rnd, pair, nibs, vec);
-  else mvue_row32<G>(w, rnd, pair, nibs, vec);
+  std::uint32_t pair[kOut], nibs;
+  if constexpr (kHalves) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      std::uint32_t rnd[4], wh[8], ph[4], nh;
+      mvue_words<1>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16 + h), rnd);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) wh[i] = w[8 * h + i];
+      mvue_row16<kIsBf16<T>, 4, kLean>(wh, rnd, ph, nh, vec);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) pair[4 * h + i] = ph[i];
+      if (h == 0) nibs = nh;
+      else nibs |= nh << 16;
+    }
+  } else {
+    std::uint32_t rnd[G];
+    mvue_words<G / 4>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16), rnd);
+    if constexpr (k16) mvue_row16<kIsBf16<T>, G, kLean>(w, rnd, pair, nibs, vec);
+    else mvue_row32<G>(w, rnd, pair, nibs, vec);
+  }
   const std::int64_t w0 = t0 / 4;
   if (vec) {
     if (out) {
@@ -198,7 +221,7 @@ __device__ __forceinline__ void mvue_fm_chunk(const Mvue24Args& args, std::int64
 
 /// kMinBlocks > 1: the register cap of the occupancy variant (Mvue24Args::variant 4,
 /// mvue24_min_blocks): at least kMinBlocks CTAs of 256 threads resident per SM.
-template <class T, int kTok, int kMinBlocks = 0, bool kLean = false>
+template <class T, int kTok, int kMinBlocks = 0, bool kLean = false, bool kHalves = false>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_feature_major_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   constexpr bool k16 = sizeof(Raw) == 2;
@@ -221,7 +244,7 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_fea
     } else {
       mvue_fm_load_guarded<T, kTok>(args, f, t0, w);
     }
-    mvue_fm_chunk<T, kTok, kLean>(args, f, t0, vec, w);
+    mvue_fm_chunk<T, kTok, kLean, kHalves>(args, f, t0, vec, w);
   }
 }
 
@@ -723,9 +746,19 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
     return;
   }
   // 1: one chunk / tile per thread / CTA; 4: under the register cap of kMvueOccBlocks; 6: variant
-  // 1 with the ALU-lean fast path (16-bit types; f32 runs variant 1)
+  // 1 with the ALU-lean fast path (16-bit types; f32 runs variant 1); 8: variant 6 with the
+  // feature-major 32-token chunk in two halves (16-bit, tokens % 32 == 0; token-major and other
+  // feature-major calls run variant 6, f32 variant 1)
   if (variant != 2) {
-    const bool occ = variant == 4, lean = k16 && variant == 6;
+    const bool occ = variant == 4, lean = k16 && (variant == 6 || variant == 8);
+    if constexpr (k16) {
+      if (variant == 8 && !a.token_major && a.tokens % 32 == 0) {
+        const dim3 grid(unsigned((a.tokens / 32 + Traits::kRowThreads - 1) / Traits::kRowThreads), fy);
+        go(mvue24_feature_major_kernel<T, 32, 0, true, true>, grid, fm_block);
+        SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");
+        return;
+      }
+    }
     if (a.token_major) {
       const dim3 grid(unsigned((a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures),
                       unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));

@@ -173,7 +173,11 @@ struct Mvue24Args {
   /// 1 and 5 = variant 3 under a lower register cap (more resident CTAs per SM: kMvueOccBlocks,
   /// docs/PERF-train.md "Session 4"); 6 = variant 1 and 7 = variant 5 with the ALU-lean 16-bit
   /// fast path (mvue_window16x2_lean: counts combined on the FMA pipes, "Session 5"; f32 runs
-  /// variant 1 / 5). Outputs are identical.
+  /// variant 1 / 5); 8 = variant 6 with each feature-major 32-token chunk computed as two 16-token
+  /// halves (fewer live registers: bf16 64 instead of 75, i.e. 32 resident warps instead of 24;
+  /// "Session 6"; 16-bit feature-major with tokens % 32 == 0, else variant 6 / f32 variant 1;
+  /// opt-in: measured 0.98x of variant 7 for bf16, 0.97x of variant 6 for f16).
+  /// Outputs are identical.
   int variant = 0;
   /// Bench / profiling only (variants 1, 3, 4, 5): at most this many CTAs resident per SM, by
   /// padding the launch with dynamic shared memory (the occupancy control of "Session 4"); 0 = no limit;
@@ -186,7 +190,8 @@ struct Mvue24Args {
 /// - feature-major: variant 3 (whole-line stores) for f32 (1.14-1.15x over 1); variant 7 (the
 ///   ALU-lean form of 5 = 3 under a 64-register cap) for bf16 (1.025-1.028x over 5, which was
 ///   1.03-1.05x over 1, on the four measured shapes); variant 6 (the ALU-lean form of 1) for f16
-///   (1.018-1.024x over 1; 3, 4, 5 measured 0.95-0.98x);
+///   (1.018-1.024x over 1; 3, 4, 5 measured 0.95-0.98x); variant 8 (session 6, the chunk in two
+///   halves) measured 0.98x of 7 (bf16) and 0.97x of 6 (f16): not used;
 /// - token-major: variant 3 for 16-bit with n % 128 == 64 (n = 1600: 1.32-1.53x, the 64-feature
 ///   tiles remove variant 1's scalar edge tile); variant 5 for f16 with n % 128 == 0 and
 ///   n >= 4096 (the c_fc shapes: 1.01-1.04x; at n = 1280 0.95-0.97x); variant 1 elsewhere (bf16:
