@@ -226,7 +226,8 @@ KernelCandidate ew_skm_candidate(int min_chunks) {
   c.unsupported = [min_chunks, name = c.name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
     if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmv_sk_mb " + why;
     const std::string why = cuda::ew::spmv_skm_unsupported(cuda::ew::SpmvLayout::of(w.layout, w.dtype), w.dtype, d.m);
-    // The forced 2-chunk form is a measurement variant until a device run says otherwise.
+    // The forced 2-chunk form: within -1.2 / +0.5 us of ew_spmv_sk_mb in the 8 m = 8 bar cases on the
+    // H200 (b6c5e5f, docs/PERF.md session 6); opt-in until a run times the race with it.
     if (why.empty() && min_chunks != 1 && d.kernel != name)
       return name.substr(5) + " is opt-in (force desc.kernel): a measurement variant (docs/PERF.md, session 6)";
     return why;

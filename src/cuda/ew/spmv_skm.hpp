@@ -25,7 +25,8 @@ using SkmOccupancyFn = int (*)(int smem_bytes);
 /// Plan candidates:
 ///   "cuda:ew_spmv_sk_mb"  chunks = the fewest whose X fits the shared-memory budget (1 at k <= 14k)
 ///   "cuda:ew_spmv_sk_mb2" at least 2 chunks (half the X staged per CTA, every group split);
-///                         opt-in (docs/PERF.md, session 6)
+///                         opt-in: within -1.2 / +0.5 us of _mb at m = 8 on the H200 (b6c5e5f),
+///                         the race with it not measured (docs/PERF.md, session 6)
 /// The compiled instance for (dtype, N, M, mb in {4, 8}), or null.
 SkmLaunchFn find_spmv_skm(DType dtype, int pn, int pm, int mb);
 SkmOccupancyFn find_spmv_skm_occupancy(DType dtype, int pn, int pm, int mb);

@@ -28,7 +28,16 @@
 //    When X does not fit the shared-memory budget (or a plan asks for it), the k range is cut into
 //    `chunks` of whole tiles: unit order chunk-major, CTA b serves chunk b / ctas_per_chunk and
 //    stages only that chunk's columns; every group then gets at least `chunks` partial sums.
-// Limits: patterns with N | 32 compiled (N, M folded in), f16 / bf16, MB in {4, 8}; rows, cols < 2^30.
+// Measured (H200, b6c5e5f, fp16; docs/PERF.md "Session 6 measured"): SASS 20 instructions per stored
+//   value in the loop (1 SHF, 1 LOP3, 1 LDS.128, 9 HADD2.F32, 8 FFMA), ncu 24.0 over the whole kernel;
+//   streams at 82-90 % issue (4.4-4.8 values / clock / SM) plus a fixed 13 us (k = 8192) / 17 us
+//   (k = 12288) that is not decomposed yet (X staging behind the weight flood, 8-way conflicted
+//   staging stores, launch). m = 8, 28672 x 8192: 2:8 / 1:8 / 2:16 / 1:16 65.6 / 39.4 / 41.5 / 29.2 us
+//   (the plan's pick at 2:16 / 1:16, 1.05-1.14x over the tensor-core kernels; they stay faster at
+//   2:8 / 1:8); m = 4 (MB = 4): 45.8 / 28.8 / 29.3 us at 2:8 / 1:8 / 2:16, the plan's pick (1.15-1.51x).
+// Limits: issue-bound at m = 8 (9 of the 24 instructions per value are fp16 -> fp32 conversions);
+//   patterns with N | 32 compiled (N, M folded in), f16 / bf16, MB in {4, 8}; rows, cols < 2^30;
+//   one 16-warp CTA per SM (128 registers).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
