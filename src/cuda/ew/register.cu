@@ -1,6 +1,7 @@
 // sparsenm — the EW-N:M family's plan candidates: "cuda:ew_spmv" (m <= 8, CUDA cores, any N:M),
 // "cuda:ew_spmv_tc" (m <= 8, tensor cores, f16 / bf16, the patterns in spmv_tc_instances.def, finite X)
 // "cuda:ew_spmv_sk" / "cuda:ew_spmv_sk4" (m = 1, f16 / bf16, stream-K split, bulk-copied X)
+// "cuda:ew_spmv_sk_mb" / "cuda:ew_spmv_sk_mb2" (m = 2..8, f16 / bf16, stream-K split, CUDA cores)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
 // V:2:M weight, run as the element 2:M weight with the same stored slots (format/as_element.hpp;
@@ -13,6 +14,8 @@
 #include "cuda/ew/spmv.hpp"
 #include "cuda/ew/spmv_sk.hpp"
 #include "cuda/ew/spmv_sk_kernel.cuh"
+#include "cuda/ew/spmv_skm.hpp"
+#include "cuda/ew/spmv_skm_kernel.cuh"
 #include "cuda/ew/spmv_tc.hpp"
 #include "format/as_element.hpp"
 #include "plan/registry.hpp"
@@ -214,6 +217,69 @@ KernelCandidate ew_sk_candidate(int waves) {
   return c;
 }
 
+/// "cuda:ew_spmv_sk_mb" (min_chunks 1) / "cuda:ew_spmv_sk_mb2" (min_chunks 2), m = 2..8: the ew_spmv
+/// packed weight, an fp32 workspace [mb][rows] and per-group counters (zeroed once here; every launch
+/// leaves them zero), the launch arguments and the compiled launcher.
+class EwSkmInstance final : public KernelInstance {
+ public:
+  EwSkmInstance(const CondensedMatrix& w, const MatmulDesc& d, int min_chunks) {
+    const cuda::ew::SpmvPacked p = cuda::ew::pack_spmv(w);
+    const int mb = cuda::ew::spmv_skm_mb(d.m);
+    launch_ = cuda::ew::find_spmv_skm(w.dtype, p.layout.n, p.layout.m, mb);
+    if (!launch_) throw Unsupported("ew_spmv_sk_mb: no compiled instance for " + w.pattern().str());
+    values_ = cuda::DeviceBuffer(p.values.size());
+    values_.upload(p.values.data(), p.values.size());
+    indices_ = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
+    indices_.upload(p.indices.data(), indices_.size());
+    ws_ = cuda::DeviceBuffer(cuda::ew::spmv_skm_ws_bytes(p.layout, mb));
+    cnt_ = cuda::DeviceBuffer(cuda::ew::spmv_skm_cnt_bytes(p.layout));
+    SPARSENM_CUDA_CHECK(cudaMemset(ws_.get(), 0, ws_.size()));
+    SPARSENM_CUDA_CHECK(cudaMemset(cnt_.get(), 0, cnt_.size()));
+    cfg_ = cuda::ew::plan_spmv_skm(p.layout, w.dtype, int(d.m), sm_count(), min_chunks, args_);
+    args_.values = values_.get();
+    args_.indices = indices_.as<std::uint32_t>();
+    args_.ws = ws_.as<float>();
+    args_.cnt = cnt_.as<unsigned>();
+    args_.y_dtype = y_code(d.y_dtype);
+  }
+  void run(const void* x, void* y, void* stream) const override {
+    cuda::ew::SkmArgs a = args_;
+    a.x = x;
+    a.y = y;
+    launch_(a, cfg_, static_cast<cudaStream_t>(stream));
+  }
+  std::size_t workspace_bytes() const override { return ws_.size() + cnt_.size(); }
+  std::string describe() const override {
+    return std::to_string(cfg_.grid) + " CTAs x 16 warps, " + std::to_string(args_.chunks) + " k chunk(s), " +
+           std::to_string(cfg_.smem_bytes) + " B of X per CTA, mb " + std::to_string(cfg_.mb);
+  }
+
+ private:
+  cuda::DeviceBuffer values_, indices_, ws_, cnt_;
+  cuda::ew::SkmArgs args_;
+  cuda::ew::SkmConfig cfg_;
+  cuda::ew::SkmLaunchFn launch_ = nullptr;
+};
+
+KernelCandidate ew_skm_candidate(int min_chunks) {
+  KernelCandidate c;
+  c.name = min_chunks == 1 ? "cuda:ew_spmv_sk_mb" : "cuda:ew_spmv_sk_mb" + std::to_string(min_chunks);
+  c.backend = Backend::cuda;
+  c.unsupported = [min_chunks, name = c.name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+    if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmv_sk_mb " + why;
+    const std::string why = cuda::ew::spmv_skm_unsupported(cuda::ew::SpmvLayout::of(w.layout, w.dtype), w.dtype, d.m);
+    // The forced 2-chunk form: within -1.2 / +0.5 us of ew_spmv_sk_mb in the 8 m = 8 bar cases on the
+    // H200 (b6c5e5f, docs/PERF.md session 6); opt-in until a run times the race with it.
+    if (why.empty() && min_chunks != 1 && d.kernel != name)
+      return name.substr(5) + " is opt-in (force desc.kernel): a measurement variant (docs/PERF.md, session 6)";
+    return why;
+  };
+  c.create = [min_chunks](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwSkmInstance>(w, d, min_chunks);
+  };
+  return c;
+}
+
 /// "cuda:ew_spmv_tc" / "_bal" / "_prmt" / "_ring" (SpmvTcVariant): the weight in the tensor-core layout on
 /// the device, the launch arguments and the compiled launcher. x_vec is decided per run (it
 /// depends on the x pointer).
@@ -279,6 +345,8 @@ void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_candidate<false>());
   r.add(ew_sk_candidate(1));
   r.add(ew_sk_candidate(4));
+  r.add(ew_skm_candidate(1));
+  r.add(ew_skm_candidate(2));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::shift));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::balanced));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::prmt));
