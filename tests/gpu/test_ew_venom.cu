@@ -87,7 +87,7 @@ TEST(EwVenom, ForcedEwKernelsMatchTheVenomReference) {
     bool skips_pruned;  ///< false: tensor-core fragments multiply X by explicit zeros (needs finite X)
   };
   const Case cases[] = {{"cuda:ew_spmv_sk", 1, true}, {"cuda:ew_spmv", 1, true},   {"cuda:ew_spmv", 5, true},
-                        {"cuda:ew_spmv_tc", 8, false}, {"cuda:ew_spmm", 37, true}};
+                        {"cuda:ew_spmv_sk_mb", 5, true}, {"cuda:ew_spmv_tc", 8, false}, {"cuda:ew_spmm", 37, true}};
   for (const Case& c : cases)
     for (int M : {8, 16})
       for (DType t : {DType::f16, DType::bf16}) {

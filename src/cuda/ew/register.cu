@@ -222,7 +222,10 @@ KernelCandidate ew_sk_candidate(int waves) {
 /// leaves them zero), the launch arguments and the compiled launcher.
 class EwSkmInstance final : public KernelInstance {
  public:
-  EwSkmInstance(const CondensedMatrix& w, const MatmulDesc& d, int min_chunks) {
+  EwSkmInstance(const CondensedMatrix& w0, const MatmulDesc& d, int min_chunks) {
+    std::optional<CondensedMatrix> hold;
+    const CondensedMatrix& w = ew_weight(w0, hold);
+    note_ = ew_repack_note(w0);
     const cuda::ew::SpmvPacked p = cuda::ew::pack_spmv(w);
     const int mb = cuda::ew::spmv_skm_mb(d.m);
     launch_ = cuda::ew::find_spmv_skm(w.dtype, p.layout.n, p.layout.m, mb);
@@ -250,11 +253,13 @@ class EwSkmInstance final : public KernelInstance {
   }
   std::size_t workspace_bytes() const override { return ws_.size() + cnt_.size(); }
   std::string describe() const override {
-    return std::to_string(cfg_.grid) + " CTAs x 16 warps, " + std::to_string(args_.chunks) + " k chunk(s), " +
-           std::to_string(cfg_.smem_bytes) + " B of X per CTA, mb " + std::to_string(cfg_.mb);
+    return join_notes(std::to_string(cfg_.grid) + " CTAs x 16 warps, " + std::to_string(args_.chunks) + " k chunk(s), " +
+                          std::to_string(cfg_.smem_bytes) + " B of X per CTA, mb " + std::to_string(cfg_.mb),
+                      note_);
   }
 
  private:
+  std::string note_;
   cuda::DeviceBuffer values_, indices_, ws_, cnt_;
   cuda::ew::SkmArgs args_;
   cuda::ew::SkmConfig cfg_;
@@ -267,7 +272,7 @@ KernelCandidate ew_skm_candidate(int min_chunks) {
   c.backend = Backend::cuda;
   c.unsupported = [min_chunks, name = c.name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
     if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmv_sk_mb " + why;
-    const std::string why = cuda::ew::spmv_skm_unsupported(cuda::ew::SpmvLayout::of(w.layout, w.dtype), w.dtype, d.m);
+    const std::string why = cuda::ew::spmv_skm_unsupported(cuda::ew::SpmvLayout::of(ew_layout(w), w.dtype), w.dtype, d.m);
     // The forced 2-chunk form: within -1.2 / +0.5 us of ew_spmv_sk_mb in the 8 m = 8 bar cases on the
     // H200 (b6c5e5f, docs/PERF.md session 6); opt-in until a run times the race with it.
     if (why.empty() && min_chunks != 1 && d.kernel != name)
