@@ -176,7 +176,11 @@ struct Mvue24Args {
   /// variant 1 / 5); 8 = variant 6 with each feature-major 32-token chunk computed as two 16-token
   /// halves (fewer live registers: bf16 64 instead of 75, i.e. 32 resident warps instead of 24;
   /// "Session 6"; 16-bit feature-major with tokens % 32 == 0, else variant 6 / f32 variant 1;
-  /// opt-in: measured 0.98x of variant 7 for bf16, 0.97x of variant 6 for f16).
+  /// opt-in: measured 0.98x of variant 7 for bf16, 0.97x of variant 6 for f16); 9 = variant 6
+  /// with short live ranges (Philox words made just before their groups, the rare full rule
+  /// re-reads its chunk instead of keeping the inputs live: bf16 51 registers instead of 75, f16
+  /// 48 instead of 57; "Session 6b"; the same fallbacks as 8); 10 = variant 9 under a 5-CTA
+  /// register cap (48 registers, 40 warps per SM; no spill).
   /// Outputs are identical.
   int variant = 0;
   /// Bench / profiling only (variants 1, 3, 4, 5): at most this many CTAs resident per SM, by
