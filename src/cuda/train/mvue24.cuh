@@ -16,12 +16,13 @@
 //   tiles) is the default for f32 feature-major and 16-bit token-major with n % 128 == 64;
 //   variant 5 (3 under a 64-register cap, 4 CTAs per SM) for f16 token-major c_fc shapes;
 //   variants 6 / 7 (1 / 5 with the ALU-lean fast path, mvue_window16x2_lean) for f16 / bf16
-//   feature-major (mvue24_default_variant, docs/PERF-train.md "Session 3c", "Session 4", "Session 5");
+//   feature-major with tokens % 32 != 0 (mvue24_default_variant, docs/PERF-train.md "Session 3c",
+//   "Session 4", "Session 5"); variant 10 for 16-bit feature-major with tokens % 32 == 0 ("Session 6b");
 //   variant 8 (6 with the 32-token chunk as two 16-token halves: bf16 64 registers instead of 75)
 //   is opt-in (measured 0.97-0.99x of the defaults, "Session 6"); variant 9 (6 with short live
 //   ranges: Philox words just in time, the rare full rule re-reads its chunk; bf16 51 registers,
 //   f16 48) is described at mvue24_feature_major_jit_kernel ("Session 6b"); variant 10 = 9 with
-//   5 CTAs per SM (48 registers: 40 warps).
+//   5 CTAs per SM (48 registers: 40 warps) is the 16-bit feature-major default (1.03-1.04x).
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
@@ -821,7 +822,8 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   using Traits = Mvue24Traits;
   constexpr bool k16 = sizeof(typename Elem<T>::Raw) == 2;
   constexpr DType kDtype = std::is_same_v<T, float> ? DType::f32 : kIsBf16<T> ? DType::bf16 : DType::f16;
-  const int variant = a.variant != 0 ? a.variant : mvue24_default_variant(kDtype, a.token_major, a.features);
+  int variant = a.variant != 0 ? a.variant : mvue24_default_variant(kDtype, a.token_major, a.features);
+  if (a.variant == 0 && variant == 10 && a.tokens % 32 != 0) variant = mvue24_fm_fallback_variant(kDtype);
   // the one-shot kernels (variants 1, 3, 4, 5), with the occupancy control's padding if asked for
   auto go = [&](auto kernel, dim3 grid, dim3 block) {
     const std::size_t smem = occupancy_cap_smem(kernel, int(block.x * block.y), a.max_ctas_per_sm);
