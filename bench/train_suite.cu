@@ -351,7 +351,8 @@ Suite train_suite() {
             // session 5: the ALU-lean fast path in variants 1 / 5 (6 / 7; 16-bit only, f32 runs
             // 1 / 5); SPARSENM_MVUE_VARIANTS (comma list) restricts the list, e.g. "1,3,5,6,7")
             // session 6: variant 8 (variant 6 with the 32-token chunk in two halves, feature-major)
-            std::vector<int> others{1, 3, 4, 5, -1, 6, 7, 8};
+            // session 6b: variant 9 (variant 6 with short live ranges, feature-major), 10 (9 at 40 warps)
+            std::vector<int> others{1, 3, 4, 5, -1, 6, 7, 8, 9, 10};
             if (const char* env = std::getenv("SPARSENM_MVUE_VARIANTS")) {
               others.clear();
               for (const char* p = env; *p;) {
@@ -364,7 +365,7 @@ Suite train_suite() {
             }
             for (int variant : others) {
               if (variant == dflt || (tm && t == DType::f32 && variant >= 4) || (variant < 0 && n != 4 * d) ||
-                  (t == DType::f32 && variant >= 6) || (variant == 8 && tm))  // 8: feature-major only (runs 6 token-major)
+                  (t == DType::f32 && variant >= 6) || (variant >= 8 && tm))  // 8-10: feature-major only (run 6 token-major)
                 continue;
               auto other = [&](int i) {
                 mvue24_variant(variant, t, b.at(i, 0), T, n, layout, seed++, {b.at(i, 1), static_cast<std::uint8_t*>(b.at(i, 2))});
@@ -377,6 +378,8 @@ Suite train_suite() {
                    : variant == 6 ? "mvue24:chunk_lean_kernel"
                    : variant == 7 ? "mvue24:lines_occ_lean_kernel"
                    : variant == 8 ? "mvue24:chunk_lean_halves_kernel"
+                   : variant == 9 ? "mvue24:chunk_lean_jit_kernel"
+                   : variant == 10 ? "mvue24:chunk_lean_jit_occ5_kernel"
                                   : "mvue24:chunk_kernel_minus1cta",
                    time_calls(other, slots, warmup, reps),
                    bytes, slots, std::string(tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)") +

@@ -55,13 +55,14 @@ HostMat transpose(const HostMat& m) {
   return t;
 }
 
-/// variant 0: the API (sparsenm::train::mvue24); 1 .. 8: that kernel variant (Mvue24Args::variant)
+/// variant 0: the API (sparsenm::train::mvue24); 1 .. 10: that kernel variant (Mvue24Args::variant)
 /// with the arguments the API builds; max_ctas: Mvue24Args::max_ctas_per_sm (the occupancy control);
-/// guarded: Mvue24Args::aligned forced off (every chunk / tile takes the guarded loads and stores).
+/// guarded: Mvue24Args::aligned forced off (every chunk / tile takes the guarded loads and stores);
+/// only: 1 = values alone (indices nullptr), 2 = indices alone (the other output stays poisoned).
 std::pair<std::vector<std::byte>, std::vector<std::uint8_t>> run_gpu(const HostMat& g, train::GradLayout layout,
                                                                      std::int64_t tokens, std::int64_t features,
                                                                      std::uint64_t seed, int variant = 0, int max_ctas = 0,
-                                                                     bool guarded = false) {
+                                                                     bool guarded = false, int only = 0) {
   const std::size_t vb = std::size_t(features * train::hw24_value_cols(tokens)) * g.esz();
   const std::size_t ib = std::size_t(features * train::hw24_index_row_bytes(tokens));
   auto dg = upload(g.bytes.data(), g.bytes.size());
@@ -74,6 +75,8 @@ std::pair<std::vector<std::byte>, std::vector<std::uint8_t>> run_gpu(const HostM
     a.variant = variant;
     a.max_ctas_per_sm = max_ctas;
     if (guarded) a.aligned = false;
+    if (only == 1) a.indices = nullptr;
+    if (only == 2) a.values = nullptr;
     if (g.dtype == DType::f16) train::detail::launch_mvue24<__half>(a, nullptr);
     else if (g.dtype == DType::bf16) train::detail::launch_mvue24<__nv_bfloat16>(a, nullptr);
     else train::detail::launch_mvue24<float>(a, nullptr);
@@ -188,8 +191,8 @@ TEST(Mvue24Variants, EveryKernelBitExactBothLayouts) {
       const std::uint64_t seed = 0xabcdef01ull + std::uint64_t(N);
       const Hw24 ref = host_mvue24(g, seed);
       const HostMat gt = transpose(g);
-      for (int entry = 1; entry <= 9; ++entry) {  // variants 1-7; 8: variant 1 limited to 2 CTAs per SM; 9: variant 8
-        const int variant = entry <= 7 ? entry : entry == 8 ? 1 : 8, max_ctas = entry == 8 ? 2 : 0;
+      for (int entry = 1; entry <= 11; ++entry) {  // variants 1-7; 8: variant 1 limited to 2 CTAs per SM; 9-11: variants 8-10
+        const int variant = entry <= 7 ? entry : entry == 8 ? 1 : entry - 1, max_ctas = entry == 8 ? 2 : 0;
         const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N) + " variant " +
                                  std::to_string(variant) + (max_ctas ? " (2 CTAs / SM)" : "") + (special ? " special" : "");
         const auto [v1, i1] = run_gpu(g, train::GradLayout::token_major, T, N, seed, variant, max_ctas);
@@ -228,6 +231,61 @@ TEST(Mvue24Variants, HalvesKernelMatchesVariant6AndTheHostRule) {
       // token-major: variant 8 runs variant 6 there
       const auto [vt, it] = run_gpu(g, train::GradLayout::token_major, T, N, seed, 8);
       expect_hw24_equal(ref, vt, it, g.esz(), (std::string(to_string(t)) + " token_major variant 8").c_str());
+    }
+}
+
+TEST(Mvue24Variants, JitKernelMatchesVariant6AndTheHostRule) {
+  // Variant 9 (session 6b: variant 6 with the Philox words made just in time and the rare full
+  // rule re-reading its chunk per 16-token half; guarded chunks run the full rule directly; and
+  // variant 10, the same kernel under a 5-CTA register cap)
+  // against the host rule and variant 6: fresh random data (fast path), every special group kind
+  // (NaN, +-inf, signed zeros, subnormals, overflowing sums, <= 2 nonzeros: nearly every chunk
+  // falls back), and random data with a special group planted in about one chunk in eight, in
+  // either half (fast and fallback threads in one warp; a chunk whose other half was valid),
+  // tokens % 32 == 0 (the variant-9 kernel), a last chunk past the tokens of the grid's last CTA
+  // (T = 2080), odd feature counts, the guarded path (aligned forced off), values or indices
+  // alone, and for tokens % 32 != 0 and token-major the fallback to variant 6.
+  SPARSENM_REQUIRE_GPU();
+  const Case cases[] = {Case{DType::bf16, 4096, 37}, Case{DType::f16, 2080, 333}, Case{DType::bf16, 2080, 129},
+                        Case{DType::bf16, 96, 1001}, Case{DType::f16, 48, 77},    Case{DType::bf16, 1040, 3},
+                        Case{DType::f16, 1024, 64}};
+  for (int mode = 0; mode < 3; ++mode)
+    for (const auto& [t, T, N] : cases) {
+      HostMat g = mode == 1 ? special_groups(t, T, N, 401 + std::uint64_t(T + N)) : random_mat(t, T, N, 503 + std::uint64_t(T * 5 + N));
+      if (mode == 2) {  // one special window in about one 32-token chunk in eight
+        const HostMat s = special_groups(t, T, N, 607 + std::uint64_t(T + N));
+        std::mt19937_64 r(0x9e9u + std::uint64_t(T * N));
+        for (std::int64_t f = 0; f < N; ++f)
+          for (std::int64_t c = 0; c < T / 32; ++c) {
+            const std::uint64_t h = r();
+            if (h % 8 != 0) continue;
+            const std::int64_t w = 8 * c + std::int64_t((h >> 3) % 8);
+            for (int i = 0; i < 4; ++i) g.set(4 * w + i, f, s.at(4 * w + i, f));
+          }
+      }
+      const std::uint64_t seed = 0x6b6bu + std::uint64_t(T * N + mode);
+      const Hw24 ref = host_mvue24(g, seed);
+      const HostMat gt = transpose(g);
+      static const char* const kMode[] = {" random", " special", " mixed"};
+      for (bool guarded : {false, true}) {
+        const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N) + kMode[mode] +
+                                 (guarded ? " guarded" : "");
+        const auto [v9, i9] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, 9, 0, guarded);
+        expect_hw24_equal(ref, v9, i9, g.esz(), (what + " variant 9").c_str());
+        const auto [v10, i10] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, 10, 0, guarded);
+        EXPECT_EQ(v10, v9) << what << ": variant 10 values differ from variant 9";
+        EXPECT_EQ(i10, i9) << what << ": variant 10 indices differ from variant 9";
+        const auto [v6, i6] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, 6, 0, guarded);
+        EXPECT_EQ(v6, v9) << what << ": variant 9 values differ from variant 6";
+        EXPECT_EQ(i6, i9) << what << ": variant 9 indices differ from variant 6";
+        EXPECT_EQ(run_gpu(gt, train::GradLayout::feature_major, T, N, seed, 9, 0, guarded, 1).first, v9)
+            << what << ": variant 9 values alone";
+        EXPECT_EQ(run_gpu(gt, train::GradLayout::feature_major, T, N, seed, 9, 0, guarded, 2).second, i9)
+            << what << ": variant 9 indices alone";
+      }
+      // token-major: variant 9 runs variant 6 there
+      const auto [vt, it] = run_gpu(g, train::GradLayout::token_major, T, N, seed, 9);
+      expect_hw24_equal(ref, vt, it, g.esz(), (std::string(to_string(t)) + " token_major variant 9").c_str());
     }
 }
 

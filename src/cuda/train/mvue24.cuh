@@ -16,9 +16,13 @@
 //   tiles) is the default for f32 feature-major and 16-bit token-major with n % 128 == 64;
 //   variant 5 (3 under a 64-register cap, 4 CTAs per SM) for f16 token-major c_fc shapes;
 //   variants 6 / 7 (1 / 5 with the ALU-lean fast path, mvue_window16x2_lean) for f16 / bf16
-//   feature-major (mvue24_default_variant, docs/PERF-train.md "Session 3c", "Session 4", "Session 5");
+//   feature-major with tokens % 32 != 0 (mvue24_default_variant, docs/PERF-train.md "Session 3c",
+//   "Session 4", "Session 5"); variant 10 for 16-bit feature-major with tokens % 32 == 0 ("Session 6b");
 //   variant 8 (6 with the 32-token chunk as two 16-token halves: bf16 64 registers instead of 75)
-//   is opt-in (measured 0.97-0.99x of the defaults, "Session 6").
+//   is opt-in (measured 0.97-0.99x of the defaults, "Session 6"); variant 9 (6 with short live
+//   ranges: Philox words just in time, the rare full rule re-reads its chunk; bf16 51 registers,
+//   f16 48) is described at mvue24_feature_major_jit_kernel ("Session 6b"); variant 10 = 9 with
+//   5 CTAs per SM (48 registers: 40 warps) is the 16-bit feature-major default (1.03-1.04x).
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
@@ -156,41 +160,18 @@ __device__ __forceinline__ void mvue_fm_load_guarded(const Mvue24Args& args, std
   }
 }
 
-/// Feature-major chunk: MVUE of the words w (vec: a whole aligned chunk) and its stores.
-/// kHalves (16-bit, kTok = 32; variant 8): the 8 groups as two sequential 4-group halves, each
-/// with its own Philox call and fast-path check (the full rule, where needed, for that half
-/// only), so that fewer Philox words, pairs and converted values are live at once (docs/PERF-
-/// train.md "Session 6"); outputs identical.
-template <class T, int kTok, bool kLean = false, bool kHalves = false>
-__device__ __forceinline__ void mvue_fm_chunk(const Mvue24Args& args, std::int64_t f, std::int64_t t0, bool vec,
-                                              const std::uint32_t (&w)[sizeof(typename Elem<T>::Raw) == 2 ? kTok / 2 : kTok]) {
+/// Feature-major chunk: the stores of its stored pair words and nibbles (vec: a whole aligned
+/// chunk, 16-byte stores; else element / byte stores up to the last window).
+template <class T, int kTok>
+__device__ __forceinline__ void mvue_fm_store(const Mvue24Args& args, std::int64_t f, std::int64_t t0, bool vec,
+                                              const std::uint32_t (&pair)[sizeof(typename Elem<T>::Raw) == 2 ? kTok / 4 : kTok / 2],
+                                              std::uint32_t nibs) {
   using Raw = typename Elem<T>::Raw;
   constexpr bool k16 = sizeof(Raw) == 2;
   constexpr int G = kTok / 4, kOut = k16 ? G : 2 * G;
-  static_assert(!kHalves || (k16 && kTok == 32), "halves: 16-bit types, 32 tokens per thread");
   const std::int64_t T_ = args.tokens;
   const std::int64_t windows = (T_ + 3) / 4, vcols = 2 * windows, irb = (windows + 1) / 2;
   Raw* __restrict__ out = static_cast<Raw*>(args.values);
-  std::uint32_t pair[kOut], nibs;
-  if constexpr (kHalves) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      std::uint32_t rnd[4], wh[8], ph[4], nh;
-      mvue_words<1>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16 + h), rnd);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) wh[i] = w[8 * h + i];
-      mvue_row16<kIsBf16<T>, 4, kLean>(wh, rnd, ph, nh, vec);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) pair[4 * h + i] = ph[i];
-      if (h == 0) nibs = nh;
-      else nibs |= nh << 16;
-    }
-  } else {
-    std::uint32_t rnd[G];
-    mvue_words<G / 4>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16), rnd);
-    if constexpr (k16) mvue_row16<kIsBf16<T>, G, kLean>(w, rnd, pair, nibs, vec);
-    else mvue_row32<G>(w, rnd, pair, nibs, vec);
-  }
   const std::int64_t w0 = t0 / 4;
   if (vec) {
     if (out) {
@@ -219,6 +200,41 @@ __device__ __forceinline__ void mvue_fm_chunk(const Mvue24Args& args, std::int64
   }
 }
 
+/// Feature-major chunk: MVUE of the words w (vec: a whole aligned chunk) and its stores.
+/// kHalves (16-bit, kTok = 32; variant 8): the 8 groups as two sequential 4-group halves, each
+/// with its own Philox call and fast-path check (the full rule, where needed, for that half
+/// only), so that fewer Philox words, pairs and converted values are live at once (docs/PERF-
+/// train.md "Session 6"); outputs identical.
+template <class T, int kTok, bool kLean = false, bool kHalves = false>
+__device__ __forceinline__ void mvue_fm_chunk(const Mvue24Args& args, std::int64_t f, std::int64_t t0, bool vec,
+                                              const std::uint32_t (&w)[sizeof(typename Elem<T>::Raw) == 2 ? kTok / 2 : kTok]) {
+  using Raw = typename Elem<T>::Raw;
+  constexpr bool k16 = sizeof(Raw) == 2;
+  constexpr int G = kTok / 4, kOut = k16 ? G : 2 * G;
+  static_assert(!kHalves || (k16 && kTok == 32), "halves: 16-bit types, 32 tokens per thread");
+  std::uint32_t pair[kOut], nibs;
+  if constexpr (kHalves) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      std::uint32_t rnd[4], wh[8], ph[4], nh;
+      mvue_words<1>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16 + h), rnd);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) wh[i] = w[8 * h + i];
+      mvue_row16<kIsBf16<T>, 4, kLean>(wh, rnd, ph, nh, vec);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) pair[4 * h + i] = ph[i];
+      if (h == 0) nibs = nh;
+      else nibs |= nh << 16;
+    }
+  } else {
+    std::uint32_t rnd[G];
+    mvue_words<G / 4>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16), rnd);
+    if constexpr (k16) mvue_row16<kIsBf16<T>, G, kLean>(w, rnd, pair, nibs, vec);
+    else mvue_row32<G>(w, rnd, pair, nibs, vec);
+  }
+  mvue_fm_store<T, kTok>(args, f, t0, vec, pair, nibs);
+}
+
 /// kMinBlocks > 1: the register cap of the occupancy variant (Mvue24Args::variant 4,
 /// mvue24_min_blocks): at least kMinBlocks CTAs of 256 threads resident per SM.
 template <class T, int kTok, int kMinBlocks = 0, bool kLean = false, bool kHalves = false>
@@ -245,6 +261,93 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_fea
       mvue_fm_load_guarded<T, kTok>(args, f, t0, w);
     }
     mvue_fm_chunk<T, kTok, kLean, kHalves>(args, f, t0, vec, w);
+  }
+}
+
+/// One 16-byte streaming load that the compiler can neither merge with another load of the same
+/// address nor move (volatile asm): the full-rule path of variant 9 re-reads its chunk with it, so
+/// that the fast path's words need not stay live for it.
+__device__ __forceinline__ uint4 ldcs_reread(const void* p) {
+  uint4 q;
+  asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(q.x), "=r"(q.y), "=r"(q.z), "=r"(q.w) : "l"(p));
+  return q;
+}
+
+/// Variant 9 (16-bit feature-major, tokens % 32 == 0; docs/PERF-train.md "Session 6b"): variant 6
+/// (32-token chunks, the ALU-lean fast path, one fast-path check per chunk) with short live
+/// ranges, so that bf16 fits 64 registers (4 CTAs of 256 = 32 warps per SM) without spilling:
+/// - the Philox words of groups 4h .. 4h + 3 are made just before them (one call per 16 tokens),
+///   each word pair dies with its window pair;
+/// - the rare full rule (some group not on the fast path) re-reads the chunk (ldcs_reread) and
+///   re-makes its Philox words per 16-token half instead of keeping the 16 words and 8 Philox
+///   words of the fast path live until its validity is known;
+/// - guarded chunks (tails, unaligned) run the full rule directly (element loads per half; the
+///   fast path's result was discarded there anyway).
+/// Outputs identical to variant 6 and the host rule.
+template <class T, int kMinBlocks = 0>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_feature_major_jit_kernel(Mvue24Args args) {
+  using Raw = typename Elem<T>::Raw;
+  static_assert(sizeof(Raw) == 2, "variant 9: 16-bit types");
+  constexpr bool kBf16 = kIsBf16<T>;
+  const std::int64_t T_ = args.tokens, N = args.features;
+  const std::int64_t t0 = (std::int64_t(blockIdx.x) * Mvue24Traits::kRowThreads + threadIdx.x) * 32;
+  if (t0 >= T_) return;
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+  const bool vec = kMvueProbe || (args.aligned && t0 + 32 <= T_);
+  for (std::int64_t f = std::int64_t(blockIdx.y) * Mvue24Traits::kRowFeatures + threadIdx.y; f < N;
+       f += std::int64_t(gridDim.y) * Mvue24Traits::kRowFeatures) {
+    std::uint32_t pair[8], nibs = 0;
+    bool ok = false;
+    if (vec) {
+      std::uint32_t w[16];
+      const uint4* src = reinterpret_cast<const uint4*>(g + f * T_ + t0);
+#pragma unroll
+      for (int v = 0; v < 4; ++v) {
+        const uint4 q = __ldcs(src + v);
+        w[4 * v] = q.x, w[4 * v + 1] = q.y, w[4 * v + 2] = q.z, w[4 * v + 3] = q.w;
+      }
+      ok = true;
+      float nibf[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        std::uint32_t rnd[4];
+        mvue_words<1>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16 + h), rnd);
+        nibf[h] = kMvueLeanNib0;
+#pragma unroll
+        for (int g2 = 0; g2 < 4; g2 += 2) {
+          const int i = 8 * h + 2 * g2;
+          ok &= mvue_window16x2_lean<kBf16>(w[i], w[i + 1], rnd[g2], w[i + 2], w[i + 3], rnd[g2 + 1], pair[4 * h + g2],
+                                            pair[4 * h + g2 + 1], nibf[h], g2, g2 + 1);
+        }
+      }
+      nibs = (f32_bits(nibf[0]) & 0xffffu) | (f32_bits(nibf[1]) << 16);  // 0x4B00 above each nibble word
+      if constexpr (kMvueProbe) nibs ^= ok ? 0u : 1u;  // keeps the validity tests live in the probe
+    }
+    if (!ok && !kMvueProbe) {  // rare (or a guarded chunk): the full rule per 16-token half
+      nibs = 0;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        std::uint32_t w2[8], rnd[4];
+        if (vec) {
+          const Raw* src = g + f * T_ + t0 + 16 * h;
+#pragma unroll
+          for (int v = 0; v < 2; ++v) {
+            const uint4 q = ldcs_reread(src + 8 * v);
+            w2[4 * v] = q.x, w2[4 * v + 1] = q.y, w2[4 * v + 2] = q.z, w2[4 * v + 3] = q.w;
+          }
+        } else {
+          mvue_fm_load_guarded<T, 16>(args, f, t0 + 16 * h, w2);
+        }
+        mvue_words<1>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16 + h), rnd);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          std::uint32_t nib;
+          mvue_window16_full<kBf16>(w2[2 * k], w2[2 * k + 1], rnd[k], pair[4 * h + k], nib);
+          nibs |= nib << (4 * (4 * h + k));
+        }
+      }
+    }
+    mvue_fm_store<T, 32>(args, f, t0, vec, pair, nibs);
   }
 }
 
@@ -719,7 +822,8 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   using Traits = Mvue24Traits;
   constexpr bool k16 = sizeof(typename Elem<T>::Raw) == 2;
   constexpr DType kDtype = std::is_same_v<T, float> ? DType::f32 : kIsBf16<T> ? DType::bf16 : DType::f16;
-  const int variant = a.variant != 0 ? a.variant : mvue24_default_variant(kDtype, a.token_major, a.features);
+  int variant = a.variant != 0 ? a.variant : mvue24_default_variant(kDtype, a.token_major, a.features);
+  if (a.variant == 0 && variant == 10 && a.tokens % 32 != 0) variant = mvue24_fm_fallback_variant(kDtype);
   // the one-shot kernels (variants 1, 3, 4, 5), with the occupancy control's padding if asked for
   auto go = [&](auto kernel, dim3 grid, dim3 block) {
     const std::size_t smem = occupancy_cap_smem(kernel, int(block.x * block.y), a.max_ctas_per_sm);
@@ -748,13 +852,17 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   // 1: one chunk / tile per thread / CTA; 4: under the register cap of kMvueOccBlocks; 6: variant
   // 1 with the ALU-lean fast path (16-bit types; f32 runs variant 1); 8: variant 6 with the
   // feature-major 32-token chunk in two halves (16-bit, tokens % 32 == 0; token-major and other
-  // feature-major calls run variant 6, f32 variant 1)
+  // feature-major calls run variant 6, f32 variant 1); 9: variant 6 with short live ranges
+  // (mvue24_feature_major_jit_kernel; the same fallbacks as 8); 10: 9 under a 5-CTA register cap
+  // (48 registers, 40 warps per SM; bf16 does not spill, f16 is at 48 anyway)
   if (variant != 2) {
-    const bool occ = variant == 4, lean = k16 && (variant == 6 || variant == 8);
+    const bool occ = variant == 4, lean = k16 && (variant == 6 || variant >= 8);
     if constexpr (k16) {
-      if (variant == 8 && !a.token_major && a.tokens % 32 == 0) {
+      if ((variant == 8 || variant == 9 || variant == 10) && !a.token_major && a.tokens % 32 == 0) {
         const dim3 grid(unsigned((a.tokens / 32 + Traits::kRowThreads - 1) / Traits::kRowThreads), fy);
-        go(mvue24_feature_major_kernel<T, 32, 0, true, true>, grid, fm_block);
+        if (variant == 8) go(mvue24_feature_major_kernel<T, 32, 0, true, true>, grid, fm_block);
+        else if (variant == 9) go(mvue24_feature_major_jit_kernel<T>, grid, fm_block);
+        else go(mvue24_feature_major_jit_kernel<T, 5>, grid, fm_block);
         SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");
         return;
       }

@@ -176,7 +176,12 @@ struct Mvue24Args {
   /// variant 1 / 5); 8 = variant 6 with each feature-major 32-token chunk computed as two 16-token
   /// halves (fewer live registers: bf16 64 instead of 75, i.e. 32 resident warps instead of 24;
   /// "Session 6"; 16-bit feature-major with tokens % 32 == 0, else variant 6 / f32 variant 1;
-  /// opt-in: measured 0.98x of variant 7 for bf16, 0.97x of variant 6 for f16).
+  /// opt-in: measured 0.98x of variant 7 for bf16, 0.97x of variant 6 for f16); 9 = variant 6
+  /// with short live ranges (Philox words made just before their groups, the rare full rule
+  /// re-reads its chunk instead of keeping the inputs live: bf16 51 registers instead of 75, f16
+  /// 48 instead of 57; "Session 6b"; the same fallbacks as 8); 10 = variant 9 under a 5-CTA
+  /// register cap (48 registers, 40 warps per SM; no spill): the 16-bit feature-major default
+  /// where tokens % 32 == 0 (session 6b).
   /// Outputs are identical.
   int variant = 0;
   /// Bench / profiling only (variants 1, 3, 4, 5): at most this many CTAs resident per SM, by
@@ -191,7 +196,10 @@ struct Mvue24Args {
 ///   ALU-lean form of 5 = 3 under a 64-register cap) for bf16 (1.025-1.028x over 5, which was
 ///   1.03-1.05x over 1, on the four measured shapes); variant 6 (the ALU-lean form of 1) for f16
 ///   (1.018-1.024x over 1; 3, 4, 5 measured 0.95-0.98x); variant 8 (session 6, the chunk in two
-///   halves) measured 0.98x of 7 (bf16) and 0.97x of 6 (f16): not used;
+///   halves) measured 0.98x of 7 (bf16) and 0.97x of 6 (f16): not used; session 6b: variant 10
+///   (the register-lean chunk kernel at 40 warps) for both 16-bit types, 1.03-1.04x over 7 (bf16)
+///   and over 6 (f16) in the same run, where tokens % 32 == 0 (else the former defaults, 7 / 6:
+///   mvue24_fm_fallback_variant);
 /// - token-major: variant 3 for 16-bit with n % 128 == 64 (n = 1600: 1.32-1.53x, the 64-feature
 ///   tiles remove variant 1's scalar edge tile); variant 5 for f16 with n % 128 == 0 and
 ///   n >= 4096 (the c_fc shapes: 1.01-1.04x; at n = 1280 0.95-0.97x); variant 1 elsewhere (bf16:
@@ -199,10 +207,14 @@ struct Mvue24Args {
 ///   0.71-0.96x on every large shape). The lean forms measured 0.97-1.01x token-major (session
 ///   5): not used there.
 inline int mvue24_default_variant(DType dtype, bool token_major, std::int64_t features) {
-  if (!token_major) return dtype == DType::f32 ? 3 : dtype == DType::bf16 ? 7 : 6;
+  if (!token_major) return dtype == DType::f32 ? 3 : 10;  // 16-bit: tokens % 32 != 0 -> mvue24_fm_fallback_variant
   if (dtype != DType::f32 && features % 128 != 0 && features % 64 == 0) return 3;
   return (dtype == DType::f16 && features % 128 == 0 && features >= 4096) ? 5 : 1;
 }
+
+/// The 16-bit feature-major default where variant 10 does not apply (tokens % 32 != 0): the
+/// session-5 defaults, 7 (bf16) / 6 (f16).
+inline int mvue24_fm_fallback_variant(DType dtype) { return dtype == DType::bf16 ? 7 : 6; }
 
 struct DecayArgs {
   void* grad = nullptr;
