@@ -34,9 +34,12 @@ int occupancy_spmv_sk(int smem_bytes) {
 
 }  // namespace sparsenm::cuda::ew
 
-#define SPARSENM_EW_SPMV_SK_INSTANCE(T, NN, MM)                                                                \
-  template void ::sparsenm::cuda::ew::launch_spmv_sk<                                                           \
-      ::sparsenm::cuda::ew::SkTraits<T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM>>(                         \
-      const ::sparsenm::cuda::ew::SkArgs&, const ::sparsenm::cuda::ew::SkConfig&, cudaStream_t);                \
-  template int ::sparsenm::cuda::ew::occupancy_spmv_sk<                                                         \
-      ::sparsenm::cuda::ew::SkTraits<T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM>>(int);
+#define SPARSENM_EW_SPMV_SK_INSTANCE_R(T, NN, MM, RING)                                                          \
+  template void ::sparsenm::cuda::ew::launch_spmv_sk<::sparsenm::cuda::ew::SkTraits<                              \
+      T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
+      ::sparsenm::cuda::ew::kSkEndSerial, RING>>(const ::sparsenm::cuda::ew::SkArgs&,                              \
+                                                 const ::sparsenm::cuda::ew::SkConfig&, cudaStream_t);            \
+  template int ::sparsenm::cuda::ew::occupancy_spmv_sk<::sparsenm::cuda::ew::SkTraits<                            \
+      T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
+      ::sparsenm::cuda::ew::kSkEndSerial, RING>>(int);
+#define SPARSENM_EW_SPMV_SK_INSTANCE(T, NN, MM) SPARSENM_EW_SPMV_SK_INSTANCE_R(T, NN, MM, 0)
