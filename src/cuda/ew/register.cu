@@ -1,7 +1,7 @@
 // sparsenm — the EW-N:M family's plan candidates: "cuda:ew_spmv" (m <= 8, CUDA cores, any N:M),
 // "cuda:ew_spmv_tc" (m <= 8, tensor cores, f16 / bf16, the patterns in spmv_tc_instances.def, finite X)
 // "cuda:ew_spmv_sk" / "cuda:ew_spmv_sk4" (m = 1, f16 / bf16, stream-K split, bulk-copied X),
-// "cuda:ew_spmv_skr" (the same with a 3-stage cp.async shared-memory tile ring per warp; opt-in)
+// "cuda:ew_spmv_skr" (the same with a 3-stage cp.async shared-memory tile ring per warp)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
 // V:2:M weight, run as the element 2:M weight with the same stored slots (format/as_element.hpp;
@@ -219,8 +219,8 @@ KernelCandidate ew_sk_candidate(int waves, int ring = 0) {
       if (need > have)
         return name.substr(5) + ": X + tile rings need " + std::to_string(need) + " B of shared memory per CTA, the device allows " +
                std::to_string(have);
-      // Session 6 (docs/PERF.md): opt-in, not raced, unless measured faster than the register ring.
-      if (d.kernel != name) return name.substr(5) + " is opt-in (force desc.kernel): not measured faster than ew_spmv_sk";
+      // Raced beside the register form (docs/PERF.md, session 6, H200 bench at bacae0e): 1.1-3.1 us
+      // faster at 28672 x 8192 2:8 and 12288^2 1:8 / 2:16, 0.4-1.2 us slower in the other bar cases.
     }
     // 4 waves (every CTA stages the whole X again) measured 10-27 % slower than 1 wave in all six
     // bar cases on the H200 at 20d8a0f (docs/PERF.md, ew_spmv session 5): opt-in, not raced.

@@ -25,7 +25,8 @@ using SkOccupancyFn = int (*)(int smem_bytes);
 ///   "cuda:ew_spmv_sk4" waves = 4 (the hardware block scheduler balances the end); opt-in only:
 ///                      measured slower than waves = 1 (docs/PERF.md, ew_spmv session 5)
 ///   "cuda:ew_spmv_skr" waves = 1, ring = 3: the weight tiles through a per-warp shared-memory ring
-///                      of 3 stages filled by cp.async (docs/PERF.md, session 6)
+///                      of 3 stages filled by cp.async; raced beside "cuda:ew_spmv_sk" (faster in
+///                      3 of the 6 bar cases, slower in 3: docs/PERF.md, session 6)
 /// `ring`: 0 = the two-tile register ring; 3 / 4 = shared-memory ring stages per warp.
 constexpr int kSkMaxXBytes = 96 * 1024;  ///< X (k columns in the weight dtype) must fit this
 
