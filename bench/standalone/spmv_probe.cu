@@ -21,6 +21,11 @@
 //                    one ATOM, read-backs together; measured no faster, not shipped), chk
 //   sk-loopX         sk with X copied by the threads + __syncthreads instead of cp.async.bulk, chk
 //   sk-noX, sk-stream sk's grid without X / without decode                    [diagnostic]
+//   sk-ring3/4       sk with the weight tiles through a per-warp shared-memory ring of 3 / 4 stages
+//                    filled by cp.async (session 6; "cuda:ew_spmv_skr" = ring 3), chk
+//   skr3/4-stream    the ring variants without X / without decode                [diagnostic]
+//   sk-lean          the register kernel with the ring's lean products (X address once per tile), chk
+//   sk-ring3-plain   ring 3 with the shipped products (the ring alone), chk
 //   empty            an empty kernel
 //   sparsenm_spmv_probe [N K [PATTERN ...]]   (default: 28672 8192 and 12288 12288; 2:8 1:8 2:16)
 #include <cuda_fp16.h>
@@ -306,9 +311,9 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   const double floor_us = bytes / copy * 1e-3;
   std::printf("\n%s f16 %lld x %lld, m = 1: %.1f MB (packed weight + x + y), floor %.2f us at %.0f GB/s; empty %.2f us\n",
               pat.str().c_str(), (long long)n, (long long)k, bytes / 1e6, floor_us, copy, empty_us);
-  std::printf("  %-12s %-40s %8s %8s %9s  %s\n", "variant", "grid", "us", "%copy", "GB/s-lf", "check");
+  std::printf("  %-14s %-40s %8s %8s %9s  %s\n", "variant", "grid", "us", "%copy", "GB/s-lf", "check");
   auto report = [&](const char* name, const std::string& grid, double us, const std::string& chk) {
-    std::printf("  %-12s %-40s %8.2f %7.1f%% %9.0f  %s\n", name, grid.c_str(), us, 100.0 * floor_us / us,
+    std::printf("  %-14s %-40s %8.2f %7.1f%% %9.0f  %s\n", name, grid.c_str(), us, 100.0 * floor_us / us,
                 bytes / std::max(0.1, us - empty_us) / 1e3, chk.c_str());
     std::printf("PROBE %s %lldx%lld %s %.3f %.3f %.1f\n", pat.str().c_str(), (long long)n, (long long)k, name, us, floor_us,
                 100.0 * floor_us / us);
@@ -332,7 +337,9 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
   std::string chk = check(dy.get(), ref);
   report("lib", g, timer.time([&] { lib(a, cfg, nullptr); }), chk);
-  // SPMV_PROBE_FAST=1: lib, read, sk, sk-par, sk-stream only (the others were measured at 20d8a0f).
+  // SPMV_PROBE_FAST=1: lib, read, sk, sk-ring3/4, sk-lean, sk-ring3-plain, sk-again and the three
+  // stream diagnostics only
+  // (the others were measured at 20d8a0f / 47b292d).
   const bool fast = std::getenv("SPMV_PROBE_FAST") != nullptr;
   // The copy with everything on (control of the copy), then the suspects removed one at a time.
   if (!fast) {
@@ -356,9 +363,9 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
     SPARSENM_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
   }
   // stream-K candidates.
-  auto run_sk = [&](const char* name, auto launch, int waves, bool checked) {
+  auto run_sk = [&](const char* name, auto launch, int waves, bool checked, int ring = 0) {
     sew::SkArgs s;
-    const sew::SkConfig sc = sew::plan_spmv_sk(l, DType::f16, sms, waves, s);
+    const sew::SkConfig sc = sew::plan_spmv_sk(l, DType::f16, sms, waves, s, 0, ring);
     s.values = dv.get();
     s.indices = static_cast<const std::uint32_t*>(di.get());
     s.x = dx.get();
@@ -366,7 +373,7 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
     s.ws = ws.as<float>();
     s.cnt = cnt.as<unsigned>();
     s.y_dtype = 1;
-    std::snprintf(g, sizeof g, "%d CTAs (%d waves), %d B X", sc.grid, waves, sc.smem_bytes);
+    std::snprintf(g, sizeof g, "%d CTAs (%d waves), %d B %s", sc.grid, waves, sc.smem_bytes, ring ? "X+ring" : "X");
     std::string c = "diag";
     if (checked) {
       for (int rep = 0; rep < 2; ++rep) {  // twice: the workspace must come back to zero
@@ -383,15 +390,29 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   using SkNoX = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone>;
   using SkStream = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false>;
   run_sk("sk", &sew::launch_spmv_sk<Sk>, 1, true);
-  using SkPar = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndPar>;
-  run_sk("sk-par", &sew::launch_spmv_sk<SkPar>, 1, true);
+  using SkR3 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3>;
+  using SkR4 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 4>;
+  using SkR3S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 3>;
+  using SkR4S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 4>;
+  run_sk("sk-ring3", &sew::launch_spmv_sk<SkR3>, 1, true, 3);
+  run_sk("sk-ring4", &sew::launch_spmv_sk<SkR4>, 1, true, 4);
+  using SkLean = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 0, 1>;
+  using SkR3Plain = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3, 0>;
+  run_sk("sk-lean", &sew::launch_spmv_sk<SkLean>, 1, true);
+  run_sk("sk-ring3-plain", &sew::launch_spmv_sk<SkR3Plain>, 1, true, 3);
+  // The register kernel again after the rings: a same-process control of drift.
+  run_sk("sk-again", &sew::launch_spmv_sk<Sk>, 1, true);
   if (!fast) {
+    using SkPar = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndPar>;
+    run_sk("sk-par", &sew::launch_spmv_sk<SkPar>, 1, true);
     run_sk("sk-w2", &sew::launch_spmv_sk<Sk>, 2, true);
     run_sk("sk-w4", &sew::launch_spmv_sk<Sk>, 4, true);
     run_sk("sk-loopX", &sew::launch_spmv_sk<SkLoop>, 1, true);
     run_sk("sk-noX", &sew::launch_spmv_sk<SkNoX>, 1, false);
   }
   run_sk("sk-stream", &sew::launch_spmv_sk<SkStream>, 1, false);
+  run_sk("skr3-stream", &sew::launch_spmv_sk<SkR3S>, 1, false, 3);
+  run_sk("skr4-stream", &sew::launch_spmv_sk<SkR4S>, 1, false, 4);
   // The workspace after the diagnostics (whose flush counts are real but products are not) is
   // reset so a later checked run starts clean.
   SPARSENM_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));

@@ -18,6 +18,8 @@ int cuda_device_count() noexcept {
   return n;
 }
 
+void cuda_device_synchronize() { SPARSENM_CUDA_CHECK(cudaDeviceSynchronize()); }
+
 void cuda_matmul(const MatrixView& x, const CondensedMatrix& w, const MutableMatrixView& y) {
   check_matmul_operands(x, w, y);
   if (x.rows == 0 || w.rows() == 0) return;

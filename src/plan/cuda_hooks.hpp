@@ -22,6 +22,12 @@ int cuda_device_count() noexcept;
 using KernelTimer = std::function<double(const KernelInstance&)>;
 KernelTimer make_cuda_timer(const CondensedMatrix& w, const MatmulDesc& desc, int reps = 7);
 
+/// Waits for all work queued on the current device (cudaDeviceSynchronize; throws CudaError).
+/// Plan::create calls it after building a CUDA kernel instance: instances zero workspaces with
+/// cudaMemset and upload weights with cudaMemcpy on the legacy default stream, which a run on a
+/// non-blocking stream (the plan's timer, or the caller's) would not wait for.
+void cuda_device_synchronize();
+
 /// matmul() on the CUDA backend: uploads x, plans, runs, downloads into y, waits.
 void cuda_matmul(const MatrixView& x, const CondensedMatrix& w, const MutableMatrixView& y);
 #endif

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -107,13 +108,28 @@ Backend resolve_backend(Backend requested, const std::string& argument) {
   return buf;
 }
 
+// A CUDA instance's constructor may leave work queued on the legacy default stream (workspace
+// memsets, uploads from pageable memory); runs go to non-blocking streams, so wait here once.
+void settle(Backend backend) {
+#if defined(SPARSENM_WITH_CUDA)
+  if (backend == Backend::cuda) detail::cuda_device_synchronize();
+#else
+  (void)backend;
+#endif
+}
+
 // Picks among the supported candidates of one backend; fills kernel, reason and instance.
 void choose(const CondensedMatrix& w, const MatmulDesc& desc, Backend backend, Plan::Impl& impl) {
   std::vector<const KernelCandidate*> ok;
   std::string skipped;
   for (const auto& c : detail::kernel_registry().candidates()) {
     if (c.backend != backend) continue;
-    std::string why = c.unsupported(w, desc);
+    std::string why;
+    try {
+      why = c.unsupported(w, desc);
+    } catch (const Error& e) {  // a support check that throws rules its candidate out, visibly
+      why = std::string("support check failed: ") + e.what();
+    }
     if (why.empty())
       ok.push_back(&c);
     else
@@ -130,6 +146,7 @@ void choose(const CondensedMatrix& w, const MatmulDesc& desc, Backend backend, P
     const KernelCandidate* pick = it != ok.end() ? *it : ok.front();
     impl.kernel = pick->name;
     impl.instance = pick->create(w, desc);
+    settle(backend);
     const std::string what = impl.instance->describe();
     impl.reason = (backend == Backend::cpu ? "cpu backend: " + pick->name + " (CPU kernels are not timed)"
                                            : "only supported candidate: " + pick->name) +
@@ -154,6 +171,7 @@ void choose(const CondensedMatrix& w, const MatmulDesc& desc, Backend backend, P
   for (const KernelCandidate* c : ok) {
     try {
       std::unique_ptr<KernelInstance> inst = c->create(w, desc);
+      settle(backend);
       const double ms = timer(*inst);
       timed.push_back({c, ms, inst->describe()});
       if (!best || ms < best_ms) {
@@ -161,7 +179,7 @@ void choose(const CondensedMatrix& w, const MatmulDesc& desc, Backend backend, P
         best_ms = ms;
         impl.kernel = c->name;
       }
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // sparsenm::Error, or e.g. std::bad_alloc while packing
       failed += (failed.empty() ? "" : "; ") + c->name + " (" + e.what() + ")";
     }
   }
@@ -202,6 +220,7 @@ Plan Plan::create(const CondensedMatrix& weight, const MatmulDesc& desc) {
     if (!why.empty()) throw Unsupported("desc.kernel: kernel '" + desc.kernel + "' does not support this problem: " + why);
     impl->kernel = it->name;
     impl->instance = it->create(weight, desc);
+    settle(impl->backend);
     const std::string what = impl->instance ? impl->instance->describe() : std::string();
     impl->reason = "forced by desc.kernel" + (what.empty() ? std::string() : " [" + what + "]");
   } else {

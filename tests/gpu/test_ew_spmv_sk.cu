@@ -3,7 +3,9 @@
 // tail groups) to more warps than units (empty ranges; a group shared by many warps), waves 1 / 4,
 // output dtypes, misaligned X (the threads' copy instead of cp.async.bulk), poisoned Y with a guard
 // row, repeated launches (the workspace and counters must come back to zero), NaN/Inf semantics,
-// forced plans and the unsupported reasons.
+// forced plans and the unsupported reasons. The shared-memory ring variants (RING = 3 / 4,
+// "cuda:ew_spmv_skr") run the same cases plus ranges of 0 / 1 / 2 / 3 tiles per warp (shorter than
+// the ring's prologue).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -29,12 +31,13 @@ struct SkCase {
   int grid = 0;  ///< 0: the plan's grid
   int waves = 1;
   bool misaligned_x = false;
+  int ring = 0;  ///< 0: register ring; 3 / 4: shared-memory ring stages
 };
 
 std::string name(const SkCase& c) {
   return c.pattern.str() + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " " +
          std::string(to_string(c.t)) + "->" + std::string(to_string(c.yt)) + " grid=" + std::to_string(c.grid) +
-         " waves=" + std::to_string(c.waves) + (c.misaligned_x ? " misaligned-x" : "");
+         " waves=" + std::to_string(c.waves) + (c.misaligned_x ? " misaligned-x" : "") + " ring=" + std::to_string(c.ring);
 }
 
 /// Runs three launches (Y poisoned before each, plus one guard row that must stay untouched);
@@ -43,8 +46,13 @@ void run_sk(const CondensedMatrix& w, const DenseMatrix& x, const SkCase& c, std
   const auto packed = sew::pack_spmv(w);
   const auto& l = packed.layout;
   sew::SkArgs a;
-  const auto cfg = sew::plan_spmv_sk(l, c.t, sms(), c.waves, a, c.grid);
-  const auto fn = sew::find_spmv_sk(c.t, c.pattern.n, c.pattern.m);
+  const auto cfg = sew::plan_spmv_sk(l, c.t, sms(), c.waves, a, c.grid, c.ring);
+  const auto fn = sew::find_spmv_sk(c.t, c.pattern.n, c.pattern.m, c.ring);
+  if (c.ring > 0) {
+    ASSERT_EQ(a.ring_off % 128, 0);
+    ASSERT_GE(a.ring_off, a.x_cols * 2);
+    ASSERT_EQ(cfg.smem_bytes, sew::spmv_sk_smem_bytes(l, c.ring));
+  }
   ASSERT_NE(fn, nullptr);
   ASSERT_GE(cfg.grid, 1);
   DeviceMem dv(packed.values.size()), di(packed.indices.size() * 4), dx(x.size_bytes() + 16);
@@ -225,6 +233,115 @@ TEST(EwSpmvSk, ForcedPlansAndUnsupportedReasons) {
   EXPECT_THROW(Plan::create(w, d), Unsupported);
 }
 
+TEST(EwSpmvSkRing, EveryPatternDtypeAndTail) {
+  EW_REQUIRE_DEVICE();
+  std::uint64_t seed = 8100;
+  for (int ring : {3, 4})
+    for (const Pattern& p : compiled())
+      for (DType t : {DType::f16, DType::bf16})
+        for (auto shape : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 9}, {77, 1001}, {300, 4099}})
+          check_case({p, shape.first, shape.second, t, t, 0, 1, false, ring}, ++seed);
+  check_case({Pattern::hw24(), 95, 130, DType::f16, DType::f16, 0, 1, false, 3}, ++seed);
+}
+
+TEST(EwSpmvSkRing, GridsSmallRangesAndOutputDtypes) {
+  EW_REQUIRE_DEVICE();
+  std::uint64_t seed = 8300;
+  for (int ring : {3, 4}) {
+    for (int grid : {1, 3, 17, 400})
+      for (auto p : {Pattern::element(2, 8), Pattern::element(1, 16)})
+        check_case({p, 1000, 2050, DType::f16, DType::f16, grid, 1, false, ring}, ++seed);
+    // 8 row groups of 1 / 2 / 3 tiles (2:8: 32 slots per 128 columns) on 1 or 2 CTAs: ranges of
+    // 0, 1, 2 and 3 tiles per warp, i.e. shorter than the ring's prologue.
+    for (std::int64_t k : {128, 256, 300})
+      for (int grid : {1, 2})
+        check_case({Pattern::element(2, 8), 256, k, DType::f16, DType::f16, grid, 1, false, ring}, ++seed);
+    check_case({Pattern::element(2, 8), 4100, 8195, DType::f16, DType::f16, 0, 1, false, ring}, ++seed);
+    check_case({Pattern::element(2, 8), 257, 3001, DType::f16, DType::f32, 0, 1, false, ring}, ++seed);
+    check_case({Pattern::element(1, 8), 257, 3001, DType::bf16, DType::f16, 0, 1, false, ring}, ++seed);
+    check_case({Pattern::element(2, 16), 257, 3001, DType::f16, DType::bf16, 0, 1, false, ring}, ++seed);
+  }
+}
+
+TEST(EwSpmvSkRing, MisalignedXLargeShapeAndNanInf) {
+  EW_REQUIRE_DEVICE();
+  std::uint64_t seed = 8500;
+  for (int ring : {3, 4}) {
+    for (int grid : {0, 5}) {
+      check_case({Pattern::element(2, 8), 333, 1027, DType::f16, DType::f16, grid, 1, true, ring}, ++seed);
+      check_case({Pattern::element(2, 16), 333, 1024, DType::bf16, DType::bf16, grid, 1, true, ring}, ++seed);
+    }
+    check_case({Pattern::element(1, 8), 4096, 12288, DType::f16, DType::f16, 0, 1, false, ring}, ++seed);
+    check_case({Pattern::element(8, 32), 1000, 24000, DType::bf16, DType::bf16, 0, 1, false, ring}, ++seed);
+    for (DType t : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE("nan/inf ring " + std::to_string(ring));
+      const Pattern p = Pattern::element(2, 8);
+      const std::int64_t n = 64, k = 203;
+      auto w = random_ew(p, n, k, t, ++seed);
+      auto x = random_matrix(t, 1, k, ++seed);
+      const auto& l = w.layout;
+      const std::int64_t col_kept = get_packed(w.indices.data() + 9 * l.index_row_bytes, 1, l.index_bits);
+      x.set(0, col_kept, NAN);  // row 9 stores this column (slot 1, window 0): its output is NaN
+      SkCase c{p, n, k, t, t, 3, 1, false, ring};
+      std::vector<std::byte> y;
+      run_sk(w, x, c, y);
+      if (::testing::Test::HasFatalFailure()) return;
+      const auto ref = oracle(x, w);
+      const auto cmp = compare(y, t, ref);
+      EXPECT_EQ(cmp.class_mismatch, 0);
+      EXPECT_EQ(cmp.unwritten, 0);
+      EXPECT_LT(cmp.rel_err, tolerance(t));
+      EXPECT_TRUE(std::isnan(load_as_float(t, y.data(), 9)));
+    }
+  }
+}
+
+TEST(EwSpmvSkRing, ForcedPlanAndRaced) {
+  EW_REQUIRE_DEVICE();
+  std::uint64_t seed = 8700;
+  for (DType t : {DType::f16, DType::bf16}) {
+    const std::int64_t n = 999, k = 2051;
+    const auto w = random_ew(Pattern::element(2, 8), n, k, t, ++seed);
+    const auto x = random_matrix(t, 1, k, ++seed);
+    MatmulDesc d;
+    d.m = 1;
+    d.x_dtype = t;
+    d.y_dtype = t;
+    d.backend = Backend::cuda;
+    d.kernel = "cuda:ew_spmv_skr";
+    const Plan plan = Plan::create(w, d);
+    EXPECT_EQ(plan.kernel(), "cuda:ew_spmv_skr");
+    const std::size_t ybytes = std::size_t(n) * dtype_size(t);
+    DeviceMem dx(x.size_bytes()), dy(ybytes);
+    EW_CUDA(cudaMemcpy(dx.p, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
+    for (int rep = 0; rep < 3; ++rep) {
+      EW_CUDA(cudaMemset(dy.p, 0xFF, ybytes));
+      plan.run(dx.p, dy.p, nullptr);
+      EW_CUDA(cudaDeviceSynchronize());
+    }
+    std::vector<std::byte> y(ybytes);
+    EW_CUDA(cudaMemcpy(y.data(), dy.p, y.size(), cudaMemcpyDeviceToHost));
+    const auto cmp = compare(y, t, oracle(x, w));
+    EXPECT_EQ(cmp.unwritten, 0);
+    EXPECT_LT(cmp.rel_err, tolerance(t));
+  }
+  const auto w = random_ew(Pattern::element(2, 8), 999, 2051, DType::f16, ++seed);
+  MatmulDesc d;
+  d.m = 1;
+  d.x_dtype = DType::f16;
+  d.y_dtype = DType::f16;
+  d.backend = Backend::cuda;
+  const Plan plan = Plan::create(w, d);
+  // Raced beside the register form: timed in the automatic choice (its reason lists every timed one).
+  EXPECT_NE(plan.reason().find("cuda:ew_spmv_skr ["), std::string::npos) << plan.reason();
+  d.m = 2;
+  d.kernel = "cuda:ew_spmv_skr";
+  EXPECT_THROW(Plan::create(w, d), Unsupported);
+  const auto l = sew::SpmvLayout::of(ew_layout(Pattern::element(2, 8), 64, 64), DType::f16);
+  EXPECT_EQ(sew::find_spmv_sk(DType::f16, 2, 8, 2), nullptr);  // only rings of 3 and 4 are compiled
+  EXPECT_GT(sew::spmv_sk_smem_bytes(l, 4), sew::spmv_sk_smem_bytes(l, 3));
+}
+
 }  // namespace
 
 namespace {
@@ -235,5 +352,13 @@ TEST(EwSpmvSkSmoke, SanitizerSmoke) {
   check_case({Pattern::element(2, 8), 70, 1030, DType::f16, DType::f16, 3}, 7901);
   check_case({Pattern::element(1, 16), 33, 515, DType::bf16, DType::f32, 0, 1, true}, 7902);
   check_case({Pattern::element(2, 16), 40, 300, DType::f16, DType::f16, 50}, 7903);
+}
+// The shared-memory ring: partial groups, ranges shorter than the ring, misaligned X, 4 stages.
+TEST(EwSpmvSkRingSmoke, SanitizerSmoke) {
+  EW_REQUIRE_DEVICE();
+  check_case({Pattern::element(2, 8), 70, 1030, DType::f16, DType::f16, 3, 1, false, 3}, 7911);
+  check_case({Pattern::element(2, 8), 256, 300, DType::f16, DType::f16, 2, 1, false, 3}, 7912);
+  check_case({Pattern::element(1, 16), 33, 515, DType::bf16, DType::f32, 0, 1, true, 4}, 7913);
+  check_case({Pattern::element(2, 16), 40, 300, DType::f16, DType::f16, 50, 1, false, 4}, 7914);
 }
 }  // namespace

@@ -1,6 +1,7 @@
 // sparsenm — the EW-N:M family's plan candidates: "cuda:ew_spmv" (m <= 8, CUDA cores, any N:M),
 // "cuda:ew_spmv_tc" (m <= 8, tensor cores, f16 / bf16, the patterns in spmv_tc_instances.def, finite X)
-// "cuda:ew_spmv_sk" / "cuda:ew_spmv_sk4" (m = 1, f16 / bf16, stream-K split, bulk-copied X)
+// "cuda:ew_spmv_sk" / "cuda:ew_spmv_sk4" (m = 1, f16 / bf16, stream-K split, bulk-copied X),
+// "cuda:ew_spmv_skr" (the same with a 3-stage cp.async shared-memory tile ring per warp),
 // "cuda:ew_spmv_sk_mb" / "cuda:ew_spmv_sk_mb2" (m = 2..8, f16 / bf16, stream-K split, CUDA cores)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
@@ -154,10 +155,10 @@ KernelCandidate ew_candidate(cuda::ew::SpmmVariant v = cuda::ew::SpmmVariant::ba
 
 /// "cuda:ew_spmv_sk" (waves = 1) / "cuda:ew_spmv_sk4" (waves = 4): the ew_spmv packed weight, an
 /// fp32 workspace and per-group counters (zeroed once here; every launch leaves them zero), the
-/// launch arguments and the compiled launcher.
+/// launch arguments and the compiled launcher. ring > 0: "cuda:ew_spmv_skr" (shared-memory tile ring).
 class EwSkInstance final : public KernelInstance {
  public:
-  EwSkInstance(const CondensedMatrix& w0, const MatmulDesc& d, int waves) {
+  EwSkInstance(const CondensedMatrix& w0, const MatmulDesc& d, int waves, int ring) {
     std::optional<CondensedMatrix> hold;
     const CondensedMatrix& w = ew_weight(w0, hold);
     note_ = ew_repack_note(w0);
@@ -170,13 +171,13 @@ class EwSkInstance final : public KernelInstance {
     cnt_ = cuda::DeviceBuffer(cuda::ew::spmv_sk_cnt_bytes(p.layout));
     SPARSENM_CUDA_CHECK(cudaMemset(ws_.get(), 0, ws_.size()));
     SPARSENM_CUDA_CHECK(cudaMemset(cnt_.get(), 0, cnt_.size()));
-    cfg_ = cuda::ew::plan_spmv_sk(p.layout, w.dtype, sm_count(), waves, args_);
+    cfg_ = cuda::ew::plan_spmv_sk(p.layout, w.dtype, sm_count(), waves, args_, 0, ring);
     args_.values = values_.get();
     args_.indices = indices_.as<std::uint32_t>();
     args_.ws = ws_.as<float>();
     args_.cnt = cnt_.as<unsigned>();
     args_.y_dtype = y_code(d.y_dtype);
-    launch_ = cuda::ew::find_spmv_sk(w.dtype, p.layout.n, p.layout.m);
+    launch_ = cuda::ew::find_spmv_sk(w.dtype, p.layout.n, p.layout.m, ring);
     if (!launch_) throw Unsupported("ew_spmv_sk: no compiled instance for " + w.pattern().str());
   }
   void run(const void* x, void* y, void* stream) const override {
@@ -187,7 +188,9 @@ class EwSkInstance final : public KernelInstance {
   }
   std::size_t workspace_bytes() const override { return ws_.size() + cnt_.size(); }
   std::string describe() const override {
-    return join_notes(std::to_string(cfg_.grid) + " CTAs x 8 warps, " + std::to_string(cfg_.smem_bytes) + " B of X per CTA", note_);
+    return join_notes(std::to_string(cfg_.grid) + " CTAs x 8 warps, " + std::to_string(cfg_.smem_bytes) +
+                          (args_.ring_off > 0 ? " B of X + tile rings per CTA" : " B of X per CTA"),
+                      note_);
   }
 
  private:
@@ -198,21 +201,38 @@ class EwSkInstance final : public KernelInstance {
   cuda::ew::SkLaunchFn launch_ = nullptr;
 };
 
-KernelCandidate ew_sk_candidate(int waves) {
+/// Largest dynamic shared memory one CTA may opt in to on the current device.
+int smem_optin() {
+  int dev = 0, bytes = 0;
+  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
+  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  return bytes;
+}
+
+KernelCandidate ew_sk_candidate(int waves, int ring = 0) {
   KernelCandidate c;
-  c.name = waves == 1 ? "cuda:ew_spmv_sk" : "cuda:ew_spmv_sk" + std::to_string(waves);
+  c.name = ring > 0 ? "cuda:ew_spmv_skr" : waves == 1 ? "cuda:ew_spmv_sk" : "cuda:ew_spmv_sk" + std::to_string(waves);
   c.backend = Backend::cuda;
-  c.unsupported = [waves, name = c.name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
-    if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmv_sk " + why;
-    const std::string why = cuda::ew::spmv_sk_unsupported(cuda::ew::SpmvLayout::of(ew_layout(w), w.dtype), w.dtype, d.m);
+  c.unsupported = [waves, ring, name = c.name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+    if (auto why = ew_common_unsupported(w, d); !why.empty()) return name.substr(5) + " " + why;
+    const auto l = cuda::ew::SpmvLayout::of(ew_layout(w), w.dtype);
+    const std::string why = cuda::ew::spmv_sk_unsupported(l, w.dtype, d.m);
+    if (why.empty() && ring > 0) {
+      const int need = cuda::ew::spmv_sk_smem_bytes(l, ring), have = smem_optin();
+      if (need > have)
+        return name.substr(5) + ": X + tile rings need " + std::to_string(need) + " B of shared memory per CTA, the device allows " +
+               std::to_string(have);
+      // Raced beside the register form (docs/PERF.md, session 6, H200 bench at bacae0e): 1.1-3.1 us
+      // faster at 28672 x 8192 2:8 and 12288^2 1:8 / 2:16, 0.4-1.2 us slower in the other bar cases.
+    }
     // 4 waves (every CTA stages the whole X again) measured 10-27 % slower than 1 wave in all six
     // bar cases on the H200 at 20d8a0f (docs/PERF.md, ew_spmv session 5): opt-in, not raced.
     if (why.empty() && waves != 1 && d.kernel != name)
       return name.substr(5) + " is opt-in (force desc.kernel): slower than ew_spmv_sk on the H200";
     return why;
   };
-  c.create = [waves](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-    return std::make_unique<EwSkInstance>(w, d, waves);
+  c.create = [waves, ring](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwSkInstance>(w, d, waves, ring);
   };
   return c;
 }
@@ -350,6 +370,7 @@ void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_candidate<false>());
   r.add(ew_sk_candidate(1));
   r.add(ew_sk_candidate(4));
+  r.add(ew_sk_candidate(1, 3));
   r.add(ew_skm_candidate(1));
   r.add(ew_skm_candidate(2));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::shift));

@@ -13,7 +13,7 @@ struct SkArgs;  // spmv_sk_kernel.cuh
 
 struct SkConfig {
   int grid = 0;        ///< CTAs (8 warps each)
-  int smem_bytes = 0;  ///< dynamic shared memory (X as the weight dtype)
+  int smem_bytes = 0;  ///< dynamic shared memory (X as the weight dtype; + the tile rings if ring > 0)
 };
 
 using SkLaunchFn = void (*)(const SkArgs&, const SkConfig&, cudaStream_t);
@@ -24,19 +24,28 @@ using SkOccupancyFn = int (*)(int smem_bytes);
 ///   "cuda:ew_spmv_sk"  waves = 1 (every SM the same number of CTAs, one wave)
 ///   "cuda:ew_spmv_sk4" waves = 4 (the hardware block scheduler balances the end); opt-in only:
 ///                      measured slower than waves = 1 (docs/PERF.md, ew_spmv session 5)
+///   "cuda:ew_spmv_skr" waves = 1, ring = 3: the weight tiles through a per-warp shared-memory ring
+///                      of 3 stages filled by cp.async; raced beside "cuda:ew_spmv_sk" (faster in
+///                      3 of the 6 bar cases, slower in 3: docs/PERF.md, session 6)
+/// `ring`: 0 = the two-tile register ring; 3 / 4 = shared-memory ring stages per warp.
 constexpr int kSkMaxXBytes = 96 * 1024;  ///< X (k columns in the weight dtype) must fit this
 
 /// The compiled instance for (dtype, N, M), or null (f16 / bf16 and N | 32 patterns of
 /// spmv_instances.def only).
-SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm);
-SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm);
+SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring = 0);
+SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring = 0);
+
+/// Dynamic shared memory of one CTA: X (rounded to 16 B) for ring = 0; X rounded to 128 B
+/// (= SkArgs::ring_off) + 8 warps x ring stages x one tile (values + index words) otherwise.
+int spmv_sk_smem_bytes(const SpmvLayout& l, int ring);
 
 /// Why (layout, dtype, m) cannot run on ew_spmv_sk ("" if it can).
 std::string spmv_sk_unsupported(const SpmvLayout& l, DType dtype, long long m);
 
 /// Fills every field of `a` but the pointers (values, indices, x, y, ws, cnt) and y_dtype.
 /// grid_override > 0 forces the number of CTAs (tests, probe).
-SkConfig plan_spmv_sk(const SpmvLayout& l, DType dtype, int sms, int waves, SkArgs& a, int grid_override = 0);
+SkConfig plan_spmv_sk(const SpmvLayout& l, DType dtype, int sms, int waves, SkArgs& a, int grid_override = 0,
+                      int ring = 0);
 
 /// Bytes of the fp32 workspace and of the counters a plan must allocate (zeroed once).
 std::size_t spmv_sk_ws_bytes(const SpmvLayout& l);

@@ -17,20 +17,27 @@ struct Entry {
   SkLaunchFn launch = nullptr;
   SkOccupancyFn occupancy = nullptr;
 };
-template <class T>
+template <class T, int RING>
 Entry find_typed(int pn, int pm) {
 #define SPEC(N, M)                                                                \
   if (pn == N && pm == M) {                                                       \
-    using Tr = SkTraits<T, spmv_bits(M), N, M>;                                   \
+    using Tr = SkTraits<T, spmv_bits(M), N, M, kSkXBulk, true, kSkEndSerial, RING>; \
     return {&launch_spmv_sk<Tr>, &occupancy_spmv_sk<Tr>};                         \
   }
 #include "cuda/ew/spmv_instances.def"
 #undef SPEC
   return {};
 }
-Entry find_entry(DType dtype, int pn, int pm) {
-  if (dtype == DType::f16) return find_typed<__half>(pn, pm);
-  if (dtype == DType::bf16) return find_typed<__nv_bfloat16>(pn, pm);
+template <class T>
+Entry find_ring(int pn, int pm, int ring) {
+  if (ring == 0) return find_typed<T, 0>(pn, pm);
+  if (ring == 3) return find_typed<T, 3>(pn, pm);
+  if (ring == 4) return find_typed<T, 4>(pn, pm);
+  return {};
+}
+Entry find_entry(DType dtype, int pn, int pm, int ring) {
+  if (dtype == DType::f16) return find_ring<__half>(pn, pm, ring);
+  if (dtype == DType::bf16) return find_ring<__nv_bfloat16>(pn, pm, ring);
   return {};
 }
 
@@ -39,8 +46,10 @@ long long x_cols(const SpmvLayout& l) { return l.tiles * 32 / l.n * l.m; }
 
 }  // namespace
 
-SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm) { return find_entry(dtype, pn, pm).launch; }
-SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm) { return find_entry(dtype, pn, pm).occupancy; }
+SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring) { return find_entry(dtype, pn, pm, ring).launch; }
+SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring) {
+  return find_entry(dtype, pn, pm, ring).occupancy;
+}
 
 std::string spmv_sk_unsupported(const SpmvLayout& l, DType dtype, long long m) {
   if (m != 1) return "ew_spmv_sk serves m = 1 only (got m = " + std::to_string(m) + ")";
@@ -57,7 +66,13 @@ std::string spmv_sk_unsupported(const SpmvLayout& l, DType dtype, long long m) {
 std::size_t spmv_sk_ws_bytes(const SpmvLayout& l) { return std::size_t(l.row_groups) * 32 * sizeof(float); }
 std::size_t spmv_sk_cnt_bytes(const SpmvLayout& l) { return std::size_t(l.row_groups) * sizeof(unsigned); }
 
-SkConfig plan_spmv_sk(const SpmvLayout& l, DType dtype, int sms, int waves, SkArgs& a, int grid_override) {
+int spmv_sk_ring_offset(const SpmvLayout& l) { return int((x_cols(l) * 2 + 127) / 128 * 128); }
+int spmv_sk_smem_bytes(const SpmvLayout& l, int ring) {
+  if (ring == 0) return int((x_cols(l) * 2 + 15) / 16 * 16);
+  return spmv_sk_ring_offset(l) + 8 * ring * (l.vecs * 32 * 16 + l.bits * 32 * 4);
+}
+
+SkConfig plan_spmv_sk(const SpmvLayout& l, DType dtype, int sms, int waves, SkArgs& a, int grid_override, int ring) {
   SkConfig cfg;
   a.n = int(l.rows);
   a.k = int(l.cols);
@@ -65,10 +80,12 @@ SkConfig plan_spmv_sk(const SpmvLayout& l, DType dtype, int sms, int waves, SkAr
   a.row_groups = int(l.row_groups);
   a.units = (long long)l.row_groups * l.tiles;
   a.x_cols = int(x_cols(l));
-  cfg.smem_bytes = int((a.x_cols * 2 + 15) / 16 * 16);
-  const SkOccupancyFn occ = find_spmv_sk_occupancy(dtype, l.n, l.m);
+  a.ring_off = ring > 0 ? spmv_sk_ring_offset(l) : 0;
+  cfg.smem_bytes = spmv_sk_smem_bytes(l, ring);
+  const SkOccupancyFn occ = find_spmv_sk_occupancy(dtype, l.n, l.m, ring);
   const long long per_sm = occ ? std::max(1, occ(cfg.smem_bytes)) : 1;
-  // At least two tiles per warp (the two-tile ring), at most `waves` waves.
+  // At least two tiles per warp (the two-tile register ring; the shared-memory ring uses the same
+  // grid), at most `waves` waves.
   const long long by_work = std::max<long long>(1, a.units / (2 * 8));
   long long grid = std::min<long long>(per_sm * sms * std::max(1, waves), by_work);
   if (grid_override > 0) grid = grid_override;

@@ -32,6 +32,15 @@
 // Shared-memory reads of X: all lanes read slot j of their rows, which lies in one M-window, i.e.
 //   in M consecutive 2-byte columns: conflict-free (at most M / 2 distinct words, broadcast).
 // Limits: k * 2 bytes of X per CTA (<= 96 KiB here), patterns with N | 32 compiled (N, M folded in).
+// RING (session 6, docs/PERF.md): 0 = the shipped two-tile register ring above. RING = 3 / 4: each
+//   warp owns a ring of RING tiles in shared memory after X (SkArgs::ring_off), filled by per-lane
+//   16-byte `cp.async.cg` (L2 only, one commit group per tile) in the packed layout's own order, so
+//   a lane copies exactly the value vectors it reads back; the products read the tile with LDS.128
+//   (values) / LDS.32-128 (index words). While tile q is multiplied, tiles q+1 .. q+RING-1 are in
+//   flight, and their requests were issued before tile q's products, not after them. One
+//   __syncwarp per tile (after the lane's wait_group) both publishes the other lanes' index chunks
+//   and retires the stage read in the previous step before it is refilled. Everything else
+//   (unit split, X bulk copy, end flushes) is the shipped kernel's. cp.async is sm_80: no guard.
 // Diagnostic knobs (bench/standalone/spmv_probe.cu only, never a plan candidate): XM = kSkXLoop
 // (threads copy X + __syncthreads), kSkXNone (no X: the products use 1.0); COMPUTE = false (the
 // tiles are folded with XOR, no decode).
@@ -70,12 +79,17 @@ struct SkArgs {
   int x_cols = 0;           ///< columns held in shared memory (k rounded up to the last tile's window end)
   int x_bulk = 0;           ///< bytes of X brought by the bulk copy (multiple of 16; 0: threads copy all)
   int y_dtype = 0;          ///< 0 f32, 1 f16, 2 bf16
+  int ring_off = 0;         ///< byte offset of the tile rings in dynamic shared memory (RING > 0)
 };
 
-template <class T, int B_, int NN_, int MM_, int XM_ = kSkXBulk, bool COMPUTE_ = true, int END_ = kSkEndSerial>
+template <class T, int B_, int NN_, int MM_, int XM_ = kSkXBulk, bool COMPUTE_ = true, int END_ = kSkEndSerial,
+          int RING_ = 0, int LEAN_ = -1>
 struct SkTraits {
   using Elem = T;
-  static constexpr int B = B_, NN = NN_, MM = MM_, XM = XM_, END = END_;
+  static constexpr int B = B_, NN = NN_, MM = MM_, XM = XM_, END = END_, RING = RING_;
+  /// Products with the X address built once per tile (LEAN, default: on with the shared-memory ring,
+  /// off in the shipped register form; the probe crosses both).
+  static constexpr bool LEAN = LEAN_ < 0 ? RING_ > 0 : LEAN_ > 0;
   static constexpr bool kCompute = COMPUTE_;
   static constexpr int kWarps = 8, kThreads = 256, kSlots = 32;
   static constexpr int kVecs = kSlots * int(sizeof(T)) / 16;
@@ -83,6 +97,11 @@ struct SkTraits {
   static constexpr int kIdxLoads = B / kIdxVec;
   static_assert(sizeof(T) == 2, "ew_spmv_sk serves f16 / bf16");
   static_assert(NN > 0 && kSlots % NN == 0, "N must divide the 32-slot tile");
+  static_assert(RING == 0 || RING >= 2, "a shared-memory ring needs at least two stages");
+  static constexpr int kValBytes = kVecs * 32 * 16;          ///< one tile's value vectors (contiguous)
+  static constexpr int kIdxBytes = B * 32 * 4;               ///< one tile's index words (contiguous)
+  static constexpr int kTileBytes = kValBytes + kIdxBytes;   ///< one ring stage
+  static constexpr int kIdxChunks = kIdxBytes / 16;          ///< 16-byte copies of the index words
 };
 
 namespace sk {
@@ -96,6 +115,55 @@ struct Tile {
 template <class Tr>
 __device__ __forceinline__ void load(Tile<Tr>& t, const SkArgs& a, long long u, int lane) {
   load_stream_tile<Tr::kVecs, Tr::kIdxLoads, Tr::kIdxVec>(t.v, t.i, a.values, a.indices, std::size_t(u), lane);
+}
+
+/// Ring stage fill: the lane's 16-byte cp.async copies of global tile u (values: the lane's own
+/// vectors; index words: chunks lane, lane + 32, ...), issued into stage address `st`.
+template <class Tr>
+__device__ __forceinline__ void ring_issue(unsigned st, const SkArgs& a, long long u, int lane) {
+  const char* gv = static_cast<const char*>(a.values) + std::size_t(u) * Tr::kValBytes;
+  const char* gi = reinterpret_cast<const char*>(a.indices) + std::size_t(u) * Tr::kIdxBytes;
+#pragma unroll
+  for (int q = 0; q < Tr::kVecs; ++q) {
+    const int o = (q * 32 + lane) * 16;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(st + unsigned(o)), "l"(gv + o) : "memory");
+  }
+#pragma unroll
+  for (int c0 = 0; c0 < Tr::kIdxChunks; c0 += 32) {
+    const int c = c0 + lane;
+    if (Tr::kIdxChunks % 32 == 0 || c < Tr::kIdxChunks)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(st + unsigned(Tr::kValBytes + c * 16)),
+                   "l"(gi + c * 16)
+                   : "memory");
+  }
+}
+__device__ __forceinline__ void ring_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void ring_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+/// Reads a ring stage (generic pointer into shared memory) into the lane's registers, in the
+/// register kernel's Tile form: the same products follow.
+template <class Tr>
+__device__ __forceinline__ void ring_read(Tile<Tr>& t, const unsigned char* st, int lane) {
+  const uint4* vp = reinterpret_cast<const uint4*>(st) + lane;
+#pragma unroll
+  for (int q = 0; q < Tr::kVecs; ++q) {
+    const uint4 u = vp[q * 32];
+    t.v[4 * q] = u.x, t.v[4 * q + 1] = u.y, t.v[4 * q + 2] = u.z, t.v[4 * q + 3] = u.w;
+  }
+  const std::uint32_t* ip = reinterpret_cast<const std::uint32_t*>(st + Tr::kValBytes) + lane * Tr::kIdxVec;
+#pragma unroll
+  for (int q = 0; q < Tr::kIdxLoads; ++q) {
+    if constexpr (Tr::kIdxVec == 4) {
+      const uint4 u = *reinterpret_cast<const uint4*>(ip + q * 32 * 4);
+      t.i[4 * q] = u.x, t.i[4 * q + 1] = u.y, t.i[4 * q + 2] = u.z, t.i[4 * q + 3] = u.w;
+    } else if constexpr (Tr::kIdxVec == 2) {
+      const uint2 u = *reinterpret_cast<const uint2*>(ip + q * 32 * 2);
+      t.i[2 * q] = u.x, t.i[2 * q + 1] = u.y;
+    } else {
+      t.i[q] = ip[q * 32];
+    }
+  }
 }
 
 template <class T>
@@ -114,6 +182,19 @@ __device__ __forceinline__ void compute(const Tile<Tr>& tile, float& acc, const 
 #pragma unroll
     for (int q = 0; q < Tr::B; ++q) f ^= tile.i[q];
     acc += float(f & 1u);
+  } else if constexpr (Tr::LEAN && Tr::XM != kSkXNone) {
+    // The tile's first window as a 32-bit shared address, once; per slot only the field, one
+    // shift-add into that base and the LDS with the window offset as its immediate (the shipped
+    // form lets ptxas recompute t * window bytes and merge it into each field: ~2 more per slot).
+    const unsigned tb = unsigned(__cvta_generic_to_shared(xs)) + unsigned(t * (Tr::kSlots / Tr::NN) * Tr::MM * 2);
+#pragma unroll
+    for (int j = 0; j < Tr::kSlots; ++j) {
+      const float w = detail::value_at<typename Tr::Elem>(tile.v, j);
+      const unsigned addr = tb + (detail::field<Tr::B>(tile.i, j) << 1);
+      unsigned short bits;
+      asm volatile("ld.shared.u16 %0, [%1];" : "=h"(bits) : "r"(addr + unsigned((j / Tr::NN) * Tr::MM * 2)));
+      acc = fmaf(w, x_to_f<typename Tr::Elem>(bits), acc);
+    }
   } else {
     const unsigned short* base = xs + (t * (Tr::kSlots / Tr::NN)) * Tr::MM;
 #pragma unroll
@@ -159,8 +240,21 @@ __global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __gri
   const long long u0 = gw * a.units / a.warps_total, u1 = (gw + 1) * a.units / a.warps_total;
 
   sk::Tile<Tr> ta, tb;
-  if (u0 < u1) sk::load<Tr>(ta, a, u0, lane);
-  if (u0 + 1 < u1) sk::load<Tr>(tb, a, u0 + 1, lane);
+  // RING > 0: this warp's ring of Tr::RING stages; the first RING - 1 tiles are requested here (one
+  // commit group each, empty groups past the range), before X.
+  [[maybe_unused]] const unsigned ring_sh =
+      unsigned(__cvta_generic_to_shared(smem)) + unsigned(a.ring_off) + unsigned(warp * Tr::RING * Tr::kTileBytes);
+  [[maybe_unused]] const unsigned char* ring = smem + a.ring_off + warp * Tr::RING * Tr::kTileBytes;
+  if constexpr (Tr::RING > 0) {
+#pragma unroll
+    for (int s = 0; s < Tr::RING - 1; ++s) {
+      if (u0 + s < u1) sk::ring_issue<Tr>(ring_sh + unsigned(s * Tr::kTileBytes), a, u0 + s, lane);
+      sk::ring_commit();
+    }
+  } else {
+    if (u0 < u1) sk::load<Tr>(ta, a, u0, lane);
+    if (u0 + 1 < u1) sk::load<Tr>(tb, a, u0 + 1, lane);
+  }
 
   const unsigned bar_addr = unsigned(__cvta_generic_to_shared(&bar));
   // The bulk copy and the mbarrier wait are sm_90 instructions: the sm_80 build of the same
@@ -235,7 +329,22 @@ __global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __gri
   };
   const int n_units = int(u1 - u0);
   if (n_units > 0) wait_x();
-  for (int q = 0; q < n_units; q += 2) {
+  if constexpr (Tr::RING > 0) {
+    constexpr int R = Tr::RING;
+    int stage = 0;  // stage of tile q
+    for (int q = 0; q < n_units; ++q) {
+      sk::ring_wait<R - 2>();  // this lane's copies of tile q have landed (R - 2 younger groups may pend)
+      __syncwarp();            // ... and every lane's; every lane is done reading stage q - 1
+      const int refill = stage == 0 ? R - 1 : stage - 1;  // stage of tile q - 1 = stage of tile q + R - 1
+      if (q + R - 1 < n_units) sk::ring_issue<Tr>(ring_sh + unsigned(refill * Tr::kTileBytes), a, u0 + q + R - 1, lane);
+      sk::ring_commit();
+      sk::ring_read<Tr>(ta, ring + stage * Tr::kTileBytes, lane);
+      sk::compute<Tr>(ta, acc, xs, t);
+      step();
+      stage = stage + 1 == R ? 0 : stage + 1;
+    }
+  }
+  for (int q = 0; Tr::RING == 0 && q < n_units; q += 2) {
     sk::compute<Tr>(ta, acc, xs, t);
     if (q + 2 < n_units) sk::load<Tr>(ta, a, u0 + q + 2, lane);
     step();

@@ -19,7 +19,7 @@ void launch_spmv_sk(const SkArgs& args, const SkConfig& cfg, cudaStream_t stream
   // The bulk copy needs a 16-byte aligned source and a multiple of 16 bytes.
   a.x_bulk = (reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0) ? (a.k * 2) / 16 * 16 : 0;
   kernel<<<cfg.grid, Tr::kThreads, std::size_t(cfg.smem_bytes), stream>>>(a);
-  SPARSENM_CUDA_CHECK(cudaGetLastError());
+  SPARSENM_CUDA_CHECK_LAUNCH("ew_spmv_sk");
 }
 
 template <class Tr>
@@ -34,9 +34,12 @@ int occupancy_spmv_sk(int smem_bytes) {
 
 }  // namespace sparsenm::cuda::ew
 
-#define SPARSENM_EW_SPMV_SK_INSTANCE(T, NN, MM)                                                                \
-  template void ::sparsenm::cuda::ew::launch_spmv_sk<                                                           \
-      ::sparsenm::cuda::ew::SkTraits<T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM>>(                         \
-      const ::sparsenm::cuda::ew::SkArgs&, const ::sparsenm::cuda::ew::SkConfig&, cudaStream_t);                \
-  template int ::sparsenm::cuda::ew::occupancy_spmv_sk<                                                         \
-      ::sparsenm::cuda::ew::SkTraits<T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM>>(int);
+#define SPARSENM_EW_SPMV_SK_INSTANCE_R(T, NN, MM, RING)                                                          \
+  template void ::sparsenm::cuda::ew::launch_spmv_sk<::sparsenm::cuda::ew::SkTraits<                              \
+      T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
+      ::sparsenm::cuda::ew::kSkEndSerial, RING>>(const ::sparsenm::cuda::ew::SkArgs&,                              \
+                                                 const ::sparsenm::cuda::ew::SkConfig&, cudaStream_t);            \
+  template int ::sparsenm::cuda::ew::occupancy_spmv_sk<::sparsenm::cuda::ew::SkTraits<                            \
+      T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
+      ::sparsenm::cuda::ew::kSkEndSerial, RING>>(int);
+#define SPARSENM_EW_SPMV_SK_INSTANCE(T, NN, MM) SPARSENM_EW_SPMV_SK_INSTANCE_R(T, NN, MM, 0)

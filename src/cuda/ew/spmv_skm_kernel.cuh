@@ -82,6 +82,11 @@ struct SkmTraits {
   static constexpr int kTileCols = kSlots / NN * MM;  ///< X columns one tile spans
   static constexpr int kXAlign = 512;  ///< >= kWinBytes for every compiled M (<= 32) and MB
   static_assert(kWinBytes <= kXAlign, "the window base must be aligned to the window bytes");
+  // compute() ORs a field (< 2^B columns, shifted to bytes) into a tile base that is a multiple of
+  // kTileCols column bytes past the 512-byte-aligned X: OR = add needs 2^B | kTileCols and
+  // 2^B * kColBytes <= kXAlign (true for power-of-two M; a pattern like 16:24 would break it).
+  static_assert(kTileCols % (1 << B) == 0 && (1 << B) * kColBytes <= kXAlign,
+                "tile base must be a multiple of 2^B column bytes (OR-ed index fields)");
   static_assert(sizeof(T) == 2, "ew_spmv_sk_mb serves f16 / bf16");
   static_assert(MB == 4 || MB == 8, "MB is 4 or 8");
   static_assert(NN > 0 && kSlots % NN == 0, "N must divide the 32-slot tile");
@@ -119,7 +124,8 @@ __device__ __forceinline__ void x_pair(std::uint32_t w, float& lo, float& hi) {
 }
 
 /// acc[r] += the tile's 32 products with X row r; tbase: shared-window address of the tile's first
-/// window (a multiple of M x column bytes, so the byte offset of a column is ORed in, not added).
+/// window (a multiple of 2^B x column bytes, see SkmTraits' static_assert, so a field's byte offset
+/// is ORed in, not added).
 template <class Tr>
 __device__ __forceinline__ void compute(const Tile<Tr>& tile, float (&acc)[Tr::MB], unsigned tbase) {
   using T = typename Tr::Elem;

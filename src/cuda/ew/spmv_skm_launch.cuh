@@ -20,7 +20,7 @@ void launch_spmv_skm(const SkmArgs& args, const SkmConfig& cfg, cudaStream_t str
   // 32-bit column-pair reads of X need a 4-byte aligned X and an even k (every row then starts aligned).
   a.x_pairs = (reinterpret_cast<std::uintptr_t>(a.x) % 4 == 0 && a.k % 2 == 0) ? 1 : 0;
   kernel<<<cfg.grid, Tr::kThreads, std::size_t(cfg.smem_bytes), stream>>>(a);
-  SPARSENM_CUDA_CHECK(cudaGetLastError());
+  SPARSENM_CUDA_CHECK_LAUNCH("ew_spmv_sk_mb");
 }
 
 template <class Tr>
