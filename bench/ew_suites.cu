@@ -27,6 +27,7 @@
 
 #include "bench.hpp"
 #include "cuda/common.cuh"
+#include "cuda/l2_flush.cuh"
 #include "sparsenm/cuda.hpp"
 #include "sparsenm/format.hpp"
 #include "sparsenm/plan.hpp"
@@ -160,31 +161,13 @@ std::vector<double> oracle(const CondensedMatrix& w, const DenseMatrix& x, const
   return ref;
 }
 
-__global__ void flush_kernel(const float4* p, std::size_t n, float* sink) {
-  float acc = 0;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
-    const float4 v = __ldcs(p + i);
-    acc += v.x + v.y + v.z + v.w;
-  }
-  if (acc == 1234.5f) *sink = acc;  // never true for the zero buffer; keeps the loads alive
-}
-
 __global__ void empty_kernel() {}
 
 class Timer {
  public:
-  Timer() {
-    cudaDeviceProp prop{};
-    SPARSENM_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-    flush_bytes_ = std::size_t(2) * std::size_t(prop.l2CacheSize);
-    flush_ = cuda::DeviceBuffer(flush_bytes_ + 16);
-    SPARSENM_CUDA_CHECK(cudaMemset(flush_.get(), 0, flush_bytes_ + 16));
-    sms_ = prop.multiProcessorCount;
-  }
-  void flush() {
-    flush_kernel<<<sms_ * 4, 512>>>(flush_.as<float4>(), flush_bytes_ / 16, reinterpret_cast<float*>(flush_.as<char>() + flush_bytes_));
-    SPARSENM_CUDA_CHECK_LAUNCH("flush_kernel");
-  }
+  Timer() = default;
+  /// The same read-flush as Plan::create's timer (src/cuda/l2_flush.cuh), on the legacy stream.
+  void flush() { flush_(nullptr); }
   /// {median, min} ms of fn over reps single runs (events around each; L2 flushed before each).
   std::pair<double, double> time(const std::function<void()>& fn, int warmup, int reps) {
     for (int i = 0; i < warmup; ++i) {
@@ -211,12 +194,10 @@ class Timer {
   std::pair<double, double> empty(int warmup, int reps) {
     return time([] { empty_kernel<<<1, 32>>>(); }, warmup, reps);
   }
-  std::string note() const { return "L2 flushed before each run (read of " + std::to_string(flush_bytes_ >> 20) + " MiB = 2x L2)"; }
+  std::string note() const { return "L2 flushed before each run (read of " + std::to_string(flush_.bytes() >> 20) + " MiB = 2x L2)"; }
 
  private:
-  cuda::DeviceBuffer flush_;
-  std::size_t flush_bytes_ = 0;
-  int sms_ = 1;
+  cuda::L2Flush flush_;
 };
 
 cudaDataType cuda_type(DType t) { return t == DType::f32 ? CUDA_R_32F : t == DType::f16 ? CUDA_R_16F : CUDA_R_16BF; }

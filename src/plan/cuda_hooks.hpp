@@ -1,5 +1,5 @@
 // sparsenm — internal: the CUDA-side helpers the plan layer calls. Declared here, defined in
-// src/cuda/plan_timing.cpp and src/cuda/plan_device.cpp, which compile only in CUDA builds;
+// src/cuda/plan_timing.cu and src/cuda/plan_device.cpp, which compile only in CUDA builds;
 // src/plan/ itself never includes a CUDA header.
 #pragma once
 #include <functional>
@@ -20,7 +20,7 @@ int cuda_device_count() noexcept;
 /// between CUDA events on a private stream, flushing L2 before each timed run (cold weights, as
 /// in a model that cycles through its layers), and returns the median in milliseconds.
 using KernelTimer = std::function<double(const KernelInstance&)>;
-KernelTimer make_cuda_timer(const CondensedMatrix& w, const MatmulDesc& desc, int reps = 7);
+KernelTimer make_cuda_timer(const CondensedMatrix& w, const MatmulDesc& desc, int reps = 15);
 
 /// Waits for all work queued on the current device (cudaDeviceSynchronize; throws CudaError).
 /// Plan::create calls it after building a CUDA kernel instance: instances zero workspaces with

@@ -2,23 +2,27 @@
 //
 // Method: random x (fixed seed) and y on the current device, a private non-blocking stream, two
 // untimed warm-up runs (then a sync that surfaces any kernel fault), then `reps` runs each
-// bracketed by CUDA events, with a memset over twice the L2 size before each one so the weight
-// comes from HBM as it does in a model cycling through its layers. Median of the reps.
+// bracketed by CUDA events, with a read of twice the L2 size before each one (l2_flush.cuh: a
+// read, not a memset, so no dirty lines are written back during the timed run) so the weight
+// comes from HBM as it does in a model cycling through its layers. Median of the reps (15: close
+// candidates, e.g. ew_spmv / ew_spmv_sk / ew_spmv_skr at 2 % apart, need more than 7).
 #include <algorithm>
 #include <memory>
 #include <vector>
 
 #include "cuda/common.cuh"
+#include "cuda/l2_flush.cuh"
 #include "plan/cuda_hooks.hpp"
 
 namespace sparsenm::detail {
 namespace {
 
 struct TimerState {
-  cuda::DeviceBuffer x, y, flush;
+  cuda::DeviceBuffer x, y;
+  std::unique_ptr<cuda::L2Flush> flush;
   cudaStream_t stream = nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;
-  int reps = 7;
+  int reps = 15;
 
   TimerState() = default;
   TimerState(const TimerState&) = delete;
@@ -39,10 +43,7 @@ KernelTimer make_cuda_timer(const CondensedMatrix& w, const MatmulDesc& desc, in
   s->x = cuda::DeviceBuffer(xh.size_bytes());
   s->x.upload(xh.data(), xh.size_bytes());
   s->y = cuda::DeviceBuffer(std::size_t(desc.m) * std::size_t(w.rows()) * dtype_size(desc.y_dtype));
-  int device = 0, l2 = 0;
-  SPARSENM_CUDA_CHECK(cudaGetDevice(&device));
-  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-  s->flush = cuda::DeviceBuffer(std::size_t(std::max(l2, 1 << 20)) * 2);
+  s->flush = std::make_unique<cuda::L2Flush>();
   SPARSENM_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
   SPARSENM_CUDA_CHECK(cudaEventCreate(&s->start));
   SPARSENM_CUDA_CHECK(cudaEventCreate(&s->stop));
@@ -53,7 +54,7 @@ KernelTimer make_cuda_timer(const CondensedMatrix& w, const MatmulDesc& desc, in
     SPARSENM_CUDA_CHECK(cudaStreamSynchronize(s->stream));
     std::vector<float> ms(std::size_t(s->reps));
     for (int r = 0; r < s->reps; ++r) {
-      SPARSENM_CUDA_CHECK(cudaMemsetAsync(s->flush.get(), r & 0xff, s->flush.size(), s->stream));
+      (*s->flush)(s->stream);
       SPARSENM_CUDA_CHECK(cudaEventRecord(s->start, s->stream));
       k.run(s->x.get(), s->y.get(), s->stream);
       SPARSENM_CUDA_CHECK(cudaEventRecord(s->stop, s->stream));
