@@ -17,6 +17,7 @@
 #include "sparsenm/error.hpp"
 #include "sparsenm/plan.hpp"
 #include "ew_support.hpp"
+#include "sk_test_support.hpp"
 
 namespace {
 
@@ -55,39 +56,9 @@ void run_sk(const CondensedMatrix& w, const DenseMatrix& x, const SkCase& c, std
   }
   ASSERT_NE(fn, nullptr);
   ASSERT_GE(cfg.grid, 1);
-  DeviceMem dv(packed.values.size()), di(packed.indices.size() * 4), dx(x.size_bytes() + 16);
-  const std::size_t ws_bytes = sew::spmv_sk_ws_bytes(l), cnt_bytes = sew::spmv_sk_cnt_bytes(l);
-  DeviceMem ws(ws_bytes), cnt(cnt_bytes);
   const std::size_t ybytes = std::size_t(c.n) * dtype_size(c.yt), extra = std::size_t(c.n) * dtype_size(c.yt);
-  DeviceMem dy(ybytes + extra);
-  const std::size_t xoff = c.misaligned_x ? 2 : 0;
-  EW_CUDA(cudaMemcpy(dv.p, packed.values.data(), packed.values.size(), cudaMemcpyHostToDevice));
-  EW_CUDA(cudaMemcpy(di.p, packed.indices.data(), packed.indices.size() * 4, cudaMemcpyHostToDevice));
-  EW_CUDA(cudaMemset(dx.p, 0xFF, x.size_bytes() + 16));  // NaN around X: a read past k would show
-  EW_CUDA(cudaMemcpy(static_cast<char*>(dx.p) + xoff, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
-  EW_CUDA(cudaMemset(ws.p, 0, ws_bytes));
-  EW_CUDA(cudaMemset(cnt.p, 0, cnt_bytes));
-  for (int rep = 0; rep < 3; ++rep) {
-    EW_CUDA(cudaMemset(dy.p, 0xFF, ybytes + extra));
-    a.values = dv.p;
-    a.indices = static_cast<const std::uint32_t*>(di.p);
-    a.x = static_cast<const char*>(dx.p) + xoff;
-    a.y = dy.p;
-    a.ws = static_cast<float*>(ws.p);
-    a.cnt = static_cast<unsigned*>(cnt.p);
-    a.y_dtype = c.yt == DType::f32 ? 0 : c.yt == DType::f16 ? 1 : 2;
-    fn(a, cfg, nullptr);
-    EW_CUDA(cudaGetLastError());
-    EW_CUDA(cudaDeviceSynchronize());
-  }
-  // The workspace and the counters are zero again after every launch.
-  std::vector<float> hws(ws_bytes / 4);
-  std::vector<unsigned> hcnt(cnt_bytes / 4);
-  EW_CUDA(cudaMemcpy(hws.data(), ws.p, ws_bytes, cudaMemcpyDeviceToHost));
-  EW_CUDA(cudaMemcpy(hcnt.data(), cnt.p, cnt_bytes, cudaMemcpyDeviceToHost));
-  for (float v : hws) ASSERT_EQ(v, 0.0f);
-  for (unsigned v : hcnt) ASSERT_EQ(v, 0u);
-  read_back_guarded(dy.p, ybytes, extra, y);
+  run_stream_k(packed, x, c.misaligned_x, c.yt, ybytes, extra, sew::spmv_sk_ws_bytes(l), sew::spmv_sk_cnt_bytes(l), a,
+               cfg, fn, y);
 }
 
 void check_case(const SkCase& c, std::uint64_t seed) {
@@ -104,17 +75,10 @@ void check_case(const SkCase& c, std::uint64_t seed) {
   EXPECT_LT(cmp.rel_err, tolerance(c.yt));
 }
 
-const std::vector<Pattern>& compiled() {
-  static const std::vector<Pattern> p = {Pattern::element(2, 4),  Pattern::element(4, 8),  Pattern::element(2, 8),
-                                         Pattern::element(1, 8),  Pattern::element(2, 16), Pattern::element(1, 16),
-                                         Pattern::element(8, 32), Pattern::element(16, 32)};
-  return p;
-}
-
 TEST(EwSpmvSk, EveryPatternDtypeAndTail) {
   EW_REQUIRE_DEVICE();
   std::uint64_t seed = 7100;
-  for (const Pattern& p : compiled())
+  for (const Pattern& p : sk_compiled_patterns())
     for (DType t : {DType::f16, DType::bf16})
       for (auto shape : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 9}, {77, 1001}, {300, 4099}})
         check_case({p, shape.first, shape.second, t, t}, ++seed);
@@ -183,37 +147,19 @@ TEST(EwSpmvSk, ForcedPlansAndUnsupportedReasons) {
       const std::int64_t n = 999, k = 2051;
       const auto w = random_ew(Pattern::element(2, 8), n, k, t, ++seed);
       const auto x = random_matrix(t, 1, k, ++seed);
-      MatmulDesc d;
-      d.m = 1;
-      d.x_dtype = t;
-      d.y_dtype = t;
-      d.backend = Backend::cuda;
-      d.kernel = kernel;
-      const Plan plan = Plan::create(w, d);
+      const Plan plan = Plan::create(w, cuda_desc(1, t, kernel));
       EXPECT_EQ(plan.kernel(), kernel);
       EXPECT_GT(plan.workspace_bytes(), 0u);
-      const std::size_t ybytes = std::size_t(n) * dtype_size(t);
-      DeviceMem dx(x.size_bytes()), dy(ybytes);
-      EW_CUDA(cudaMemcpy(dx.p, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
-      for (int rep = 0; rep < 3; ++rep) {
-        EW_CUDA(cudaMemset(dy.p, 0xFF, ybytes));
-        plan.run(dx.p, dy.p, nullptr);
-        EW_CUDA(cudaDeviceSynchronize());
-      }
-      std::vector<std::byte> y(ybytes);
-      EW_CUDA(cudaMemcpy(y.data(), dy.p, y.size(), cudaMemcpyDeviceToHost));
+      std::vector<std::byte> y;
+      run_plan_thrice(plan, x, std::size_t(n) * dtype_size(t), y);
+      if (::testing::Test::HasFatalFailure()) return;
       const auto cmp = compare(y, t, oracle(x, w));
       EXPECT_EQ(cmp.unwritten, 0);
       EXPECT_LT(cmp.rel_err, tolerance(t));
     }
   {  // the automatic choice never takes the opt-in 4-wave variant (measured slower)
     const auto w = random_ew(Pattern::element(2, 8), 999, 2051, DType::f16, ++seed);
-    MatmulDesc d;
-    d.m = 1;
-    d.x_dtype = DType::f16;
-    d.y_dtype = DType::f16;
-    d.backend = Backend::cuda;
-    const Plan plan = Plan::create(w, d);
+    const Plan plan = Plan::create(w, cuda_desc(1, DType::f16));
     EXPECT_NE(plan.kernel(), "cuda:ew_spmv_sk4") << plan.reason();
   }
   const auto l = sew::SpmvLayout::of(ew_layout(Pattern::element(2, 8), 64, 64), DType::f16);
@@ -224,20 +170,14 @@ TEST(EwSpmvSk, ForcedPlansAndUnsupportedReasons) {
   const auto wide = sew::SpmvLayout::of(ew_layout(Pattern::element(2, 8), 64, 60000), DType::f16);
   EXPECT_NE(sew::spmv_sk_unsupported(wide, DType::f16, 1), "");  // X over the shared budget
   const auto w = random_ew(Pattern::element(2, 8), 64, 64, DType::f16, 7800);
-  MatmulDesc d;
-  d.m = 2;
-  d.x_dtype = DType::f16;
-  d.y_dtype = DType::f16;
-  d.backend = Backend::cuda;
-  d.kernel = "cuda:ew_spmv_sk";
-  EXPECT_THROW(Plan::create(w, d), Unsupported);
+  EXPECT_THROW(Plan::create(w, cuda_desc(2, DType::f16, "cuda:ew_spmv_sk")), Unsupported);
 }
 
 TEST(EwSpmvSkRing, EveryPatternDtypeAndTail) {
   EW_REQUIRE_DEVICE();
   std::uint64_t seed = 8100;
   for (int ring : {3, 4})
-    for (const Pattern& p : compiled())
+    for (const Pattern& p : sk_compiled_patterns())
       for (DType t : {DType::f16, DType::bf16})
         for (auto shape : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 9}, {77, 1001}, {300, 4099}})
           check_case({p, shape.first, shape.second, t, t, 0, 1, false, ring}, ++seed);
@@ -303,34 +243,17 @@ TEST(EwSpmvSkRing, ForcedPlanAndRaced) {
     const std::int64_t n = 999, k = 2051;
     const auto w = random_ew(Pattern::element(2, 8), n, k, t, ++seed);
     const auto x = random_matrix(t, 1, k, ++seed);
-    MatmulDesc d;
-    d.m = 1;
-    d.x_dtype = t;
-    d.y_dtype = t;
-    d.backend = Backend::cuda;
-    d.kernel = "cuda:ew_spmv_skr";
-    const Plan plan = Plan::create(w, d);
+    const Plan plan = Plan::create(w, cuda_desc(1, t, "cuda:ew_spmv_skr"));
     EXPECT_EQ(plan.kernel(), "cuda:ew_spmv_skr");
-    const std::size_t ybytes = std::size_t(n) * dtype_size(t);
-    DeviceMem dx(x.size_bytes()), dy(ybytes);
-    EW_CUDA(cudaMemcpy(dx.p, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
-    for (int rep = 0; rep < 3; ++rep) {
-      EW_CUDA(cudaMemset(dy.p, 0xFF, ybytes));
-      plan.run(dx.p, dy.p, nullptr);
-      EW_CUDA(cudaDeviceSynchronize());
-    }
-    std::vector<std::byte> y(ybytes);
-    EW_CUDA(cudaMemcpy(y.data(), dy.p, y.size(), cudaMemcpyDeviceToHost));
+    std::vector<std::byte> y;
+    run_plan_thrice(plan, x, std::size_t(n) * dtype_size(t), y);
+    if (::testing::Test::HasFatalFailure()) return;
     const auto cmp = compare(y, t, oracle(x, w));
     EXPECT_EQ(cmp.unwritten, 0);
     EXPECT_LT(cmp.rel_err, tolerance(t));
   }
   const auto w = random_ew(Pattern::element(2, 8), 999, 2051, DType::f16, ++seed);
-  MatmulDesc d;
-  d.m = 1;
-  d.x_dtype = DType::f16;
-  d.y_dtype = DType::f16;
-  d.backend = Backend::cuda;
+  MatmulDesc d = cuda_desc(1, DType::f16);
   const Plan plan = Plan::create(w, d);
   // Raced beside the register form: timed in the automatic choice (its reason lists every timed one).
   EXPECT_NE(plan.reason().find("cuda:ew_spmv_skr ["), std::string::npos) << plan.reason();

@@ -16,6 +16,7 @@
 #include "sparsenm/error.hpp"
 #include "sparsenm/plan.hpp"
 #include "ew_support.hpp"
+#include "sk_test_support.hpp"
 
 namespace {
 
@@ -54,40 +55,10 @@ void run_skm(const CondensedMatrix& w, const DenseMatrix& x, const SkmCase& c, s
   ASSERT_GE(cfg.grid, a.chunks);
   ASSERT_EQ(cfg.grid, a.chunks * a.ctas_per_chunk);
   ASSERT_GE(std::int64_t(a.chunks) * a.chunk_tiles, l.tiles);
-  DeviceMem dv(packed.values.size()), di(packed.indices.size() * 4), dx(x.size_bytes() + 16);
-  const std::size_t ws_bytes = sew::spmv_skm_ws_bytes(l, cfg.mb), cnt_bytes = sew::spmv_skm_cnt_bytes(l);
-  DeviceMem ws(ws_bytes), cnt(cnt_bytes);
   const std::size_t ybytes = std::size_t(c.m) * std::size_t(c.n) * dtype_size(c.yt),
                     extra = std::size_t(c.n) * dtype_size(c.yt);
-  DeviceMem dy(ybytes + extra);
-  const std::size_t xoff = c.misaligned_x ? 2 : 0;
-  EW_CUDA(cudaMemcpy(dv.p, packed.values.data(), packed.values.size(), cudaMemcpyHostToDevice));
-  EW_CUDA(cudaMemcpy(di.p, packed.indices.data(), packed.indices.size() * 4, cudaMemcpyHostToDevice));
-  EW_CUDA(cudaMemset(dx.p, 0xFF, x.size_bytes() + 16));  // NaN around X: a read past k or m would show
-  EW_CUDA(cudaMemcpy(static_cast<char*>(dx.p) + xoff, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
-  EW_CUDA(cudaMemset(ws.p, 0, ws_bytes));
-  EW_CUDA(cudaMemset(cnt.p, 0, cnt_bytes));
-  for (int rep = 0; rep < 3; ++rep) {
-    EW_CUDA(cudaMemset(dy.p, 0xFF, ybytes + extra));
-    a.values = dv.p;
-    a.indices = static_cast<const std::uint32_t*>(di.p);
-    a.x = static_cast<const char*>(dx.p) + xoff;
-    a.y = dy.p;
-    a.ws = static_cast<float*>(ws.p);
-    a.cnt = static_cast<unsigned*>(cnt.p);
-    a.y_dtype = c.yt == DType::f32 ? 0 : c.yt == DType::f16 ? 1 : 2;
-    fn(a, cfg, nullptr);
-    EW_CUDA(cudaGetLastError());
-    EW_CUDA(cudaDeviceSynchronize());
-  }
-  // The workspace and the counters are zero again after every launch.
-  std::vector<float> hws(ws_bytes / 4);
-  std::vector<unsigned> hcnt(cnt_bytes / 4);
-  EW_CUDA(cudaMemcpy(hws.data(), ws.p, ws_bytes, cudaMemcpyDeviceToHost));
-  EW_CUDA(cudaMemcpy(hcnt.data(), cnt.p, cnt_bytes, cudaMemcpyDeviceToHost));
-  for (float v : hws) ASSERT_EQ(v, 0.0f);
-  for (unsigned v : hcnt) ASSERT_EQ(v, 0u);
-  read_back_guarded(dy.p, ybytes, extra, y);
+  run_stream_k(packed, x, c.misaligned_x, c.yt, ybytes, extra, sew::spmv_skm_ws_bytes(l, cfg.mb),
+               sew::spmv_skm_cnt_bytes(l), a, cfg, fn, y);
 }
 
 /// Checks one case against the fp64 oracle; returns the plan's chunk count (0 on a fatal failure).
@@ -107,17 +78,10 @@ int check_case(const SkmCase& c, std::uint64_t seed) {
   return chunks;
 }
 
-const std::vector<Pattern>& compiled() {
-  static const std::vector<Pattern> p = {Pattern::element(2, 4),  Pattern::element(4, 8),  Pattern::element(2, 8),
-                                         Pattern::element(1, 8),  Pattern::element(2, 16), Pattern::element(1, 16),
-                                         Pattern::element(8, 32), Pattern::element(16, 32)};
-  return p;
-}
-
 TEST(EwSpmvSkm, EveryPatternDtypeMAndTail) {
   EW_REQUIRE_DEVICE();
   std::uint64_t seed = 9100;
-  for (const Pattern& p : compiled())
+  for (const Pattern& p : sk_compiled_patterns())
     for (DType t : {DType::f16, DType::bf16})
       for (int m : {2, 3, 5, 8})
         for (auto shape : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 9}, {77, 1001}, {300, 4099}})
@@ -203,37 +167,19 @@ TEST(EwSpmvSkm, ForcedPlansAndUnsupportedReasons) {
         const std::int64_t n = 999, k = 2051;
         const auto w = random_ew(Pattern::element(2, 8), n, k, t, ++seed);
         const auto x = random_matrix(t, m, k, ++seed);
-        MatmulDesc d;
-        d.m = m;
-        d.x_dtype = t;
-        d.y_dtype = t;
-        d.backend = Backend::cuda;
-        d.kernel = kernel;
-        const Plan plan = Plan::create(w, d);
+        const Plan plan = Plan::create(w, cuda_desc(m, t, kernel));
         EXPECT_EQ(plan.kernel(), kernel);
         EXPECT_GT(plan.workspace_bytes(), 0u);
-        const std::size_t ybytes = std::size_t(m) * std::size_t(n) * dtype_size(t);
-        DeviceMem dx(x.size_bytes()), dy(ybytes);
-        EW_CUDA(cudaMemcpy(dx.p, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
-        for (int rep = 0; rep < 3; ++rep) {
-          EW_CUDA(cudaMemset(dy.p, 0xFF, ybytes));
-          plan.run(dx.p, dy.p, nullptr);
-          EW_CUDA(cudaDeviceSynchronize());
-        }
-        std::vector<std::byte> y(ybytes);
-        EW_CUDA(cudaMemcpy(y.data(), dy.p, y.size(), cudaMemcpyDeviceToHost));
+        std::vector<std::byte> y;
+        run_plan_thrice(plan, x, std::size_t(m) * std::size_t(n) * dtype_size(t), y);
+        if (::testing::Test::HasFatalFailure()) return;
         const auto cmp = compare(y, t, oracle(x, w));
         EXPECT_EQ(cmp.unwritten, 0);
         EXPECT_LT(cmp.rel_err, tolerance(t));
       }
   {  // the automatic choice never takes the opt-in 2-chunk variant
     const auto w = random_ew(Pattern::element(1, 8), 999, 2051, DType::f16, ++seed);
-    MatmulDesc d;
-    d.m = 8;
-    d.x_dtype = DType::f16;
-    d.y_dtype = DType::f16;
-    d.backend = Backend::cuda;
-    const Plan plan = Plan::create(w, d);
+    const Plan plan = Plan::create(w, cuda_desc(8, DType::f16));
     EXPECT_NE(plan.kernel(), "cuda:ew_spmv_sk_mb2") << plan.reason();
   }
   const auto l = sew::SpmvLayout::of(ew_layout(Pattern::element(2, 8), 64, 64), DType::f16);
@@ -244,12 +190,7 @@ TEST(EwSpmvSkm, ForcedPlansAndUnsupportedReasons) {
   const auto odd = sew::SpmvLayout::of(ew_layout(Pattern::element(3, 7), 64, 64), DType::f16);
   EXPECT_NE(sew::spmv_skm_unsupported(odd, DType::f16, 4), "");  // no compiled instance
   const auto w = random_ew(Pattern::element(2, 8), 64, 64, DType::f16, 9800);
-  MatmulDesc d;
-  d.m = 1;
-  d.x_dtype = DType::f16;
-  d.y_dtype = DType::f16;
-  d.backend = Backend::cuda;
-  d.kernel = "cuda:ew_spmv_sk_mb";
+  MatmulDesc d = cuda_desc(1, DType::f16, "cuda:ew_spmv_sk_mb");
   EXPECT_THROW(Plan::create(w, d), Unsupported);
   d.m = 4;
   d.x_dtype = DType::bf16;  // X dtype must equal the weight dtype
