@@ -29,6 +29,22 @@ namespace sparsenm::cuda {
 
 namespace sparsenm::cuda {
 
+/// Lets `kernel` launch with `bytes` of dynamic shared memory (the opt-in above 48 KiB).
+template <class Kernel>
+void allow_dynamic_smem(Kernel kernel, int bytes) {
+  if (bytes > 48 * 1024)
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+/// CTAs of `kernel` resident per SM with `threads` threads and `bytes` of dynamic shared memory.
+template <class Kernel>
+int resident_ctas(Kernel kernel, int threads, int bytes) {
+  allow_dynamic_smem(kernel, bytes);
+  int blocks = 0;
+  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, std::size_t(bytes)));
+  return blocks;
+}
+
 /// Owning device allocation (cudaMalloc), movable, freed on destruction.
 class DeviceBuffer {
  public:

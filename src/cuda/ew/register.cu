@@ -68,6 +68,23 @@ int sm_count() {
   return sms;
 }
 
+/// Uploads a packed weight (value bytes, 32-bit index words) into `values` / `indices`.
+template <class Packed>
+void upload_packed(const Packed& p, cuda::DeviceBuffer& values, cuda::DeviceBuffer& indices) {
+  values = cuda::DeviceBuffer(p.values.size());
+  values.upload(p.values.data(), p.values.size());
+  indices = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
+  indices.upload(p.indices.data(), indices.size());
+}
+
+/// A zeroed device buffer: the stream-K workspaces and counters (every launch leaves them zero;
+/// Plan::create waits for the memset before the first run).
+cuda::DeviceBuffer zeroed(std::size_t bytes) {
+  cuda::DeviceBuffer b(bytes);
+  SPARSENM_CUDA_CHECK(cudaMemset(b.get(), 0, b.size()));
+  return b;
+}
+
 /// Checks shared by the EW candidates; "" when (w, desc) is an EW problem we can serve.
 std::string ew_common_unsupported(const CondensedMatrix& w, const MatmulDesc& d) {
   const auto kind = w.pattern().kind;
@@ -90,10 +107,7 @@ class EwInstance final : public KernelInstance {
     const CondensedMatrix& w = ew_weight(w0, hold);
     note_ = ew_repack_note(w0);
     const cuda::ew::SpmvPacked p = cuda::ew::pack_spmv(w);
-    values_ = cuda::DeviceBuffer(p.values.size());
-    values_.upload(p.values.data(), p.values.size());
-    indices_ = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
-    indices_.upload(p.indices.data(), indices_.size());
+    upload_packed(p, values_, indices_);
     if constexpr (kSpmm)
       cfg_ = cuda::ew::plan_spmm(p.layout, w.dtype, int(d.m), args_, 0, v);
     else
@@ -163,14 +177,9 @@ class EwSkInstance final : public KernelInstance {
     const CondensedMatrix& w = ew_weight(w0, hold);
     note_ = ew_repack_note(w0);
     const cuda::ew::SpmvPacked p = cuda::ew::pack_spmv(w);
-    values_ = cuda::DeviceBuffer(p.values.size());
-    values_.upload(p.values.data(), p.values.size());
-    indices_ = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
-    indices_.upload(p.indices.data(), indices_.size());
-    ws_ = cuda::DeviceBuffer(cuda::ew::spmv_sk_ws_bytes(p.layout));
-    cnt_ = cuda::DeviceBuffer(cuda::ew::spmv_sk_cnt_bytes(p.layout));
-    SPARSENM_CUDA_CHECK(cudaMemset(ws_.get(), 0, ws_.size()));
-    SPARSENM_CUDA_CHECK(cudaMemset(cnt_.get(), 0, cnt_.size()));
+    upload_packed(p, values_, indices_);
+    ws_ = zeroed(cuda::ew::spmv_sk_ws_bytes(p.layout));
+    cnt_ = zeroed(cuda::ew::spmv_sk_cnt_bytes(p.layout));
     cfg_ = cuda::ew::plan_spmv_sk(p.layout, w.dtype, sm_count(), waves, args_, 0, ring);
     args_.values = values_.get();
     args_.indices = indices_.as<std::uint32_t>();
@@ -250,14 +259,9 @@ class EwSkmInstance final : public KernelInstance {
     const int mb = cuda::ew::spmv_skm_mb(d.m);
     launch_ = cuda::ew::find_spmv_skm(w.dtype, p.layout.n, p.layout.m, mb);
     if (!launch_) throw Unsupported("ew_spmv_sk_mb: no compiled instance for " + w.pattern().str());
-    values_ = cuda::DeviceBuffer(p.values.size());
-    values_.upload(p.values.data(), p.values.size());
-    indices_ = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
-    indices_.upload(p.indices.data(), indices_.size());
-    ws_ = cuda::DeviceBuffer(cuda::ew::spmv_skm_ws_bytes(p.layout, mb));
-    cnt_ = cuda::DeviceBuffer(cuda::ew::spmv_skm_cnt_bytes(p.layout));
-    SPARSENM_CUDA_CHECK(cudaMemset(ws_.get(), 0, ws_.size()));
-    SPARSENM_CUDA_CHECK(cudaMemset(cnt_.get(), 0, cnt_.size()));
+    upload_packed(p, values_, indices_);
+    ws_ = zeroed(cuda::ew::spmv_skm_ws_bytes(p.layout, mb));
+    cnt_ = zeroed(cuda::ew::spmv_skm_cnt_bytes(p.layout));
     cfg_ = cuda::ew::plan_spmv_skm(p.layout, w.dtype, int(d.m), sm_count(), min_chunks, args_);
     args_.values = values_.get();
     args_.indices = indices_.as<std::uint32_t>();
@@ -315,10 +319,7 @@ class EwTcInstance final : public KernelInstance {
     const CondensedMatrix& w = ew_weight(w0, hold);
     note_ = ew_repack_note(w0);
     const cuda::ew::SpmvTcPacked p = cuda::ew::pack_spmv_tc(w);
-    values_ = cuda::DeviceBuffer(p.values.size());
-    values_.upload(p.values.data(), p.values.size());
-    indices_ = cuda::DeviceBuffer(p.indices.size() * sizeof(std::uint32_t));
-    indices_.upload(p.indices.data(), indices_.size());
+    upload_packed(p, values_, indices_);
     cfg_ = cuda::ew::plan_spmv_tc(p.layout, w.dtype, int(d.m), sm_count(), args_, 0,
                                   /*max_split=*/cluster_capable() ? 0 : 1, v);
     args_.values = values_.get();

@@ -13,8 +13,7 @@ namespace sparsenm::cuda::ew {
 template <class Tr>
 void launch_spmv_sk(const SkArgs& args, const SkConfig& cfg, cudaStream_t stream) {
   auto kernel = ew_spmv_sk_kernel<Tr>;
-  if (cfg.smem_bytes > 48 * 1024)
-    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg.smem_bytes));
+  allow_dynamic_smem(kernel, cfg.smem_bytes);
   SkArgs a = args;
   // The bulk copy needs a 16-byte aligned source and a multiple of 16 bytes.
   a.x_bulk = (reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0) ? (a.k * 2) / 16 * 16 : 0;
@@ -24,12 +23,7 @@ void launch_spmv_sk(const SkArgs& args, const SkConfig& cfg, cudaStream_t stream
 
 template <class Tr>
 int occupancy_spmv_sk(int smem_bytes) {
-  auto kernel = ew_spmv_sk_kernel<Tr>;
-  if (smem_bytes > 48 * 1024)
-    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-  int blocks = 0;
-  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, Tr::kThreads, std::size_t(smem_bytes)));
-  return blocks;
+  return resident_ctas(ew_spmv_sk_kernel<Tr>, Tr::kThreads, smem_bytes);
 }
 
 }  // namespace sparsenm::cuda::ew

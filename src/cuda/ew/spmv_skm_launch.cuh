@@ -14,8 +14,7 @@ template <class Tr>
 void launch_spmv_skm(const SkmArgs& args, const SkmConfig& cfg, cudaStream_t stream) {
   static_assert(Tr::kXAlign == kSkmXAlign, "the plan's slack must match the kernel's alignment");
   auto kernel = ew_spmv_skm_kernel<Tr>;
-  if (cfg.smem_bytes > 48 * 1024)
-    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg.smem_bytes));
+  allow_dynamic_smem(kernel, cfg.smem_bytes);
   SkmArgs a = args;
   // 32-bit column-pair reads of X need a 4-byte aligned X and an even k (every row then starts aligned).
   a.x_pairs = (reinterpret_cast<std::uintptr_t>(a.x) % 4 == 0 && a.k % 2 == 0) ? 1 : 0;
@@ -25,12 +24,7 @@ void launch_spmv_skm(const SkmArgs& args, const SkmConfig& cfg, cudaStream_t str
 
 template <class Tr>
 int occupancy_spmv_skm(int smem_bytes) {
-  auto kernel = ew_spmv_skm_kernel<Tr>;
-  if (smem_bytes > 48 * 1024)
-    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-  int blocks = 0;
-  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, Tr::kThreads, std::size_t(smem_bytes)));
-  return blocks;
+  return resident_ctas(ew_spmv_skm_kernel<Tr>, Tr::kThreads, smem_bytes);
 }
 
 }  // namespace sparsenm::cuda::ew
