@@ -26,6 +26,11 @@
 //   skr3/4-stream    the ring variants without X / without decode                [diagnostic]
 //   sk-lean          the register kernel with the ring's lean products (X address once per tile), chk
 //   sk-ring3-plain   ring 3 with the shipped products (the ring alone), chk
+//   sk-vring3        ring 3 of value vectors only, index words through registers (session 7;
+//                    "cuda:ew_spmv_skv"), chk; sk-vring3-2cta: the same on 2 CTAs per SM (isolates
+//                    the third CTA), chk; skv3-stream: without X / without decode [diagnostic]
+//   SPMV_PROBE_S7=1: read, sk, sk-ring3, sk-vring3, sk-vring3-2cta, sk-lean, skv3-stream, skr3-stream,
+//                    sk-again only
 //   empty            an empty kernel
 //   sparsenm_spmv_probe [N K [PATTERN ...]]   (default: 28672 8192 and 12288 12288; 2:8 1:8 2:16)
 #include <cuda_fp16.h>
@@ -340,7 +345,8 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   // SPMV_PROBE_FAST=1: lib, read, sk, sk-ring3/4, sk-lean, sk-ring3-plain, sk-again and the three
   // stream diagnostics only
   // (the others were measured at 20d8a0f / 47b292d).
-  const bool fast = std::getenv("SPMV_PROBE_FAST") != nullptr;
+  const bool s7 = std::getenv("SPMV_PROBE_S7") != nullptr;
+  const bool fast = s7 || std::getenv("SPMV_PROBE_FAST") != nullptr;
   // The copy with everything on (control of the copy), then the suspects removed one at a time.
   if (!fast) {
   poison();
@@ -363,9 +369,10 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
     SPARSENM_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
   }
   // stream-K candidates.
-  auto run_sk = [&](const char* name, auto launch, int waves, bool checked, int ring = 0) {
+  auto run_sk = [&](const char* name, auto launch, int waves, bool checked, int ring = 0, bool vals = false,
+                    int grid = 0) {
     sew::SkArgs s;
-    const sew::SkConfig sc = sew::plan_spmv_sk(l, DType::f16, sms, waves, s, 0, ring);
+    const sew::SkConfig sc = sew::plan_spmv_sk(l, DType::f16, sms, waves, s, grid, ring, vals);
     s.values = dv.get();
     s.indices = static_cast<const std::uint32_t*>(di.get());
     s.x = dx.get();
@@ -395,11 +402,15 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   using SkR3S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 3>;
   using SkR4S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 4>;
   run_sk("sk-ring3", &sew::launch_spmv_sk<SkR3>, 1, true, 3);
-  run_sk("sk-ring4", &sew::launch_spmv_sk<SkR4>, 1, true, 4);
+  using SkV3 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3, -1, true>;
+  using SkV3S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 3, -1, true>;
+  run_sk("sk-vring3", &sew::launch_spmv_sk<SkV3>, 1, true, 3, true);
+  if (s7) run_sk("sk-vring3-2cta", &sew::launch_spmv_sk<SkV3>, 1, true, 3, true, 2 * sms);
+  if (!s7) run_sk("sk-ring4", &sew::launch_spmv_sk<SkR4>, 1, true, 4);
   using SkLean = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 0, 1>;
   using SkR3Plain = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3, 0>;
   run_sk("sk-lean", &sew::launch_spmv_sk<SkLean>, 1, true);
-  run_sk("sk-ring3-plain", &sew::launch_spmv_sk<SkR3Plain>, 1, true, 3);
+  if (!s7) run_sk("sk-ring3-plain", &sew::launch_spmv_sk<SkR3Plain>, 1, true, 3);
   // The register kernel again after the rings: a same-process control of drift.
   run_sk("sk-again", &sew::launch_spmv_sk<Sk>, 1, true);
   if (!fast) {
@@ -412,7 +423,8 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   }
   run_sk("sk-stream", &sew::launch_spmv_sk<SkStream>, 1, false);
   run_sk("skr3-stream", &sew::launch_spmv_sk<SkR3S>, 1, false, 3);
-  run_sk("skr4-stream", &sew::launch_spmv_sk<SkR4S>, 1, false, 4);
+  if (!s7) run_sk("skr4-stream", &sew::launch_spmv_sk<SkR4S>, 1, false, 4);
+  run_sk("skv3-stream", &sew::launch_spmv_sk<SkV3S>, 1, false, 3, true);
   // The workspace after the diagnostics (whose flush counts are real but products are not) is
   // reset so a later checked run starts clean.
   SPARSENM_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));

@@ -5,7 +5,8 @@
 // row, repeated launches (the workspace and counters must come back to zero), NaN/Inf semantics,
 // forced plans and the unsupported reasons. The shared-memory ring variants (RING = 3 / 4,
 // "cuda:ew_spmv_skr") run the same cases plus ranges of 0 / 1 / 2 / 3 tiles per warp (shorter than
-// the ring's prologue).
+// the ring's prologue). The value ring ("cuda:ew_spmv_skv": RING 3, index words through registers,
+// loop unrolled by 3) runs every ring case too, plus ranges of 4..7 tiles (the unroll boundary).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -33,12 +34,20 @@ struct SkCase {
   int waves = 1;
   bool misaligned_x = false;
   int ring = 0;  ///< 0: register ring; 3 / 4: shared-memory ring stages
+  bool vals = false;  ///< ring of value vectors only, index words through registers (ring 3)
 };
+
+/// The shared-memory ring forms: (stages, values only).
+const std::vector<std::pair<int, bool>>& ring_forms() {
+  static const std::vector<std::pair<int, bool>> f = {{3, false}, {4, false}, {3, true}};
+  return f;
+}
 
 std::string name(const SkCase& c) {
   return c.pattern.str() + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " " +
          std::string(to_string(c.t)) + "->" + std::string(to_string(c.yt)) + " grid=" + std::to_string(c.grid) +
-         " waves=" + std::to_string(c.waves) + (c.misaligned_x ? " misaligned-x" : "") + " ring=" + std::to_string(c.ring);
+         " waves=" + std::to_string(c.waves) + (c.misaligned_x ? " misaligned-x" : "") + " ring=" + std::to_string(c.ring) +
+         (c.vals ? " values-only" : "");
 }
 
 /// Runs three launches (Y poisoned before each, plus one guard row that must stay untouched);
@@ -47,12 +56,12 @@ void run_sk(const CondensedMatrix& w, const DenseMatrix& x, const SkCase& c, std
   const auto packed = sew::pack_spmv(w);
   const auto& l = packed.layout;
   sew::SkArgs a;
-  const auto cfg = sew::plan_spmv_sk(l, c.t, sms(), c.waves, a, c.grid, c.ring);
-  const auto fn = sew::find_spmv_sk(c.t, c.pattern.n, c.pattern.m, c.ring);
+  const auto cfg = sew::plan_spmv_sk(l, c.t, sms(), c.waves, a, c.grid, c.ring, c.vals);
+  const auto fn = sew::find_spmv_sk(c.t, c.pattern.n, c.pattern.m, c.ring, c.vals);
   if (c.ring > 0) {
     ASSERT_EQ(a.ring_off % 128, 0);
     ASSERT_GE(a.ring_off, a.x_cols * 2);
-    ASSERT_EQ(cfg.smem_bytes, sew::spmv_sk_smem_bytes(l, c.ring));
+    ASSERT_EQ(cfg.smem_bytes, sew::spmv_sk_smem_bytes(l, c.ring, c.vals));
   }
   ASSERT_NE(fn, nullptr);
   ASSERT_GE(cfg.grid, 1);
@@ -176,45 +185,48 @@ TEST(EwSpmvSk, ForcedPlansAndUnsupportedReasons) {
 TEST(EwSpmvSkRing, EveryPatternDtypeAndTail) {
   EW_REQUIRE_DEVICE();
   std::uint64_t seed = 8100;
-  for (int ring : {3, 4})
+  for (auto [ring, vals] : ring_forms())
     for (const Pattern& p : sk_compiled_patterns())
       for (DType t : {DType::f16, DType::bf16})
         for (auto shape : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 9}, {77, 1001}, {300, 4099}})
-          check_case({p, shape.first, shape.second, t, t, 0, 1, false, ring}, ++seed);
+          check_case({p, shape.first, shape.second, t, t, 0, 1, false, ring, vals}, ++seed);
   check_case({Pattern::hw24(), 95, 130, DType::f16, DType::f16, 0, 1, false, 3}, ++seed);
 }
 
 TEST(EwSpmvSkRing, GridsSmallRangesAndOutputDtypes) {
   EW_REQUIRE_DEVICE();
   std::uint64_t seed = 8300;
-  for (int ring : {3, 4}) {
+  for (auto [ring, vals] : ring_forms()) {
     for (int grid : {1, 3, 17, 400})
       for (auto p : {Pattern::element(2, 8), Pattern::element(1, 16)})
-        check_case({p, 1000, 2050, DType::f16, DType::f16, grid, 1, false, ring}, ++seed);
-    // 8 row groups of 1 / 2 / 3 tiles (2:8: 32 slots per 128 columns) on 1 or 2 CTAs: ranges of
-    // 0, 1, 2 and 3 tiles per warp, i.e. shorter than the ring's prologue.
-    for (std::int64_t k : {128, 256, 300})
+        check_case({p, 1000, 2050, DType::f16, DType::f16, grid, 1, false, ring, vals}, ++seed);
+    // 8 row groups of 1 .. 7 tiles (2:8: 32 slots per 128 columns) on 1 or 2 CTAs: ranges of
+    // 0 .. 7 tiles per warp, i.e. shorter than the ring's prologue and across the value ring's
+    // unroll-by-3 boundary.
+    for (std::int64_t k : {128, 256, 300, 512, 640, 700, 896})
       for (int grid : {1, 2})
-        check_case({Pattern::element(2, 8), 256, k, DType::f16, DType::f16, grid, 1, false, ring}, ++seed);
-    check_case({Pattern::element(2, 8), 4100, 8195, DType::f16, DType::f16, 0, 1, false, ring}, ++seed);
-    check_case({Pattern::element(2, 8), 257, 3001, DType::f16, DType::f32, 0, 1, false, ring}, ++seed);
-    check_case({Pattern::element(1, 8), 257, 3001, DType::bf16, DType::f16, 0, 1, false, ring}, ++seed);
-    check_case({Pattern::element(2, 16), 257, 3001, DType::f16, DType::bf16, 0, 1, false, ring}, ++seed);
+        check_case({Pattern::element(2, 8), 256, k, DType::f16, DType::f16, grid, 1, false, ring, vals}, ++seed);
+    check_case({Pattern::element(2, 8), 4100, 8195, DType::f16, DType::f16, 0, 1, false, ring, vals}, ++seed);
+    check_case({Pattern::element(2, 8), 257, 3001, DType::f16, DType::f32, 0, 1, false, ring, vals}, ++seed);
+    check_case({Pattern::element(1, 8), 257, 3001, DType::bf16, DType::f16, 0, 1, false, ring, vals}, ++seed);
+    check_case({Pattern::element(2, 16), 257, 3001, DType::f16, DType::bf16, 0, 1, false, ring, vals}, ++seed);
+    check_case({Pattern::element(2, 4), 257, 3001, DType::bf16, DType::bf16, 0, 1, false, ring, vals}, ++seed);
   }
 }
 
 TEST(EwSpmvSkRing, MisalignedXLargeShapeAndNanInf) {
   EW_REQUIRE_DEVICE();
   std::uint64_t seed = 8500;
-  for (int ring : {3, 4}) {
+  for (auto [ring, vals] : ring_forms()) {
     for (int grid : {0, 5}) {
-      check_case({Pattern::element(2, 8), 333, 1027, DType::f16, DType::f16, grid, 1, true, ring}, ++seed);
-      check_case({Pattern::element(2, 16), 333, 1024, DType::bf16, DType::bf16, grid, 1, true, ring}, ++seed);
+      check_case({Pattern::element(2, 8), 333, 1027, DType::f16, DType::f16, grid, 1, true, ring, vals}, ++seed);
+      check_case({Pattern::element(2, 16), 333, 1024, DType::bf16, DType::bf16, grid, 1, true, ring, vals}, ++seed);
     }
-    check_case({Pattern::element(1, 8), 4096, 12288, DType::f16, DType::f16, 0, 1, false, ring}, ++seed);
-    check_case({Pattern::element(8, 32), 1000, 24000, DType::bf16, DType::bf16, 0, 1, false, ring}, ++seed);
+    check_case({Pattern::element(1, 8), 4096, 12288, DType::f16, DType::f16, 0, 1, false, ring, vals}, ++seed);
+    check_case({Pattern::element(2, 8), 2080, 12290, DType::bf16, DType::bf16, 0, 1, false, ring, vals}, ++seed);
+    check_case({Pattern::element(8, 32), 1000, 24000, DType::bf16, DType::bf16, 0, 1, false, ring, vals}, ++seed);
     for (DType t : {DType::f16, DType::bf16}) {
-      SCOPED_TRACE("nan/inf ring " + std::to_string(ring));
+      SCOPED_TRACE("nan/inf ring " + std::to_string(ring) + (vals ? " values-only" : ""));
       const Pattern p = Pattern::element(2, 8);
       const std::int64_t n = 64, k = 203;
       auto w = random_ew(p, n, k, t, ++seed);
@@ -222,7 +234,7 @@ TEST(EwSpmvSkRing, MisalignedXLargeShapeAndNanInf) {
       const auto& l = w.layout;
       const std::int64_t col_kept = get_packed(w.indices.data() + 9 * l.index_row_bytes, 1, l.index_bits);
       x.set(0, col_kept, NAN);  // row 9 stores this column (slot 1, window 0): its output is NaN
-      SkCase c{p, n, k, t, t, 3, 1, false, ring};
+      SkCase c{p, n, k, t, t, 3, 1, false, ring, vals};
       std::vector<std::byte> y;
       run_sk(w, x, c, y);
       if (::testing::Test::HasFatalFailure()) return;
@@ -265,6 +277,49 @@ TEST(EwSpmvSkRing, ForcedPlanAndRaced) {
   EXPECT_GT(sew::spmv_sk_smem_bytes(l, 4), sew::spmv_sk_smem_bytes(l, 3));
 }
 
+TEST(EwSpmvSkVals, ForcedPlanRacedAndOccupancy) {
+  EW_REQUIRE_DEVICE();
+  std::uint64_t seed = 8900;
+  for (DType t : {DType::f16, DType::bf16})
+    for (const Pattern& p : {Pattern::element(2, 8), Pattern::element(1, 8), Pattern::element(2, 16)}) {
+      const std::int64_t n = 999, k = 2051;
+      const auto w = random_ew(p, n, k, t, ++seed);
+      const auto x = random_matrix(t, 1, k, ++seed);
+      const Plan plan = Plan::create(w, cuda_desc(1, t, "cuda:ew_spmv_skv"));
+      EXPECT_EQ(plan.kernel(), "cuda:ew_spmv_skv");
+      std::vector<std::byte> y;
+      run_plan_thrice(plan, x, std::size_t(n) * dtype_size(t), y);
+      if (::testing::Test::HasFatalFailure()) return;
+      const auto cmp = compare(y, t, oracle(x, w));
+      EXPECT_EQ(cmp.unwritten, 0);
+      EXPECT_LT(cmp.rel_err, tolerance(t));
+    }
+  const auto w = random_ew(Pattern::element(2, 8), 999, 2051, DType::f16, ++seed);
+  MatmulDesc d = cuda_desc(1, DType::f16);
+  const Plan plan = Plan::create(w, d);
+  EXPECT_NE(plan.reason().find("cuda:ew_spmv_skv ["), std::string::npos) << plan.reason();
+  d.m = 2;
+  d.kernel = "cuda:ew_spmv_skv";
+  EXPECT_THROW(Plan::create(w, d), Unsupported);
+  EXPECT_EQ(sew::find_spmv_sk(DType::f16, 2, 8, 4, true), nullptr);  // only the 3-stage value ring
+  EXPECT_EQ(sew::find_spmv_sk(DType::f16, 2, 8, 0, true), nullptr);
+  // Why the form exists: at k = 12288 the value ring fits 3 CTAs per SM where the full ring fits 2
+  // (on a device with 228 KB of shared memory per SM, the H100 / H200).
+  const auto l = sew::SpmvLayout::of(ew_layout(Pattern::element(2, 8), 12288, 12288), DType::f16);
+  const int sv = sew::spmv_sk_smem_bytes(l, 3, true), sr = sew::spmv_sk_smem_bytes(l, 3);
+  EXPECT_EQ(sr - sv, 8 * 3 * 3 * 32 * 4);  // the index words of 8 warps x 3 stages (b = 3)
+  const int ov = sew::find_spmv_sk_occupancy(DType::f16, 2, 8, 3, true)(sv);
+  const int orr = sew::find_spmv_sk_occupancy(DType::f16, 2, 8, 3)(sr);
+  EXPECT_GE(ov, orr);
+  int dev = 0, per_sm = 0;
+  EW_CUDA(cudaGetDevice(&dev));
+  EW_CUDA(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  if (per_sm == 228 * 1024) {
+    EXPECT_EQ(ov, 3);
+    EXPECT_EQ(orr, 2);
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -283,5 +338,13 @@ TEST(EwSpmvSkRingSmoke, SanitizerSmoke) {
   check_case({Pattern::element(2, 8), 256, 300, DType::f16, DType::f16, 2, 1, false, 3}, 7912);
   check_case({Pattern::element(1, 16), 33, 515, DType::bf16, DType::f32, 0, 1, true, 4}, 7913);
   check_case({Pattern::element(2, 16), 40, 300, DType::f16, DType::f16, 50, 1, false, 4}, 7914);
+}
+// The value ring: partial groups, ranges of 0 .. 7 tiles, misaligned X, bf16 -> f32.
+TEST(EwSpmvSkValsSmoke, SanitizerSmoke) {
+  EW_REQUIRE_DEVICE();
+  check_case({Pattern::element(2, 8), 70, 1030, DType::f16, DType::f16, 3, 1, false, 3, true}, 7921);
+  check_case({Pattern::element(2, 8), 256, 896, DType::f16, DType::f16, 1, 1, false, 3, true}, 7922);
+  check_case({Pattern::element(1, 16), 33, 515, DType::bf16, DType::f32, 0, 1, true, 3, true}, 7923);
+  check_case({Pattern::element(2, 16), 40, 300, DType::f16, DType::f16, 50, 1, false, 3, true}, 7924);
 }
 }  // namespace

@@ -27,17 +27,22 @@ using SkOccupancyFn = int (*)(int smem_bytes);
 ///   "cuda:ew_spmv_skr" waves = 1, ring = 3: the weight tiles through a per-warp shared-memory ring
 ///                      of 3 stages filled by cp.async; raced beside "cuda:ew_spmv_sk" (faster in
 ///                      3 of the 6 bar cases, slower in 3: docs/PERF.md, session 6)
+///   "cuda:ew_spmv_skv" waves = 1, ring = 3, vals_only: stages of value vectors only, the index
+///                      words through registers (3 CTAs / SM at k = 12288 where skr fits 2:
+///                      docs/PERF.md, session 7); raced beside the two above
 /// `ring`: 0 = the two-tile register ring; 3 / 4 = shared-memory ring stages per warp.
+/// `vals_only` (ring 3 only): the stages hold the value vectors, the index words go to registers.
 constexpr int kSkMaxXBytes = 96 * 1024;  ///< X (k columns in the weight dtype) must fit this
 
 /// The compiled instance for (dtype, N, M), or null (f16 / bf16 and N | 32 patterns of
 /// spmv_instances.def only).
-SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring = 0);
-SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring = 0);
+SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring = 0, bool vals_only = false);
+SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring = 0, bool vals_only = false);
 
 /// Dynamic shared memory of one CTA: X (rounded to 16 B) for ring = 0; X rounded to 128 B
-/// (= SkArgs::ring_off) + 8 warps x ring stages x one tile (values + index words) otherwise.
-int spmv_sk_smem_bytes(const SpmvLayout& l, int ring);
+/// (= SkArgs::ring_off) + 8 warps x ring stages x one tile (values + index words; values only
+/// when `vals_only`) otherwise.
+int spmv_sk_smem_bytes(const SpmvLayout& l, int ring, bool vals_only = false);
 
 /// Why (layout, dtype, m) cannot run on ew_spmv_sk ("" if it can).
 std::string spmv_sk_unsupported(const SpmvLayout& l, DType dtype, long long m);
@@ -45,7 +50,7 @@ std::string spmv_sk_unsupported(const SpmvLayout& l, DType dtype, long long m);
 /// Fills every field of `a` but the pointers (values, indices, x, y, ws, cnt) and y_dtype.
 /// grid_override > 0 forces the number of CTAs (tests, probe).
 SkConfig plan_spmv_sk(const SpmvLayout& l, DType dtype, int sms, int waves, SkArgs& a, int grid_override = 0,
-                      int ring = 0);
+                      int ring = 0, bool vals_only = false);
 
 /// Bytes of the fp32 workspace and of the counters a plan must allocate (zeroed once).
 std::size_t spmv_sk_ws_bytes(const SpmvLayout& l);

@@ -17,11 +17,11 @@ struct Entry {
   SkLaunchFn launch = nullptr;
   SkOccupancyFn occupancy = nullptr;
 };
-template <class T, int RING>
+template <class T, int RING, bool IREG = false>
 Entry find_typed(int pn, int pm) {
-#define SPEC(N, M)                                                                \
-  if (pn == N && pm == M) {                                                       \
-    using Tr = SkTraits<T, spmv_bits(M), N, M, kSkXBulk, true, kSkEndSerial, RING>; \
+#define SPEC(N, M)                                                                            \
+  if (pn == N && pm == M) {                                                                   \
+    using Tr = SkTraits<T, spmv_bits(M), N, M, kSkXBulk, true, kSkEndSerial, RING, -1, IREG>; \
     return {&launch_spmv_sk<Tr>, &occupancy_spmv_sk<Tr>};                         \
   }
 #include "cuda/ew/spmv_instances.def"
@@ -29,15 +29,16 @@ Entry find_typed(int pn, int pm) {
   return {};
 }
 template <class T>
-Entry find_ring(int pn, int pm, int ring) {
+Entry find_ring(int pn, int pm, int ring, bool vals_only) {
+  if (vals_only) return ring == 3 ? find_typed<T, 3, true>(pn, pm) : Entry{};
   if (ring == 0) return find_typed<T, 0>(pn, pm);
   if (ring == 3) return find_typed<T, 3>(pn, pm);
   if (ring == 4) return find_typed<T, 4>(pn, pm);
   return {};
 }
-Entry find_entry(DType dtype, int pn, int pm, int ring) {
-  if (dtype == DType::f16) return find_ring<__half>(pn, pm, ring);
-  if (dtype == DType::bf16) return find_ring<__nv_bfloat16>(pn, pm, ring);
+Entry find_entry(DType dtype, int pn, int pm, int ring, bool vals_only) {
+  if (dtype == DType::f16) return find_ring<__half>(pn, pm, ring, vals_only);
+  if (dtype == DType::bf16) return find_ring<__nv_bfloat16>(pn, pm, ring, vals_only);
   return {};
 }
 
@@ -46,9 +47,11 @@ long long x_cols(const SpmvLayout& l) { return l.tiles * 32 / l.n * l.m; }
 
 }  // namespace
 
-SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring) { return find_entry(dtype, pn, pm, ring).launch; }
-SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring) {
-  return find_entry(dtype, pn, pm, ring).occupancy;
+SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring, bool vals_only) {
+  return find_entry(dtype, pn, pm, ring, vals_only).launch;
+}
+SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring, bool vals_only) {
+  return find_entry(dtype, pn, pm, ring, vals_only).occupancy;
 }
 
 std::string spmv_sk_unsupported(const SpmvLayout& l, DType dtype, long long m) {
@@ -67,12 +70,13 @@ std::size_t spmv_sk_ws_bytes(const SpmvLayout& l) { return std::size_t(l.row_gro
 std::size_t spmv_sk_cnt_bytes(const SpmvLayout& l) { return std::size_t(l.row_groups) * sizeof(unsigned); }
 
 int spmv_sk_ring_offset(const SpmvLayout& l) { return int((x_cols(l) * 2 + 127) / 128 * 128); }
-int spmv_sk_smem_bytes(const SpmvLayout& l, int ring) {
+int spmv_sk_smem_bytes(const SpmvLayout& l, int ring, bool vals_only) {
   if (ring == 0) return int((x_cols(l) * 2 + 15) / 16 * 16);
-  return spmv_sk_ring_offset(l) + 8 * ring * (l.vecs * 32 * 16 + l.bits * 32 * 4);
+  return spmv_sk_ring_offset(l) + 8 * ring * (l.vecs * 32 * 16 + (vals_only ? 0 : l.bits * 32 * 4));
 }
 
-SkConfig plan_spmv_sk(const SpmvLayout& l, DType dtype, int sms, int waves, SkArgs& a, int grid_override, int ring) {
+SkConfig plan_spmv_sk(const SpmvLayout& l, DType dtype, int sms, int waves, SkArgs& a, int grid_override, int ring,
+                      bool vals_only) {
   SkConfig cfg;
   a.n = int(l.rows);
   a.k = int(l.cols);
@@ -81,8 +85,8 @@ SkConfig plan_spmv_sk(const SpmvLayout& l, DType dtype, int sms, int waves, SkAr
   a.units = (long long)l.row_groups * l.tiles;
   a.x_cols = int(x_cols(l));
   a.ring_off = ring > 0 ? spmv_sk_ring_offset(l) : 0;
-  cfg.smem_bytes = spmv_sk_smem_bytes(l, ring);
-  const SkOccupancyFn occ = find_spmv_sk_occupancy(dtype, l.n, l.m, ring);
+  cfg.smem_bytes = spmv_sk_smem_bytes(l, ring, vals_only);
+  const SkOccupancyFn occ = find_spmv_sk_occupancy(dtype, l.n, l.m, ring, vals_only);
   const long long per_sm = occ ? std::max(1, occ(cfg.smem_bytes)) : 1;
   // At least two tiles per warp (the two-tile register ring; the shared-memory ring uses the same
   // grid), at most `waves` waves.

@@ -41,6 +41,16 @@
 //   __syncwarp per tile (after the lane's wait_group) both publishes the other lanes' index chunks
 //   and retires the stage read in the previous step before it is refilled. Everything else
 //   (unit split, X bulk copy, end flushes) is the shipped kernel's. cp.async is sm_80: no guard.
+// IREG (session 7, docs/PERF.md; plan candidate "cuda:ew_spmv_skv" = RING 3 + IREG): the ring stages
+//   hold the value vectors only (2048 B per tile instead of 2048 + b x 128), and the lane's b index
+//   words of tile q + RING - 1 are loaded straight into registers (LDG, evict-first) when that tile's
+//   values are requested, into a register set of RING slots (slot = stage = q % RING, compile-time
+//   after the loop is unrolled by RING, so no register is moved while its load is pending).
+//   Why: at X = 24 KiB (k = 12288) the full ring costs 58 KB per CTA and only 2 CTAs (16 warps) fit an
+//   SM; values only, 48 KB + X -> 3 CTAs (24 warps): 1.5x the bytes in flight per SM, and the index
+//   words in flight as early as the values. A lane reads back only the value vectors it copied itself,
+//   so no __syncwarp: its cp.async.wait_group covers its own copies, and the stage it refills was last
+//   read by its own LDS one step earlier (shared-memory instructions of a warp execute in order).
 // Diagnostic knobs (bench/standalone/spmv_probe.cu only, never a plan candidate): XM = kSkXLoop
 // (threads copy X + __syncthreads), kSkXNone (no X: the products use 1.0); COMPUTE = false (the
 // tiles are folded with XOR, no decode).
@@ -83,10 +93,12 @@ struct SkArgs {
 };
 
 template <class T, int B_, int NN_, int MM_, int XM_ = kSkXBulk, bool COMPUTE_ = true, int END_ = kSkEndSerial,
-          int RING_ = 0, int LEAN_ = -1>
+          int RING_ = 0, int LEAN_ = -1, bool IREG_ = false>
 struct SkTraits {
   using Elem = T;
   static constexpr int B = B_, NN = NN_, MM = MM_, XM = XM_, END = END_, RING = RING_;
+  /// Index words through registers, ring stages of values only (RING > 0).
+  static constexpr bool IREG = IREG_;
   /// Products with the X address built once per tile (LEAN, default: on with the shared-memory ring,
   /// off in the shipped register form; the probe crosses both).
   static constexpr bool LEAN = LEAN_ < 0 ? RING_ > 0 : LEAN_ > 0;
@@ -98,9 +110,10 @@ struct SkTraits {
   static_assert(sizeof(T) == 2, "ew_spmv_sk serves f16 / bf16");
   static_assert(NN > 0 && kSlots % NN == 0, "N must divide the 32-slot tile");
   static_assert(RING == 0 || RING >= 2, "a shared-memory ring needs at least two stages");
+  static_assert(!IREG || RING > 0, "register index words go with a shared-memory value ring");
   static constexpr int kValBytes = kVecs * 32 * 16;          ///< one tile's value vectors (contiguous)
   static constexpr int kIdxBytes = B * 32 * 4;               ///< one tile's index words (contiguous)
-  static constexpr int kTileBytes = kValBytes + kIdxBytes;   ///< one ring stage
+  static constexpr int kTileBytes = IREG ? kValBytes : kValBytes + kIdxBytes;  ///< one ring stage
   static constexpr int kIdxChunks = kIdxBytes / 16;          ///< 16-byte copies of the index words
 };
 
@@ -129,7 +142,7 @@ __device__ __forceinline__ void ring_issue(unsigned st, const SkArgs& a, long lo
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(st + unsigned(o)), "l"(gv + o) : "memory");
   }
 #pragma unroll
-  for (int c0 = 0; c0 < Tr::kIdxChunks; c0 += 32) {
+  for (int c0 = 0; c0 < (Tr::IREG ? 0 : Tr::kIdxChunks); c0 += 32) {
     const int c = c0 + lane;
     if (Tr::kIdxChunks % 32 == 0 || c < Tr::kIdxChunks)
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(st + unsigned(Tr::kValBytes + c * 16)),
@@ -151,6 +164,7 @@ __device__ __forceinline__ void ring_read(Tile<Tr>& t, const unsigned char* st, 
     const uint4 u = vp[q * 32];
     t.v[4 * q] = u.x, t.v[4 * q + 1] = u.y, t.v[4 * q + 2] = u.z, t.v[4 * q + 3] = u.w;
   }
+  if constexpr (Tr::IREG) return;  // the index words are in registers already
   const std::uint32_t* ip = reinterpret_cast<const std::uint32_t*>(st + Tr::kValBytes) + lane * Tr::kIdxVec;
 #pragma unroll
   for (int q = 0; q < Tr::kIdxLoads; ++q) {
@@ -162,6 +176,24 @@ __device__ __forceinline__ void ring_read(Tile<Tr>& t, const unsigned char* st, 
       t.i[2 * q] = u.x, t.i[2 * q + 1] = u.y;
     } else {
       t.i[q] = ip[q * 32];
+    }
+  }
+}
+
+/// IREG: the lane's index words of global tile u into registers (the load_stream_tile order).
+template <class Tr>
+__device__ __forceinline__ void load_idx(std::uint32_t (&i)[Tr::B], const SkArgs& a, long long u, int lane) {
+  const std::uint32_t* ip = a.indices + (std::size_t(u) * Tr::kIdxLoads * 32 + lane) * Tr::kIdxVec;
+#pragma unroll
+  for (int q = 0; q < Tr::kIdxLoads; ++q) {
+    if constexpr (Tr::kIdxVec == 4) {
+      const uint4 v = __ldcs(reinterpret_cast<const uint4*>(ip + q * 32 * 4));
+      i[4 * q] = v.x, i[4 * q + 1] = v.y, i[4 * q + 2] = v.z, i[4 * q + 3] = v.w;
+    } else if constexpr (Tr::kIdxVec == 2) {
+      const uint2 v = __ldcs(reinterpret_cast<const uint2*>(ip + q * 32 * 2));
+      i[2 * q] = v.x, i[2 * q + 1] = v.y;
+    } else {
+      i[q] = __ldcs(ip + q * 32);
     }
   }
 }
@@ -245,10 +277,15 @@ __global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __gri
   [[maybe_unused]] const unsigned ring_sh =
       unsigned(__cvta_generic_to_shared(smem)) + unsigned(a.ring_off) + unsigned(warp * Tr::RING * Tr::kTileBytes);
   [[maybe_unused]] const unsigned char* ring = smem + a.ring_off + warp * Tr::RING * Tr::kTileBytes;
+  // IREG: index words of tiles q .. q + RING - 2, slot q % RING.
+  [[maybe_unused]] std::uint32_t ix[Tr::RING > 0 ? Tr::RING : 1][Tr::B];
   if constexpr (Tr::RING > 0) {
 #pragma unroll
     for (int s = 0; s < Tr::RING - 1; ++s) {
-      if (u0 + s < u1) sk::ring_issue<Tr>(ring_sh + unsigned(s * Tr::kTileBytes), a, u0 + s, lane);
+      if (u0 + s < u1) {
+        sk::ring_issue<Tr>(ring_sh + unsigned(s * Tr::kTileBytes), a, u0 + s, lane);
+        if constexpr (Tr::IREG) sk::load_idx<Tr>(ix[s], a, u0 + s, lane);
+      }
       sk::ring_commit();
     }
   } else {
@@ -329,7 +366,30 @@ __global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __gri
   };
   const int n_units = int(u1 - u0);
   if (n_units > 0) wait_x();
-  if constexpr (Tr::RING > 0) {
+  if constexpr (Tr::IREG) {
+    // Unrolled by RING: stage and index slot of tile q0 + s are s (compile-time).
+    constexpr int R = Tr::RING;
+    for (int q0 = 0; q0 < n_units; q0 += R) {
+#pragma unroll
+      for (int s = 0; s < R; ++s) {
+        const int q = q0 + s;
+        if (q < n_units) {
+          sk::ring_wait<R - 2>();  // this lane's value copies of tile q have landed
+          const int refill = (s + R - 1) % R;  // slot of tile q - 1 = slot of tile q + R - 1
+          if (q + R - 1 < n_units) {
+            sk::ring_issue<Tr>(ring_sh + unsigned(refill * Tr::kTileBytes), a, u0 + q + R - 1, lane);
+            sk::load_idx<Tr>(ix[refill], a, u0 + q + R - 1, lane);
+          }
+          sk::ring_commit();
+          sk::ring_read<Tr>(ta, ring + s * Tr::kTileBytes, lane);
+#pragma unroll
+          for (int w = 0; w < Tr::B; ++w) ta.i[w] = ix[s][w];
+          sk::compute<Tr>(ta, acc, xs, t);
+          step();
+        }
+      }
+    }
+  } else if constexpr (Tr::RING > 0) {
     constexpr int R = Tr::RING;
     int stage = 0;  // stage of tile q
     for (int q = 0; q < n_units; ++q) {
