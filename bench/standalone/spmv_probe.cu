@@ -29,8 +29,10 @@
 //   sk-vring3        ring 3 of value vectors only, index words through registers (session 7;
 //                    "cuda:ew_spmv_skv"), chk; sk-vring3-2cta: the same on 2 CTAs per SM (isolates
 //                    the third CTA), chk; skv3-stream: without X / without decode [diagnostic]
-//   SPMV_PROBE_S7=1: read, sk, sk-ring3, sk-vring3, sk-vring3-2cta, sk-lean, skv3-stream, skr3-stream,
-//                    sk-again only
+//   sk-v3w32         the value ring on one 32-warp CTA per SM ("cuda:ew_spmv_skw"), chk; skw-stream
+//                    its stream alone [diagnostic]; sk-v6w16: 6 value stages on one 16-warp CTA, chk
+//   SPMV_PROBE_S7=1: read, sk, sk-ring3, sk-vring3, sk-vring3-2cta, sk-v3w32, sk-v6w16, sk-lean,
+//                    skv3-stream, skw-stream, skr3-stream, sk-again only
 //   empty            an empty kernel
 //   sparsenm_spmv_probe [N K [PATTERN ...]]   (default: 28672 8192 and 12288 12288; 2:8 1:8 2:16)
 #include <cuda_fp16.h>
@@ -370,9 +372,9 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   }
   // stream-K candidates.
   auto run_sk = [&](const char* name, auto launch, int waves, bool checked, int ring = 0, bool vals = false,
-                    int grid = 0) {
+                    int grid = 0, int warps = 8) {
     sew::SkArgs s;
-    const sew::SkConfig sc = sew::plan_spmv_sk(l, DType::f16, sms, waves, s, grid, ring, vals);
+    const sew::SkConfig sc = sew::plan_spmv_sk(l, DType::f16, sms, waves, s, grid, ring, vals, warps);
     s.values = dv.get();
     s.indices = static_cast<const std::uint32_t*>(di.get());
     s.x = dx.get();
@@ -380,7 +382,8 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
     s.ws = ws.as<float>();
     s.cnt = cnt.as<unsigned>();
     s.y_dtype = 1;
-    std::snprintf(g, sizeof g, "%d CTAs (%d waves), %d B %s", sc.grid, waves, sc.smem_bytes, ring ? "X+ring" : "X");
+    std::snprintf(g, sizeof g, "%d CTAs x %d warps (%d waves), %d B %s", sc.grid, warps, waves, sc.smem_bytes,
+                  ring ? "X+ring" : "X");
     std::string c = "diag";
     if (checked) {
       for (int rep = 0; rep < 2; ++rep) {  // twice: the workspace must come back to zero
@@ -406,6 +409,13 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   using SkV3S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 3, -1, true>;
   run_sk("sk-vring3", &sew::launch_spmv_sk<SkV3>, 1, true, 3, true);
   if (s7) run_sk("sk-vring3-2cta", &sew::launch_spmv_sk<SkV3>, 1, true, 3, true, 2 * sms);
+  using SkV3W32 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3, -1, true, 32>;
+  using SkV6W16 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 6, -1, true, 16>;
+  using SkV3W32S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 3, -1, true, 32>;
+  const bool wide_fits = sew::spmv_sk_smem_bytes(l, 3, true, 32) <= 227 * 1024;
+  if (wide_fits) run_sk("sk-v3w32", &sew::launch_spmv_sk<SkV3W32>, 1, true, 3, true, 0, 32);
+  if (s7 && sew::spmv_sk_smem_bytes(l, 6, true, 16) <= 227 * 1024)
+    run_sk("sk-v6w16", &sew::launch_spmv_sk<SkV6W16>, 1, true, 6, true, 0, 16);
   if (!s7) run_sk("sk-ring4", &sew::launch_spmv_sk<SkR4>, 1, true, 4);
   using SkLean = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 0, 1>;
   using SkR3Plain = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3, 0>;
@@ -425,6 +435,7 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   run_sk("skr3-stream", &sew::launch_spmv_sk<SkR3S>, 1, false, 3);
   if (!s7) run_sk("skr4-stream", &sew::launch_spmv_sk<SkR4S>, 1, false, 4);
   run_sk("skv3-stream", &sew::launch_spmv_sk<SkV3S>, 1, false, 3, true);
+  if (wide_fits) run_sk("skw-stream", &sew::launch_spmv_sk<SkV3W32S>, 1, false, 3, true, 0, 32);
   // The workspace after the diagnostics (whose flush counts are real but products are not) is
   // reset so a later checked run starts clean.
   SPARSENM_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));

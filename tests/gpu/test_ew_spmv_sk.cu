@@ -35,11 +35,17 @@ struct SkCase {
   bool misaligned_x = false;
   int ring = 0;  ///< 0: register ring; 3 / 4: shared-memory ring stages
   bool vals = false;  ///< ring of value vectors only, index words through registers (ring 3)
+  int warps = 8;      ///< warps per CTA (32: "cuda:ew_spmv_skw")
 };
 
-/// The shared-memory ring forms: (stages, values only).
-const std::vector<std::pair<int, bool>>& ring_forms() {
-  static const std::vector<std::pair<int, bool>> f = {{3, false}, {4, false}, {3, true}};
+struct RingForm {
+  int ring;
+  bool vals;
+  int warps;
+};
+/// The shared-memory ring forms: skr (3), ring 4, skv (3, values only), skw (the same, 32 warps).
+const std::vector<RingForm>& ring_forms() {
+  static const std::vector<RingForm> f = {{3, false, 8}, {4, false, 8}, {3, true, 8}, {3, true, 32}};
   return f;
 }
 
@@ -47,7 +53,7 @@ std::string name(const SkCase& c) {
   return c.pattern.str() + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " " +
          std::string(to_string(c.t)) + "->" + std::string(to_string(c.yt)) + " grid=" + std::to_string(c.grid) +
          " waves=" + std::to_string(c.waves) + (c.misaligned_x ? " misaligned-x" : "") + " ring=" + std::to_string(c.ring) +
-         (c.vals ? " values-only" : "");
+         (c.vals ? " values-only" : "") + " warps=" + std::to_string(c.warps);
 }
 
 /// Runs three launches (Y poisoned before each, plus one guard row that must stay untouched);
@@ -56,12 +62,13 @@ void run_sk(const CondensedMatrix& w, const DenseMatrix& x, const SkCase& c, std
   const auto packed = sew::pack_spmv(w);
   const auto& l = packed.layout;
   sew::SkArgs a;
-  const auto cfg = sew::plan_spmv_sk(l, c.t, sms(), c.waves, a, c.grid, c.ring, c.vals);
-  const auto fn = sew::find_spmv_sk(c.t, c.pattern.n, c.pattern.m, c.ring, c.vals);
+  const auto cfg = sew::plan_spmv_sk(l, c.t, sms(), c.waves, a, c.grid, c.ring, c.vals, c.warps);
+  const auto fn = sew::find_spmv_sk(c.t, c.pattern.n, c.pattern.m, c.ring, c.vals, c.warps);
   if (c.ring > 0) {
     ASSERT_EQ(a.ring_off % 128, 0);
     ASSERT_GE(a.ring_off, a.x_cols * 2);
-    ASSERT_EQ(cfg.smem_bytes, sew::spmv_sk_smem_bytes(l, c.ring, c.vals));
+    ASSERT_EQ(cfg.smem_bytes, sew::spmv_sk_smem_bytes(l, c.ring, c.vals, c.warps));
+    ASSERT_EQ(a.warps_total, cfg.grid * c.warps);
   }
   ASSERT_NE(fn, nullptr);
   ASSERT_GE(cfg.grid, 1);
@@ -185,48 +192,50 @@ TEST(EwSpmvSk, ForcedPlansAndUnsupportedReasons) {
 TEST(EwSpmvSkRing, EveryPatternDtypeAndTail) {
   EW_REQUIRE_DEVICE();
   std::uint64_t seed = 8100;
-  for (auto [ring, vals] : ring_forms())
+  for (auto [ring, vals, warps] : ring_forms())
     for (const Pattern& p : sk_compiled_patterns())
       for (DType t : {DType::f16, DType::bf16})
         for (auto shape : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 9}, {77, 1001}, {300, 4099}})
-          check_case({p, shape.first, shape.second, t, t, 0, 1, false, ring, vals}, ++seed);
+          check_case({p, shape.first, shape.second, t, t, 0, 1, false, ring, vals, warps}, ++seed);
   check_case({Pattern::hw24(), 95, 130, DType::f16, DType::f16, 0, 1, false, 3}, ++seed);
 }
 
 TEST(EwSpmvSkRing, GridsSmallRangesAndOutputDtypes) {
   EW_REQUIRE_DEVICE();
   std::uint64_t seed = 8300;
-  for (auto [ring, vals] : ring_forms()) {
+  for (auto [ring, vals, warps] : ring_forms()) {
     for (int grid : {1, 3, 17, 400})
       for (auto p : {Pattern::element(2, 8), Pattern::element(1, 16)})
-        check_case({p, 1000, 2050, DType::f16, DType::f16, grid, 1, false, ring, vals}, ++seed);
+        check_case({p, 1000, 2050, DType::f16, DType::f16, grid, 1, false, ring, vals, warps}, ++seed);
     // 8 row groups of 1 .. 7 tiles (2:8: 32 slots per 128 columns) on 1 or 2 CTAs: ranges of
     // 0 .. 7 tiles per warp, i.e. shorter than the ring's prologue and across the value ring's
     // unroll-by-3 boundary.
     for (std::int64_t k : {128, 256, 300, 512, 640, 700, 896})
       for (int grid : {1, 2})
-        check_case({Pattern::element(2, 8), 256, k, DType::f16, DType::f16, grid, 1, false, ring, vals}, ++seed);
-    check_case({Pattern::element(2, 8), 4100, 8195, DType::f16, DType::f16, 0, 1, false, ring, vals}, ++seed);
-    check_case({Pattern::element(2, 8), 257, 3001, DType::f16, DType::f32, 0, 1, false, ring, vals}, ++seed);
-    check_case({Pattern::element(1, 8), 257, 3001, DType::bf16, DType::f16, 0, 1, false, ring, vals}, ++seed);
-    check_case({Pattern::element(2, 16), 257, 3001, DType::f16, DType::bf16, 0, 1, false, ring, vals}, ++seed);
-    check_case({Pattern::element(2, 4), 257, 3001, DType::bf16, DType::bf16, 0, 1, false, ring, vals}, ++seed);
+        check_case({Pattern::element(2, 8), 256, k, DType::f16, DType::f16, grid, 1, false, ring, vals, warps}, ++seed);
+    check_case({Pattern::element(2, 8), 4100, 8195, DType::f16, DType::f16, 0, 1, false, ring, vals, warps}, ++seed);
+    check_case({Pattern::element(2, 8), 257, 3001, DType::f16, DType::f32, 0, 1, false, ring, vals, warps}, ++seed);
+    check_case({Pattern::element(1, 8), 257, 3001, DType::bf16, DType::f16, 0, 1, false, ring, vals, warps}, ++seed);
+    check_case({Pattern::element(2, 16), 257, 3001, DType::f16, DType::bf16, 0, 1, false, ring, vals, warps}, ++seed);
+    check_case({Pattern::element(2, 4), 257, 3001, DType::bf16, DType::bf16, 0, 1, false, ring, vals, warps}, ++seed);
   }
 }
 
 TEST(EwSpmvSkRing, MisalignedXLargeShapeAndNanInf) {
   EW_REQUIRE_DEVICE();
   std::uint64_t seed = 8500;
-  for (auto [ring, vals] : ring_forms()) {
+  for (auto [ring, vals, warps] : ring_forms()) {
     for (int grid : {0, 5}) {
-      check_case({Pattern::element(2, 8), 333, 1027, DType::f16, DType::f16, grid, 1, true, ring, vals}, ++seed);
-      check_case({Pattern::element(2, 16), 333, 1024, DType::bf16, DType::bf16, grid, 1, true, ring, vals}, ++seed);
+      check_case({Pattern::element(2, 8), 333, 1027, DType::f16, DType::f16, grid, 1, true, ring, vals, warps}, ++seed);
+      check_case({Pattern::element(2, 16), 333, 1024, DType::bf16, DType::bf16, grid, 1, true, ring, vals, warps}, ++seed);
     }
-    check_case({Pattern::element(1, 8), 4096, 12288, DType::f16, DType::f16, 0, 1, false, ring, vals}, ++seed);
-    check_case({Pattern::element(2, 8), 2080, 12290, DType::bf16, DType::bf16, 0, 1, false, ring, vals}, ++seed);
-    check_case({Pattern::element(8, 32), 1000, 24000, DType::bf16, DType::bf16, 0, 1, false, ring, vals}, ++seed);
+    check_case({Pattern::element(1, 8), 4096, 12288, DType::f16, DType::f16, 0, 1, false, ring, vals, warps}, ++seed);
+    check_case({Pattern::element(2, 8), 2080, 12290, DType::bf16, DType::bf16, 0, 1, false, ring, vals, warps}, ++seed);
+    if (warps == 8)  // X 47 KiB + 32 warps x 3 stages exceed one CTA's shared memory (checked below)
+      check_case({Pattern::element(8, 32), 1000, 24000, DType::bf16, DType::bf16, 0, 1, false, ring, vals, warps}, ++seed);
     for (DType t : {DType::f16, DType::bf16}) {
-      SCOPED_TRACE("nan/inf ring " + std::to_string(ring) + (vals ? " values-only" : ""));
+      SCOPED_TRACE("nan/inf ring " + std::to_string(ring) + (vals ? " values-only" : "") + " warps " +
+                   std::to_string(warps));
       const Pattern p = Pattern::element(2, 8);
       const std::int64_t n = 64, k = 203;
       auto w = random_ew(p, n, k, t, ++seed);
@@ -234,7 +243,7 @@ TEST(EwSpmvSkRing, MisalignedXLargeShapeAndNanInf) {
       const auto& l = w.layout;
       const std::int64_t col_kept = get_packed(w.indices.data() + 9 * l.index_row_bytes, 1, l.index_bits);
       x.set(0, col_kept, NAN);  // row 9 stores this column (slot 1, window 0): its output is NaN
-      SkCase c{p, n, k, t, t, 3, 1, false, ring, vals};
+      SkCase c{p, n, k, t, t, 3, 1, false, ring, vals, warps};
       std::vector<std::byte> y;
       run_sk(w, x, c, y);
       if (::testing::Test::HasFatalFailure()) return;
@@ -280,13 +289,15 @@ TEST(EwSpmvSkRing, ForcedPlanAndRaced) {
 TEST(EwSpmvSkVals, ForcedPlanRacedAndOccupancy) {
   EW_REQUIRE_DEVICE();
   std::uint64_t seed = 8900;
+  for (const char* kernel : {"cuda:ew_spmv_skv", "cuda:ew_spmv_skw"})
   for (DType t : {DType::f16, DType::bf16})
     for (const Pattern& p : {Pattern::element(2, 8), Pattern::element(1, 8), Pattern::element(2, 16)}) {
+      SCOPED_TRACE(std::string(kernel) + " " + p.str());
       const std::int64_t n = 999, k = 2051;
       const auto w = random_ew(p, n, k, t, ++seed);
       const auto x = random_matrix(t, 1, k, ++seed);
-      const Plan plan = Plan::create(w, cuda_desc(1, t, "cuda:ew_spmv_skv"));
-      EXPECT_EQ(plan.kernel(), "cuda:ew_spmv_skv");
+      const Plan plan = Plan::create(w, cuda_desc(1, t, kernel));
+      EXPECT_EQ(plan.kernel(), kernel);
       std::vector<std::byte> y;
       run_plan_thrice(plan, x, std::size_t(n) * dtype_size(t), y);
       if (::testing::Test::HasFatalFailure()) return;
@@ -298,11 +309,20 @@ TEST(EwSpmvSkVals, ForcedPlanRacedAndOccupancy) {
   MatmulDesc d = cuda_desc(1, DType::f16);
   const Plan plan = Plan::create(w, d);
   EXPECT_NE(plan.reason().find("cuda:ew_spmv_skv ["), std::string::npos) << plan.reason();
+  EXPECT_NE(plan.reason().find("cuda:ew_spmv_skw ["), std::string::npos) << plan.reason();
   d.m = 2;
   d.kernel = "cuda:ew_spmv_skv";
   EXPECT_THROW(Plan::create(w, d), Unsupported);
+  d.kernel = "cuda:ew_spmv_skw";
+  EXPECT_THROW(Plan::create(w, d), Unsupported);
+  // X + 32 warps x 3 value stages must fit one CTA: k = 24000 (X 47 KiB) does not.
+  d.m = 1;
+  const auto wide = random_ew(Pattern::element(2, 8), 64, 24000, DType::f16, ++seed);
+  EXPECT_THROW(Plan::create(wide, d), Unsupported);
   EXPECT_EQ(sew::find_spmv_sk(DType::f16, 2, 8, 4, true), nullptr);  // only the 3-stage value ring
   EXPECT_EQ(sew::find_spmv_sk(DType::f16, 2, 8, 0, true), nullptr);
+  EXPECT_EQ(sew::find_spmv_sk(DType::f16, 2, 8, 3, false, 32), nullptr);  // 32 warps: value ring only
+  EXPECT_EQ(sew::find_spmv_sk(DType::f16, 2, 8, 3, true, 16), nullptr);
   // Why the form exists: at k = 12288 the value ring fits 3 CTAs per SM where the full ring fits 2
   // (on a device with 228 KB of shared memory per SM, the H100 / H200).
   const auto l = sew::SpmvLayout::of(ew_layout(Pattern::element(2, 8), 12288, 12288), DType::f16);
@@ -346,5 +366,7 @@ TEST(EwSpmvSkValsSmoke, SanitizerSmoke) {
   check_case({Pattern::element(2, 8), 256, 896, DType::f16, DType::f16, 1, 1, false, 3, true}, 7922);
   check_case({Pattern::element(1, 16), 33, 515, DType::bf16, DType::f32, 0, 1, true, 3, true}, 7923);
   check_case({Pattern::element(2, 16), 40, 300, DType::f16, DType::f16, 50, 1, false, 3, true}, 7924);
+  check_case({Pattern::element(2, 8), 70, 1030, DType::f16, DType::f16, 2, 1, false, 3, true, 32}, 7925);
+  check_case({Pattern::element(1, 16), 33, 515, DType::bf16, DType::f32, 0, 1, true, 3, true, 32}, 7926);
 }
 }  // namespace

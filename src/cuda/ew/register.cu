@@ -2,13 +2,15 @@
 // "cuda:ew_spmv_tc" (m <= 8, tensor cores, f16 / bf16, the patterns in spmv_tc_instances.def, finite X)
 // "cuda:ew_spmv_sk" / "cuda:ew_spmv_sk4" (m = 1, f16 / bf16, stream-K split, bulk-copied X),
 // "cuda:ew_spmv_skr" (the same with a 3-stage cp.async shared-memory tile ring per warp),
-// "cuda:ew_spmv_skv" (the ring of value vectors only, index words through registers),
+// "cuda:ew_spmv_skv" / "cuda:ew_spmv_skw" (the ring of value vectors only, index words through
+// registers; 8-warp CTAs / one 32-warp CTA per SM),
 // "cuda:ew_spmv_sk_mb" / "cuda:ew_spmv_sk_mb2" (m = 2..8, f16 / bf16, stream-K split, CUDA cores)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
 // V:2:M weight, run as the element 2:M weight with the same stored slots (format/as_element.hpp;
 // the instance's description says so): at small m the EW streaming kernels can beat cuda:vnm_gemv
 // despite the 1 - 2 extra index bits per value (docs/PERF-vnm-small.md, session 6).
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -171,10 +173,11 @@ KernelCandidate ew_candidate(cuda::ew::SpmmVariant v = cuda::ew::SpmmVariant::ba
 /// "cuda:ew_spmv_sk" (waves = 1) / "cuda:ew_spmv_sk4" (waves = 4): the ew_spmv packed weight, an
 /// fp32 workspace and per-group counters (zeroed once here; every launch leaves them zero), the
 /// launch arguments and the compiled launcher. ring > 0: "cuda:ew_spmv_skr" (shared-memory tile ring);
-/// + vals_only: "cuda:ew_spmv_skv" (ring of value vectors, index words through registers).
+/// + vals_only: "cuda:ew_spmv_skv" (ring of value vectors, index words through registers), with 32
+/// warps per CTA "cuda:ew_spmv_skw".
 class EwSkInstance final : public KernelInstance {
  public:
-  EwSkInstance(const CondensedMatrix& w0, const MatmulDesc& d, int waves, int ring, bool vals_only) {
+  EwSkInstance(const CondensedMatrix& w0, const MatmulDesc& d, int waves, int ring, bool vals_only, int warps) {
     std::optional<CondensedMatrix> hold;
     const CondensedMatrix& w = ew_weight(w0, hold);
     note_ = ew_repack_note(w0);
@@ -182,13 +185,13 @@ class EwSkInstance final : public KernelInstance {
     upload_packed(p, values_, indices_);
     ws_ = zeroed(cuda::ew::spmv_sk_ws_bytes(p.layout));
     cnt_ = zeroed(cuda::ew::spmv_sk_cnt_bytes(p.layout));
-    cfg_ = cuda::ew::plan_spmv_sk(p.layout, w.dtype, sm_count(), waves, args_, 0, ring, vals_only);
+    cfg_ = cuda::ew::plan_spmv_sk(p.layout, w.dtype, sm_count(), waves, args_, 0, ring, vals_only, warps);
     args_.values = values_.get();
     args_.indices = indices_.as<std::uint32_t>();
     args_.ws = ws_.as<float>();
     args_.cnt = cnt_.as<unsigned>();
     args_.y_dtype = y_code(d.y_dtype);
-    launch_ = cuda::ew::find_spmv_sk(w.dtype, p.layout.n, p.layout.m, ring, vals_only);
+    launch_ = cuda::ew::find_spmv_sk(w.dtype, p.layout.n, p.layout.m, ring, vals_only, warps);
     if (!launch_) throw Unsupported("ew_spmv_sk: no compiled instance for " + w.pattern().str());
   }
   void run(const void* x, void* y, void* stream) const override {
@@ -199,7 +202,9 @@ class EwSkInstance final : public KernelInstance {
   }
   std::size_t workspace_bytes() const override { return ws_.size() + cnt_.size(); }
   std::string describe() const override {
-    return join_notes(std::to_string(cfg_.grid) + " CTAs x 8 warps, " + std::to_string(cfg_.smem_bytes) +
+    const int warps = args_.warps_total / std::max(1, cfg_.grid);
+    return join_notes(std::to_string(cfg_.grid) + " CTAs x " + std::to_string(warps) + " warps, " +
+                          std::to_string(cfg_.smem_bytes) +
                           (args_.ring_off > 0 ? " B of X + tile rings per CTA" : " B of X per CTA"),
                       note_);
   }
@@ -220,19 +225,19 @@ int smem_optin() {
   return bytes;
 }
 
-KernelCandidate ew_sk_candidate(int waves, int ring = 0, bool vals_only = false) {
+KernelCandidate ew_sk_candidate(int waves, int ring = 0, bool vals_only = false, int warps = 8) {
   KernelCandidate c;
-  c.name = vals_only ? "cuda:ew_spmv_skv"
+  c.name = vals_only ? (warps == 8 ? "cuda:ew_spmv_skv" : "cuda:ew_spmv_skw")
            : ring > 0 ? "cuda:ew_spmv_skr"
            : waves == 1 ? "cuda:ew_spmv_sk"
                         : "cuda:ew_spmv_sk" + std::to_string(waves);
   c.backend = Backend::cuda;
-  c.unsupported = [waves, ring, vals_only, name = c.name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+  c.unsupported = [waves, ring, vals_only, warps, name = c.name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
     if (auto why = ew_common_unsupported(w, d); !why.empty()) return name.substr(5) + " " + why;
     const auto l = cuda::ew::SpmvLayout::of(ew_layout(w), w.dtype);
     const std::string why = cuda::ew::spmv_sk_unsupported(l, w.dtype, d.m);
     if (why.empty() && ring > 0) {
-      const int need = cuda::ew::spmv_sk_smem_bytes(l, ring, vals_only), have = smem_optin();
+      const int need = cuda::ew::spmv_sk_smem_bytes(l, ring, vals_only, warps), have = smem_optin();
       if (need > have)
         return name.substr(5) + ": X + tile rings need " + std::to_string(need) + " B of shared memory per CTA, the device allows " +
                std::to_string(have);
@@ -245,8 +250,9 @@ KernelCandidate ew_sk_candidate(int waves, int ring = 0, bool vals_only = false)
       return name.substr(5) + " is opt-in (force desc.kernel): slower than ew_spmv_sk on the H200";
     return why;
   };
-  c.create = [waves, ring, vals_only](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-    return std::make_unique<EwSkInstance>(w, d, waves, ring, vals_only);
+  c.create = [waves, ring, vals_only, warps](const CondensedMatrix& w,
+                                             const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwSkInstance>(w, d, waves, ring, vals_only, warps);
   };
   return c;
 }
@@ -378,6 +384,7 @@ void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_sk_candidate(4));
   r.add(ew_sk_candidate(1, 3));
   r.add(ew_sk_candidate(1, 3, true));
+  r.add(ew_sk_candidate(1, 3, true, 32));
   r.add(ew_skm_candidate(1));
   r.add(ew_skm_candidate(2));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::shift));

@@ -12,7 +12,7 @@ namespace sparsenm::cuda::ew {
 struct SkArgs;  // spmv_sk_kernel.cuh
 
 struct SkConfig {
-  int grid = 0;        ///< CTAs (8 warps each)
+  int grid = 0;        ///< CTAs (8 warps each; 32 for "cuda:ew_spmv_skw")
   int smem_bytes = 0;  ///< dynamic shared memory (X as the weight dtype; + the tile rings if ring > 0)
 };
 
@@ -30,19 +30,23 @@ using SkOccupancyFn = int (*)(int smem_bytes);
 ///   "cuda:ew_spmv_skv" waves = 1, ring = 3, vals_only: stages of value vectors only, the index
 ///                      words through registers (3 CTAs / SM at k = 12288 where skr fits 2:
 ///                      docs/PERF.md, session 7); raced beside the two above
+///   "cuda:ew_spmv_skw" the same value ring on ONE CTA of 32 warps per SM (X once per SM: 64 tiles in
+///                      flight per SM instead of 48; session 7); raced where X + 192 KiB fit
 /// `ring`: 0 = the two-tile register ring; 3 / 4 = shared-memory ring stages per warp.
 /// `vals_only` (ring 3 only): the stages hold the value vectors, the index words go to registers.
+/// `warps`: warps per CTA, 8, or 32 with `vals_only` (compiled: (0|3|4, false, 8), (3, true, 8 | 32)).
 constexpr int kSkMaxXBytes = 96 * 1024;  ///< X (k columns in the weight dtype) must fit this
 
 /// The compiled instance for (dtype, N, M), or null (f16 / bf16 and N | 32 patterns of
 /// spmv_instances.def only).
-SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring = 0, bool vals_only = false);
-SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring = 0, bool vals_only = false);
+SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring = 0, bool vals_only = false, int warps = 8);
+SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring = 0, bool vals_only = false,
+                                     int warps = 8);
 
 /// Dynamic shared memory of one CTA: X (rounded to 16 B) for ring = 0; X rounded to 128 B
-/// (= SkArgs::ring_off) + 8 warps x ring stages x one tile (values + index words; values only
+/// (= SkArgs::ring_off) + warps x ring stages x one tile (values + index words; values only
 /// when `vals_only`) otherwise.
-int spmv_sk_smem_bytes(const SpmvLayout& l, int ring, bool vals_only = false);
+int spmv_sk_smem_bytes(const SpmvLayout& l, int ring, bool vals_only = false, int warps = 8);
 
 /// Why (layout, dtype, m) cannot run on ew_spmv_sk ("" if it can).
 std::string spmv_sk_unsupported(const SpmvLayout& l, DType dtype, long long m);
@@ -50,7 +54,7 @@ std::string spmv_sk_unsupported(const SpmvLayout& l, DType dtype, long long m);
 /// Fills every field of `a` but the pointers (values, indices, x, y, ws, cnt) and y_dtype.
 /// grid_override > 0 forces the number of CTAs (tests, probe).
 SkConfig plan_spmv_sk(const SpmvLayout& l, DType dtype, int sms, int waves, SkArgs& a, int grid_override = 0,
-                      int ring = 0, bool vals_only = false);
+                      int ring = 0, bool vals_only = false, int warps = 8);
 
 /// Bytes of the fp32 workspace and of the counters a plan must allocate (zeroed once).
 std::size_t spmv_sk_ws_bytes(const SpmvLayout& l);

@@ -17,11 +17,11 @@ struct Entry {
   SkLaunchFn launch = nullptr;
   SkOccupancyFn occupancy = nullptr;
 };
-template <class T, int RING, bool IREG = false>
+template <class T, int RING, bool IREG = false, int WARPS = 8>
 Entry find_typed(int pn, int pm) {
-#define SPEC(N, M)                                                                            \
-  if (pn == N && pm == M) {                                                                   \
-    using Tr = SkTraits<T, spmv_bits(M), N, M, kSkXBulk, true, kSkEndSerial, RING, -1, IREG>; \
+#define SPEC(N, M)                                                                                   \
+  if (pn == N && pm == M) {                                                                          \
+    using Tr = SkTraits<T, spmv_bits(M), N, M, kSkXBulk, true, kSkEndSerial, RING, -1, IREG, WARPS>; \
     return {&launch_spmv_sk<Tr>, &occupancy_spmv_sk<Tr>};                         \
   }
 #include "cuda/ew/spmv_instances.def"
@@ -29,16 +29,18 @@ Entry find_typed(int pn, int pm) {
   return {};
 }
 template <class T>
-Entry find_ring(int pn, int pm, int ring, bool vals_only) {
-  if (vals_only) return ring == 3 ? find_typed<T, 3, true>(pn, pm) : Entry{};
+Entry find_ring(int pn, int pm, int ring, bool vals_only, int warps) {
+  if (vals_only && ring == 3 && warps == 8) return find_typed<T, 3, true>(pn, pm);
+  if (vals_only && ring == 3 && warps == 32) return find_typed<T, 3, true, 32>(pn, pm);
+  if (vals_only || warps != 8) return {};
   if (ring == 0) return find_typed<T, 0>(pn, pm);
   if (ring == 3) return find_typed<T, 3>(pn, pm);
   if (ring == 4) return find_typed<T, 4>(pn, pm);
   return {};
 }
-Entry find_entry(DType dtype, int pn, int pm, int ring, bool vals_only) {
-  if (dtype == DType::f16) return find_ring<__half>(pn, pm, ring, vals_only);
-  if (dtype == DType::bf16) return find_ring<__nv_bfloat16>(pn, pm, ring, vals_only);
+Entry find_entry(DType dtype, int pn, int pm, int ring, bool vals_only, int warps) {
+  if (dtype == DType::f16) return find_ring<__half>(pn, pm, ring, vals_only, warps);
+  if (dtype == DType::bf16) return find_ring<__nv_bfloat16>(pn, pm, ring, vals_only, warps);
   return {};
 }
 
@@ -47,11 +49,11 @@ long long x_cols(const SpmvLayout& l) { return l.tiles * 32 / l.n * l.m; }
 
 }  // namespace
 
-SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring, bool vals_only) {
-  return find_entry(dtype, pn, pm, ring, vals_only).launch;
+SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring, bool vals_only, int warps) {
+  return find_entry(dtype, pn, pm, ring, vals_only, warps).launch;
 }
-SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring, bool vals_only) {
-  return find_entry(dtype, pn, pm, ring, vals_only).occupancy;
+SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring, bool vals_only, int warps) {
+  return find_entry(dtype, pn, pm, ring, vals_only, warps).occupancy;
 }
 
 std::string spmv_sk_unsupported(const SpmvLayout& l, DType dtype, long long m) {
@@ -70,13 +72,13 @@ std::size_t spmv_sk_ws_bytes(const SpmvLayout& l) { return std::size_t(l.row_gro
 std::size_t spmv_sk_cnt_bytes(const SpmvLayout& l) { return std::size_t(l.row_groups) * sizeof(unsigned); }
 
 int spmv_sk_ring_offset(const SpmvLayout& l) { return int((x_cols(l) * 2 + 127) / 128 * 128); }
-int spmv_sk_smem_bytes(const SpmvLayout& l, int ring, bool vals_only) {
+int spmv_sk_smem_bytes(const SpmvLayout& l, int ring, bool vals_only, int warps) {
   if (ring == 0) return int((x_cols(l) * 2 + 15) / 16 * 16);
-  return spmv_sk_ring_offset(l) + 8 * ring * (l.vecs * 32 * 16 + (vals_only ? 0 : l.bits * 32 * 4));
+  return spmv_sk_ring_offset(l) + warps * ring * (l.vecs * 32 * 16 + (vals_only ? 0 : l.bits * 32 * 4));
 }
 
 SkConfig plan_spmv_sk(const SpmvLayout& l, DType dtype, int sms, int waves, SkArgs& a, int grid_override, int ring,
-                      bool vals_only) {
+                      bool vals_only, int warps) {
   SkConfig cfg;
   a.n = int(l.rows);
   a.k = int(l.cols);
@@ -85,16 +87,16 @@ SkConfig plan_spmv_sk(const SpmvLayout& l, DType dtype, int sms, int waves, SkAr
   a.units = (long long)l.row_groups * l.tiles;
   a.x_cols = int(x_cols(l));
   a.ring_off = ring > 0 ? spmv_sk_ring_offset(l) : 0;
-  cfg.smem_bytes = spmv_sk_smem_bytes(l, ring, vals_only);
-  const SkOccupancyFn occ = find_spmv_sk_occupancy(dtype, l.n, l.m, ring, vals_only);
+  cfg.smem_bytes = spmv_sk_smem_bytes(l, ring, vals_only, warps);
+  const SkOccupancyFn occ = find_spmv_sk_occupancy(dtype, l.n, l.m, ring, vals_only, warps);
   const long long per_sm = occ ? std::max(1, occ(cfg.smem_bytes)) : 1;
   // At least two tiles per warp (the two-tile register ring; the shared-memory ring uses the same
   // grid), at most `waves` waves.
-  const long long by_work = std::max<long long>(1, a.units / (2 * 8));
+  const long long by_work = std::max<long long>(1, a.units / (2 * warps));
   long long grid = std::min<long long>(per_sm * sms * std::max(1, waves), by_work);
   if (grid_override > 0) grid = grid_override;
   cfg.grid = int(grid);
-  a.warps_total = cfg.grid * 8;
+  a.warps_total = cfg.grid * warps;
   return cfg;
 }
 

@@ -51,6 +51,10 @@
 //   words in flight as early as the values. A lane reads back only the value vectors it copied itself,
 //   so no __syncwarp: its cp.async.wait_group covers its own copies, and the stage it refills was last
 //   read by its own LDS one step earlier (shared-memory instructions of a warp execute in order).
+// WARPS (session 7, "cuda:ew_spmv_skw" = IREG, RING 3, 32 warps): one CTA of 32 warps per SM instead
+//   of 3 of 8: X is held once per SM (24 KiB instead of 72 at k = 12288), which leaves room for 32
+//   warps x 3 value stages (192 KiB): 64 tiles in flight per SM instead of 48, and 32 warps to hide
+//   the products. The unit split is per warp, so nothing else changes.
 // Diagnostic knobs (bench/standalone/spmv_probe.cu only, never a plan candidate): XM = kSkXLoop
 // (threads copy X + __syncthreads), kSkXNone (no X: the products use 1.0); COMPUTE = false (the
 // tiles are folded with XOR, no decode).
@@ -85,7 +89,7 @@ struct SkArgs {
   int n = 0, k = 0;
   int tiles = 0, row_groups = 0;
   long long units = 0;      ///< row_groups * tiles
-  int warps_total = 0;      ///< grid * kWarps
+  int warps_total = 0;      ///< grid * warps per CTA
   int x_cols = 0;           ///< columns held in shared memory (k rounded up to the last tile's window end)
   int x_bulk = 0;           ///< bytes of X brought by the bulk copy (multiple of 16; 0: threads copy all)
   int y_dtype = 0;          ///< 0 f32, 1 f16, 2 bf16
@@ -93,7 +97,7 @@ struct SkArgs {
 };
 
 template <class T, int B_, int NN_, int MM_, int XM_ = kSkXBulk, bool COMPUTE_ = true, int END_ = kSkEndSerial,
-          int RING_ = 0, int LEAN_ = -1, bool IREG_ = false>
+          int RING_ = 0, int LEAN_ = -1, bool IREG_ = false, int WARPS_ = 8>
 struct SkTraits {
   using Elem = T;
   static constexpr int B = B_, NN = NN_, MM = MM_, XM = XM_, END = END_, RING = RING_;
@@ -103,7 +107,11 @@ struct SkTraits {
   /// off in the shipped register form; the probe crosses both).
   static constexpr bool LEAN = LEAN_ < 0 ? RING_ > 0 : LEAN_ > 0;
   static constexpr bool kCompute = COMPUTE_;
-  static constexpr int kWarps = 8, kThreads = 256, kSlots = 32;
+  /// Warps per CTA: 8 (4 CTAs / SM requested of ptxas: <= 64 registers) or, for the value ring, one
+  /// CTA of up to 32 warps per SM (one copy of X per SM instead of 3-4; session 7).
+  static constexpr int kWarps = WARPS_, kThreads = 32 * WARPS_, kSlots = 32;
+  static constexpr int kMinBlocks = WARPS_ == 8 ? 4 : 1;
+  static_assert(WARPS_ == 8 || (IREG_ && WARPS_ > 0 && WARPS_ <= 32), "wide CTAs go with the value ring");
   static constexpr int kVecs = kSlots * int(sizeof(T)) / 16;
   static constexpr int kIdxVec = B % 4 == 0 ? 4 : (B % 2 == 0 ? 2 : 1);
   static constexpr int kIdxLoads = B / kIdxVec;
@@ -262,7 +270,7 @@ __device__ __forceinline__ void flush(const SkArgs& a, int g, float v, unsigned 
 }  // namespace sk
 
 template <class Tr>
-__global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __grid_constant__ SkArgs a) {
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kernel(const __grid_constant__ SkArgs a) {
   using T = typename Tr::Elem;
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bar;

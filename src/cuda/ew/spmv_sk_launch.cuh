@@ -37,12 +37,13 @@ int occupancy_spmv_sk(int smem_bytes) {
       T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
       ::sparsenm::cuda::ew::kSkEndSerial, RING>>(int);
 #define SPARSENM_EW_SPMV_SK_INSTANCE(T, NN, MM) SPARSENM_EW_SPMV_SK_INSTANCE_R(T, NN, MM, 0)
-/// Ring of value vectors only, index words through registers (IREG; "cuda:ew_spmv_skv").
-#define SPARSENM_EW_SPMV_SK_INSTANCE_V(T, NN, MM, RING)                                                          \
+/// Ring of value vectors only, index words through registers (IREG; "cuda:ew_spmv_skv" with 8 warps,
+/// "cuda:ew_spmv_skw" with 32).
+#define SPARSENM_EW_SPMV_SK_INSTANCE_V(T, NN, MM, RING, WARPS)                                                   \
   template void ::sparsenm::cuda::ew::launch_spmv_sk<::sparsenm::cuda::ew::SkTraits<                              \
       T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
-      ::sparsenm::cuda::ew::kSkEndSerial, RING, -1, true>>(const ::sparsenm::cuda::ew::SkArgs&,                     \
-                                                          const ::sparsenm::cuda::ew::SkConfig&, cudaStream_t);   \
+      ::sparsenm::cuda::ew::kSkEndSerial, RING, -1, true, WARPS>>(const ::sparsenm::cuda::ew::SkArgs&,              \
+                                                                 const ::sparsenm::cuda::ew::SkConfig&, cudaStream_t); \
   template int ::sparsenm::cuda::ew::occupancy_spmv_sk<::sparsenm::cuda::ew::SkTraits<                            \
       T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
-      ::sparsenm::cuda::ew::kSkEndSerial, RING, -1, true>>(int);
+      ::sparsenm::cuda::ew::kSkEndSerial, RING, -1, true, WARPS>>(int);
