@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <utility>
@@ -216,6 +217,15 @@ struct Libs {
   }
 };
 
+/// SPARSENM_BENCH_KERNELS="cuda:a,cuda:b": time only these forced kernels (the automatic choice,
+/// cuBLAS and cuSPARSE always run); unset or empty: every forced kernel of the suite.
+bool bench_kernel_selected(const std::string& kernel) {
+  const char* env = std::getenv("SPARSENM_BENCH_KERNELS");
+  if (env == nullptr || *env == 0) return true;
+  const std::string list = std::string(",") + env + ",";
+  return list.find("," + kernel + ",") != std::string::npos;
+}
+
 struct CaseSpec {
   std::string suite;
   Pattern pattern;
@@ -294,6 +304,7 @@ void run_case(Context& ctx, Timer& timer, Libs& libs, const CaseSpec& cs, std::u
 
     // ours
     for (const std::string& kernel : cs.ours) {
+      if (!kernel.empty() && !bench_kernel_selected(kernel)) continue;
       MatmulDesc desc;
       desc.m = m;
       desc.x_dtype = t;
