@@ -30,8 +30,9 @@
 //                    "cuda:ew_spmv_skv"), chk; sk-vring3-2cta: the same on 2 CTAs per SM (isolates
 //                    the third CTA), chk; skv3-stream: without X / without decode [diagnostic]
 //   sk-v3w32         the value ring on one 32-warp CTA per SM ("cuda:ew_spmv_skw"), chk; skw-stream
-//                    its stream alone [diagnostic]; sk-v6w16: 6 value stages on one 16-warp CTA, chk
-//   SPMV_PROBE_S7=1: read, sk, sk-ring3, sk-vring3, sk-vring3-2cta, sk-v3w32, sk-v6w16, sk-lean,
+//                    its stream alone [diagnostic]; sk-v6w16 / sk-v4w24: 6 / 4 value stages on one
+//                    16- / 24-warp CTA per SM, chk
+//   SPMV_PROBE_S7=1: read, sk, sk-ring3, sk-vring3, sk-vring3-2cta, sk-v3w32, sk-v6w16, sk-v4w24, sk-lean,
 //                    skv3-stream, skw-stream, skr3-stream, sk-again only
 //   empty            an empty kernel
 //   sparsenm_spmv_probe [N K [PATTERN ...]]   (default: 28672 8192 and 12288 12288; 2:8 1:8 2:16)
@@ -416,6 +417,9 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   if (wide_fits) run_sk("sk-v3w32", &sew::launch_spmv_sk<SkV3W32>, 1, true, 3, true, 0, 32);
   if (s7 && sew::spmv_sk_smem_bytes(l, 6, true, 16) <= 227 * 1024)
     run_sk("sk-v6w16", &sew::launch_spmv_sk<SkV6W16>, 1, true, 6, true, 0, 16);
+  using SkV4W24 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 4, -1, true, 24>;
+  if (s7 && sew::spmv_sk_smem_bytes(l, 4, true, 24) <= 227 * 1024)
+    run_sk("sk-v4w24", &sew::launch_spmv_sk<SkV4W24>, 1, true, 4, true, 0, 24);
   if (!s7) run_sk("sk-ring4", &sew::launch_spmv_sk<SkR4>, 1, true, 4);
   using SkLean = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 0, 1>;
   using SkR3Plain = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3, 0>;
