@@ -248,6 +248,12 @@ KernelCandidate ew_sk_candidate(int waves, int ring = 0, bool vals_only = false,
     // bar cases on the H200 at 20d8a0f (docs/PERF.md, ew_spmv session 5): opt-in, not raced.
     if (why.empty() && waves != 1 && d.kernel != name)
       return name.substr(5) + " is opt-in (force desc.kernel): slower than ew_spmv_sk on the H200";
+    // The 8-warp value ring was the fastest form in none of the six bar cases on the H200 at 3105dde
+    // (docs/PERF.md, ew_spmv session 7: within noise of skr / sk at best, 0.3-1.1 us slower than the
+    // best form elsewhere): opt-in, not raced. Its 32-warp form "cuda:ew_spmv_skw" is raced (fastest
+    // at 12288^2 1:8 / 2:16).
+    if (why.empty() && vals_only && warps == 8 && d.kernel != name)
+      return name.substr(5) + " is opt-in (force desc.kernel): never the fastest m = 1 form on the H200";
     return why;
   };
   c.create = [waves, ring, vals_only, warps](const CondensedMatrix& w,

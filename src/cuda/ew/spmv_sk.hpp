@@ -28,10 +28,11 @@ using SkOccupancyFn = int (*)(int smem_bytes);
 ///                      of 3 stages filled by cp.async; raced beside "cuda:ew_spmv_sk" (faster in
 ///                      3 of the 6 bar cases, slower in 3: docs/PERF.md, session 6)
 ///   "cuda:ew_spmv_skv" waves = 1, ring = 3, vals_only: stages of value vectors only, the index
-///                      words through registers (3 CTAs / SM at k = 12288 where skr fits 2:
-///                      docs/PERF.md, session 7); raced beside the two above
+///                      words through registers (3 CTAs / SM at k = 12288 where skr fits 2);
+///                      opt-in only: the fastest form in none of the bar cases (docs/PERF.md, session 7)
 ///   "cuda:ew_spmv_skw" the same value ring on ONE CTA of 32 warps per SM (X once per SM: 64 tiles in
-///                      flight per SM instead of 48; session 7); raced where X + 192 KiB fit
+///                      flight per SM instead of 48; session 7); raced where X + 192 KiB fit (the
+///                      fastest form at 12288^2 1:8 / 2:16)
 /// `ring`: 0 = the two-tile register ring; 3 / 4 = shared-memory ring stages per warp.
 /// `vals_only` (ring 3 only): the stages hold the value vectors, the index words go to registers.
 /// `warps`: warps per CTA, 8, or 32 with `vals_only` (compiled: (0|3|4, false, 8), (3, true, 8 | 32)).

@@ -41,7 +41,8 @@
 //   __syncwarp per tile (after the lane's wait_group) both publishes the other lanes' index chunks
 //   and retires the stage read in the previous step before it is refilled. Everything else
 //   (unit split, X bulk copy, end flushes) is the shipped kernel's. cp.async is sm_80: no guard.
-// IREG (session 7, docs/PERF.md; plan candidate "cuda:ew_spmv_skv" = RING 3 + IREG): the ring stages
+// IREG (session 7, docs/PERF.md; "cuda:ew_spmv_skv" = RING 3 + IREG, opt-in: measured no faster than
+//   skr / sk in any bar case, the third CTA per SM bought nothing at k = 12288): the ring stages
 //   hold the value vectors only (2048 B per tile instead of 2048 + b x 128), and the lane's b index
 //   words of tile q + RING - 1 are loaded straight into registers (LDG, evict-first) when that tile's
 //   values are requested, into a register set of RING slots (slot = stage = q % RING, compile-time
@@ -54,7 +55,8 @@
 // WARPS (session 7, "cuda:ew_spmv_skw" = IREG, RING 3, 32 warps): one CTA of 32 warps per SM instead
 //   of 3 of 8: X is held once per SM (24 KiB instead of 72 at k = 12288), which leaves room for 32
 //   warps x 3 value stages (192 KiB): 64 tiles in flight per SM instead of 48, and 32 warps to hide
-//   the products. The unit split is per warp, so nothing else changes.
+//   the products. The unit split is per warp, so nothing else changes. Measured (H200, 3105dde):
+//   raced; the fastest form at 12288^2 1:8 / 2:16 (-0.7 / -1.0 us vs skr), not at 2:8.
 // Diagnostic knobs (bench/standalone/spmv_probe.cu only, never a plan candidate): XM = kSkXLoop
 // (threads copy X + __syncthreads), kSkXNone (no X: the products use 1.0); COMPUTE = false (the
 // tiles are folded with XOR, no decode).
