@@ -2,8 +2,8 @@
 // "cuda:ew_spmv_tc" (m <= 8, tensor cores, f16 / bf16, the patterns in spmv_tc_instances.def, finite X)
 // "cuda:ew_spmv_sk" / "cuda:ew_spmv_sk4" (m = 1, f16 / bf16, stream-K split, bulk-copied X),
 // "cuda:ew_spmv_skr" (the same with a 3-stage cp.async shared-memory tile ring per warp),
-// "cuda:ew_spmv_skv" / "cuda:ew_spmv_skw" (the ring of value vectors only, index words through
-// registers; 8-warp CTAs / one 32-warp CTA per SM),
+// "cuda:ew_spmv_skv" (opt-in) / "cuda:ew_spmv_skw" (the ring of value vectors only, index words
+// through registers; 8-warp CTAs / one 32-warp CTA per SM),
 // "cuda:ew_spmv_sk_mb" / "cuda:ew_spmv_sk_mb2" (m = 2..8, f16 / bf16, stream-K split, CUDA cores)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
