@@ -37,3 +37,8 @@ int occupancy_spmv_sk(int smem_bytes) {
       T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
       ::sparsenm::cuda::ew::kSkEndSerial, RING>>(int);
 #define SPARSENM_EW_SPMV_SK_INSTANCE(T, NN, MM) SPARSENM_EW_SPMV_SK_INSTANCE_R(T, NN, MM, 0)
+// The native V:2:M form (spmv_vnm_sk.hpp): VnmSkTraits<T, M, RING>.
+#define SPARSENM_VNM_SPMV_SK_INSTANCE(T, VM, RING)                                                                \
+  template void ::sparsenm::cuda::ew::launch_spmv_sk<::sparsenm::cuda::ew::VnmSkTraits<T, VM, RING>>(            \
+      const ::sparsenm::cuda::ew::SkArgs&, const ::sparsenm::cuda::ew::SkConfig&, cudaStream_t);                  \
+  template int ::sparsenm::cuda::ew::occupancy_spmv_sk<::sparsenm::cuda::ew::VnmSkTraits<T, VM, RING>>(int);
