@@ -49,13 +49,14 @@
 //   column table (byte L: two in-window columns, nibbles); +0.1 % bytes over V:2:8 at V = 128.
 //   Why it is exact and cheap: V % 32 == 0, so a warp's 32 rows lie in one slab and share the
 //   selected columns; slot j of every lane lies in window j / 2 of the tile. Per tile the warp
-//   gathers the 64 selected X values (16 windows x 4) from the shared X into a warp-private 128-byte
-//   buffer (lane L: window L / 2, positions 2 (L % 2) + {0, 1}: two LDS.U16 and one STS.32), one
-//   __syncwarp, and then runs exactly the 2:4 products with that buffer as X (t = 0). Two buffers
-//   alternate, so that one __syncwarp also retires the previous tile's reads. Cost per tile: ~8
-//   instructions and one warp-local shared round trip next to the 32 products' ~100; conflicts:
-//   the STS.32 is one word per lane (none), the gather's LDS touch 16 windows x M columns (at most
-//   2-way at M = 8 / 16), the products read 4 halves of one window (broadcast). The table rides with
+//   gathers the 64 selected X values (16 windows x 4) from the shared X into a warp-private 256-byte
+//   buffer, as fp32 (lane L: window L / 2, positions 2 (L % 2) + {0, 1}: two LDS.U16, two
+//   conversions, one STS.64), one __syncwarp, and then runs the 2:4 products with that buffer as X:
+//   the slot's 2-bit field picks one of the window's 4 floats (LDS.32, no conversion per slot, so
+//   the gather pays for itself: 32 fewer HADD2 per tile at f16). Two buffers alternate, so that one
+//   __syncwarp also retires the previous tile's reads; conflicts: the STS.64 is two words per lane
+//   (none), the gather's LDS touch 16 windows x M columns (at most 2-way at M = 8 / 16), the
+//   products read 4 floats of one window (broadcast). The table rides with
 //   the tile: one LDG.U8 per lane beside the tile's loads (register form; it is read by the slab's
 //   V / 32 warps, so not evict-first), or one 32-byte chunk (lanes 0 and 1) after the index words
 //   of the ring stage; its address comes from a cursor that steps with the fetches (TabCursor, no
@@ -129,7 +130,7 @@ struct SkTraits {
   static constexpr int kIdxBytes = B * 32 * 4;               ///< one tile's index words (contiguous)
   static constexpr int kTabBytes = VM > 0 ? 32 : 0;          ///< one tile's column table (VM > 0)
   static constexpr int kTileBytes = kValBytes + kIdxBytes + kTabBytes;  ///< one ring stage
-  static constexpr int kGatherBytes = VM > 0 ? 2 * 32 * 4 : 0;         ///< per warp: two 64-value buffers
+  static constexpr int kGatherBytes = VM > 0 ? 2 * 64 * 4 : 0;         ///< per warp: two 64-float buffers
   static_assert(VM == 0 || (NN == 2 && MM == 4 && B == 2 && VM <= 16 && XM != kSkXNone && COMPUTE_),
                 "the V:2:M form runs the 2:4 products over gathered columns, M <= 16");
   static constexpr int kIdxChunks = kIdxBytes / 16;          ///< 16-byte copies of the index words
@@ -282,18 +283,26 @@ __device__ __forceinline__ void compute(const Tile<Tr>& tile, float& acc, const 
 
 /// acc += the tile's products. VM > 0: the warp first gathers the tile's 64 selected X values (16
 /// windows x 4; lane L: window L / 2, positions 2 (L % 2) and 2 (L % 2) + 1, columns from its table
-/// byte) into its gather buffer `gb` (64 halves, alternating between two so one __syncwarp per
-/// tile orders both the writes before the reads and the previous tile's reads before the writes),
-/// then the products are the 2:4 ones with that buffer as X.
+/// byte), converted to fp32 once here, into its gather buffer `gb` (64 floats at shared address
+/// gb, alternating between two so one __syncwarp per tile orders both the writes before the reads
+/// and the previous tile's reads before the writes); then the 2:4 products with that buffer as X:
+/// per slot the 2-bit field, one LDS.32 at gb + 16 (j / 2) + 4 field (immediate offset), one FFMA.
 template <class Tr>
-__device__ __forceinline__ void product(const Tile<Tr>& tile, float& acc, const unsigned short* xs, int t,
-                                        unsigned short* gb, int lane) {
+__device__ __forceinline__ void product(const Tile<Tr>& tile, float& acc, const unsigned short* xs, int t, unsigned gb,
+                                        int lane) {
   if constexpr (Tr::VM > 0) {
+    using T = typename Tr::Elem;
     const unsigned short* xw = xs + (t * (Tr::kSlots / 2) + (lane >> 1)) * Tr::VM;
-    const unsigned lo = xw[tile.c & 15u], hi = xw[(tile.c >> 4) & 15u];
-    reinterpret_cast<unsigned*>(gb)[lane] = lo | (hi << 16);
+    const float lo = x_to_f<T>(xw[tile.c & 15u]), hi = x_to_f<T>(xw[(tile.c >> 4) & 15u]);
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(gb + unsigned(lane * 8)), "f"(lo), "f"(hi) : "memory");
     __syncwarp();
-    compute<Tr>(tile, acc, gb, 0);
+#pragma unroll
+    for (int j = 0; j < Tr::kSlots; ++j) {
+      const float w = detail::value_at<T>(tile.v, j);
+      float x;
+      asm volatile("ld.shared.f32 %0, [%1];" : "=f"(x) : "r"(gb + (detail::field<2>(tile.i, j) << 2) + unsigned((j / 2) * 16)));
+      acc = fmaf(w, x, acc);
+    }
   } else {
     compute<Tr>(tile, acc, xs, t);
   }
@@ -331,9 +340,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __gri
   sk::Tile<Tr> ta, tb;
   sk::TabCursor cur;  // VM > 0: the table of the next unit fetched
   if constexpr (Tr::VM > 0) cur.init(a, u0);
-  // VM > 0: this warp's two gather buffers (64 halves each), used alternately (tile q: q % 2).
-  [[maybe_unused]] unsigned short* const gbuf =
-      reinterpret_cast<unsigned short*>(smem + a.gather_off + warp * Tr::kGatherBytes);
+  // VM > 0: this warp's two gather buffers (64 floats each, shared addresses), used alternately (tile q: q % 2).
+  [[maybe_unused]] const unsigned gbuf =
+      unsigned(__cvta_generic_to_shared(smem)) + unsigned(a.gather_off + warp * Tr::kGatherBytes);
   // RING > 0: this warp's ring of Tr::RING stages; the first RING - 1 tiles are requested here (one
   // commit group each, empty groups past the range), before X.
   [[maybe_unused]] const unsigned ring_sh =
@@ -434,7 +443,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __gri
         sk::ring_issue<Tr>(ring_sh + unsigned(refill * Tr::kTileBytes), a, u0 + q + R - 1, lane, cur);
       sk::ring_commit();
       sk::ring_read<Tr>(ta, ring + stage * Tr::kTileBytes, lane);
-      sk::product<Tr>(ta, acc, xs, t, gbuf + (q & 1) * 64, lane);
+      sk::product<Tr>(ta, acc, xs, t, gbuf + unsigned(q & 1) * 256u, lane);
       step();
       stage = stage + 1 == R ? 0 : stage + 1;
     }
@@ -444,7 +453,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 4) ew_spmv_sk_kernel(const __gri
     if (q + 2 < n_units) sk::load<Tr>(ta, a, u0 + q + 2, lane, cur);
     step();
     if (q + 1 < n_units) {
-      sk::product<Tr>(tb, acc, xs, t, gbuf + 64, lane);
+      sk::product<Tr>(tb, acc, xs, t, gbuf + 256u, lane);
       if (q + 3 < n_units) sk::load<Tr>(tb, a, u0 + q + 3, lane, cur);
       step();
     }

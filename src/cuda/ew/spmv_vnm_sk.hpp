@@ -18,7 +18,7 @@ SkOccupancyFn find_vnm_sk_occupancy(DType dtype, int vm, int ring);
 
 /// Dynamic shared memory of one CTA: X (k rounded up to the last tile's window end, in the weight
 /// dtype, rounded to 128 B) + 8 warps x ring stages (values + index words + 32-byte table) + 8 warps
-/// x two 128-byte gather buffers.
+/// x two 256-byte gather buffers (64 floats each).
 int vnm_sk_smem_bytes(const ::sparsenm::detail::VnmSkLayout& l, int ring);
 
 /// Why (weight layout, dtype, m, ring) cannot run on vnm_spmv_sk ("" if it can; the shared-memory

@@ -48,7 +48,9 @@ int gather_offset(const ::sparsenm::detail::VnmSkLayout& l, int ring) { return x
 SkLaunchFn find_vnm_sk(DType dtype, int vm, int ring) { return find_entry(dtype, vm, ring).launch; }
 SkOccupancyFn find_vnm_sk_occupancy(DType dtype, int vm, int ring) { return find_entry(dtype, vm, ring).occupancy; }
 
-int vnm_sk_smem_bytes(const ::sparsenm::detail::VnmSkLayout& l, int ring) { return gather_offset(l, ring) + 8 * 2 * 32 * 4; }
+int vnm_sk_smem_bytes(const ::sparsenm::detail::VnmSkLayout& l, int ring) {
+  return gather_offset(l, ring) + 8 * VnmSkTraits<__half, 8, 0>::kGatherBytes;
+}
 
 std::string vnm_sk_unsupported(const FormatLayout& f, DType dtype, long long m, int ring) {
   const std::string name = ring > 0 ? "vnm_spmv_skr" : "vnm_spmv_sk";
