@@ -5,8 +5,8 @@
 // 16-window tile); direct launches with forced grids (many stream-K splits: head and tail partials
 // in every slab position), X surrounded by NaN and misaligned (the threads' X copy), poisoned Y and
 // guard bytes, the workspace zero again after three launches; plans forced and automatic, with
-// Inf in X at a column no row stores and NaN at a column the slab selects that only some of its
-// rows store (those rows must be NaN, the others finite: FORMAT.md section 8); the reasons when
+// Inf in X at a column the first slab does not store and NaN at a column it selects that only some
+// of its rows store (those rows must be NaN, the others finite: FORMAT.md section 8); the reasons when
 // the candidates decline.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -83,21 +83,19 @@ TEST(VnmSpmvSk, DirectLaunchesMatchTheReference) {
       }
 }
 
-/// X of one row for w: random, with Inf at the first column no row stores and NaN at a column
-/// that the first slab selects and that some but not all of its rows store. Returns false when
-/// the weight offers no such columns.
+/// X of one row for w: random, with Inf at the first column no row of the first slab stores (other
+/// slabs may store it: their rows become Inf or NaN, as the reference says) and NaN at a column that
+/// the first slab selects and that some but not all of its rows store. Returns false when the
+/// weight offers no such columns.
 bool poison_x(const CondensedMatrix& w, DenseMatrix& x) {
   const std::int64_t k = w.cols(), V = w.pattern().v, rows = std::min<std::int64_t>(V, w.rows());
-  std::vector<int> stored_by(std::size_t(k), 0), stored_any(std::size_t(k), 0);
-  for (std::int64_t r = 0; r < w.rows(); ++r)
+  std::vector<int> stored_by(std::size_t(k), 0);
+  for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t j = 0; j < w.layout.value_cols; ++j)
-      if (const auto c = w.column_of(r, j); c < k) {
-        stored_any[std::size_t(c)] = 1;
-        if (r < rows) ++stored_by[std::size_t(c)];
-      }
+      if (const auto c = w.column_of(r, j); c < k) ++stored_by[std::size_t(c)];
   std::int64_t inf_col = -1, nan_col = -1;
   for (std::int64_t c = 0; c < k; ++c) {
-    if (inf_col < 0 && !stored_any[std::size_t(c)]) inf_col = c;
+    if (inf_col < 0 && stored_by[std::size_t(c)] == 0) inf_col = c;
     if (nan_col < 0 && stored_by[std::size_t(c)] > 0 && stored_by[std::size_t(c)] < rows) nan_col = c;
   }
   if (inf_col < 0 || nan_col < 0) return false;
