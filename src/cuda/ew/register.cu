@@ -10,7 +10,8 @@
 // despite the 1 - 2 extra index bits per value (docs/PERF-vnm-small.md, session 6).
 // "cuda:vnm_spmv_sk" / "cuda:vnm_spmv_skr" (m = 1, venom V:2:M, V % 32 == 0, M in {8, 16}) run the
 // same stream-K kernel natively on the V:2:M bytes (2-bit indices + the slab's column tables,
-// format/vnm_sk_pack.hpp; docs/PERF-vnm-small.md, session 7); the plan races them with the rest.
+// format/vnm_sk_pack.hpp; docs/PERF-vnm-small.md, session 7: as fast as the element form at
+// M = 8, 1-2.5 % faster at M = 16 on the H200); the plan races them with the rest.
 #include <memory>
 #include <optional>
 

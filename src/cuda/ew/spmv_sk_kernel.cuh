@@ -61,6 +61,10 @@
 //   V / 32 warps, so not evict-first), or one 32-byte chunk (lanes 0 and 1) after the index words
 //   of the ring stage; its address comes from a cursor that steps with the fetches (TabCursor, no
 //   division per tile). Limits: V % 32 == 0, M <= 16 (nibbles), f16 / bf16.
+//   Measured (H200, 967dc60, fp16 m = 1, 128:2:8 / 128:2:16 at 28672 x 8192 and 12288^2): the same
+//   time as the element form at M = 8 (-0.3 .. +1.0 us), 0.2-0.6 us faster at M = 16, not the 4 / 9 %
+//   its fewer bytes per tile predicted: the per-warp tiles in flight, not the bytes, set the pace
+//   (docs/PERF-vnm-small.md, session 7). Both forms race in the plan.
 // Diagnostic knobs (bench/standalone/spmv_probe.cu only, never a plan candidate): XM = kSkXLoop
 // (threads copy X + __syncthreads), kSkXNone (no X: the products use 1.0); COMPUTE = false (the
 // tiles are folded with XOR, no decode).
