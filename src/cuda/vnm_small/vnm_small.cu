@@ -113,7 +113,7 @@ class Instance final : public detail::KernelInstance {
   std::string describe() const override {
     static const char* const kNames[sv::kVariants] = {"staged",       "batched",        "pipelined", "pipelined short",
                                                       "row gather",   "transposed X",   "transposed X + PDL",
-                                                      "streamed"};
+                                                      "streamed",     "cp.async ring"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps";
