@@ -2,7 +2,13 @@
 // records, gather, geometry, mma.sp math and reduce kernel) with the weight records streamed
 // through a per-warp shared-memory ring by cp.async instead of register batches.
 //
-// Why (PERF-vnm-small.md, session 7). Variant 4's time grows by ~9 us (128:2:8) to ~14 us (2:4)
+// Status (H200 run 46b70eb, PERF-vnm-small.md "Session 7 measured"): correct (every VnmSmallGpu
+// test, racecheck and memcheck clean) but not faster: 3-14 % slower than v4 at m <= 8, 0.91-1.08x
+// of v4 at m = 32, the same m slope. So opt-in only. The slope is the X gather (serialised L2
+// round trips between the chunk barriers, ceil(m / 8) per staged word), which this kernel keeps
+// from v4; the ring only helps once the gather no longer holds the warps outside the consume loop.
+//
+// Why it was built (the hypothesis of session 7, refuted by the run). Variant 4's time grows by ~9 us (128:2:8) to ~14 us (2:4)
 // per n8 tile at 28672 x 8192 while the bytes it reads do not change: per (record, n8 tile) ~35
 // cycles of a sub-partition that do not overlap the stream. Its warps run load-4-records / wait /
 // compute-4-records: while a warp computes (2 NT mma.sp + 2 NT LDS.128 per record, the mma.sp of

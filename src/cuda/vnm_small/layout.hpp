@@ -176,7 +176,8 @@ inline Packed pack(const CondensedMatrix& c) {
 ///   8 ring (kernel5.cuh; session 7) - variant 4 (geometry, gather, reduce kernel) with each
 ///                 warp's weight records streamed by cp.async through a ring of kRingStages
 ///                 1152-byte slots in shared memory after the staged X: kRingStages - 1 records
-///                 in flight while the warp computes and while the block gathers X.
+///                 in flight while the warp computes and while the block gathers X. Measured
+///                 (46b70eb): not faster than 4 (the m slope is the gather, kept from 4); opt-in.
 /// Variants 1/2 split k into at most one wave of resident blocks (floor(slots / groups)) and
 /// size chunks so a block has ~3 of them.
 inline constexpr int kVariants = 9;

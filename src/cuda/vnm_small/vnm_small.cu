@@ -157,6 +157,8 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // transpose launch and half the resident blocks: 2-10 us) and on most V:2:M cases, but win
   // for 2:4 at m = 16 and 32 (variant 6: 1.10-1.12x at m = 16, 1.06-1.16x at m = 32 on 12288^2
   // and 28672 x 8192) and for V:2:32 at m = 32 (variant 5: 1.12-1.20x). Elsewhere variant 4.
+  // 46b70eb (session 7): variant 8 (cp.async record ring) is 3-14 % slower than 4 at m <= 8 and
+  // 0.91-1.08x of it at m = 32 (wins only on V:2:M 12288^2 m = 32, loses at 28672 x 8192): not taken.
   const Pattern& p = w.pattern();
   if (p.kind == Granularity::hw24 && m > 8) return 6;  // 6 falls back to 5 below sm_90 (geometry_for)
   if (p.kind == Granularity::venom && p.m >= 32 && m > 24) return 5;
