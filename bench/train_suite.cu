@@ -344,7 +344,7 @@ Suite train_suite() {
                  time_calls(call, slots, warmup, reps),
                  bytes, slots, tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)");
             // same-run comparison: the other kernel variant (token-major f32 has one kernel)
-            const int dflt = train::detail::mvue24_default_variant(t, tm, n);
+            const int dflt = train::detail::mvue24_default_variant(t, tm, T, n);
             // (variant 2, the persistent form, measured 0.71-0.96x in session 3b: not repeated;
             // session 4: the register-capped forms 4 / 5 and, on the 4d shapes, the occupancy
             // control -1 = variant 1 with one resident CTA per SM fewer; f32 token-major keeps 1 / 3;

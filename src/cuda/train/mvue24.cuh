@@ -822,8 +822,7 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   using Traits = Mvue24Traits;
   constexpr bool k16 = sizeof(typename Elem<T>::Raw) == 2;
   constexpr DType kDtype = std::is_same_v<T, float> ? DType::f32 : kIsBf16<T> ? DType::bf16 : DType::f16;
-  int variant = a.variant != 0 ? a.variant : mvue24_default_variant(kDtype, a.token_major, a.features);
-  if (a.variant == 0 && variant == 10 && a.tokens % 32 != 0) variant = mvue24_fm_fallback_variant(kDtype);
+  const int variant = a.variant != 0 ? a.variant : mvue24_default_variant(kDtype, a.token_major, a.tokens, a.features);
   // the one-shot kernels (variants 1, 3, 4, 5), with the occupancy control's padding if asked for
   auto go = [&](auto kernel, dim3 grid, dim3 block) {
     const std::size_t smem = occupancy_cap_smem(kernel, int(block.x * block.y), a.max_ctas_per_sm);

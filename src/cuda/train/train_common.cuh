@@ -198,23 +198,24 @@ struct Mvue24Args {
 ///   (1.018-1.024x over 1; 3, 4, 5 measured 0.95-0.98x); variant 8 (session 6, the chunk in two
 ///   halves) measured 0.98x of 7 (bf16) and 0.97x of 6 (f16): not used; session 6b: variant 10
 ///   (the register-lean chunk kernel at 40 warps) for both 16-bit types, 1.03-1.04x over 7 (bf16)
-///   and over 6 (f16) in the same run, where tokens % 32 == 0 (else the former defaults, 7 / 6:
-///   mvue24_fm_fallback_variant);
+///   and over 6 (f16) in the same run, where tokens % 32 == 0 (else the former defaults, 7 / 6);
 /// - token-major: variant 3 for 16-bit with n % 128 == 64 (n = 1600: 1.32-1.53x, the 64-feature
 ///   tiles remove variant 1's scalar edge tile); variant 5 for f16 with n % 128 == 0 and
 ///   n >= 4096 (the c_fc shapes: 1.01-1.04x; at n = 1280 0.95-0.97x); variant 1 elsewhere (bf16:
 ///   4 and 5 spill 40-48 B at 64 registers and measured 0.91-0.94x; the persistent variant 2
 ///   0.71-0.96x on every large shape). The lean forms measured 0.97-1.01x token-major (session
 ///   5): not used there.
-inline int mvue24_default_variant(DType dtype, bool token_major, std::int64_t features) {
-  if (!token_major) return dtype == DType::f32 ? 3 : 10;  // 16-bit: tokens % 32 != 0 -> mvue24_fm_fallback_variant
+/// Returns the variant that really runs for (dtype, layout, tokens, features), fallbacks included,
+/// so that callers comparing against "the default" (bench/train_suite.cu) compare like with like.
+inline int mvue24_default_variant(DType dtype, bool token_major, std::int64_t tokens, std::int64_t features) {
+  if (!token_major) {
+    if (dtype == DType::f32) return 3;
+    // variant 10 needs whole 32-token chunks; else the session-5 defaults, 7 (bf16) / 6 (f16)
+    return tokens % 32 == 0 ? 10 : (dtype == DType::bf16 ? 7 : 6);
+  }
   if (dtype != DType::f32 && features % 128 != 0 && features % 64 == 0) return 3;
   return (dtype == DType::f16 && features % 128 == 0 && features >= 4096) ? 5 : 1;
 }
-
-/// The 16-bit feature-major default where variant 10 does not apply (tokens % 32 != 0): the
-/// session-5 defaults, 7 (bf16) / 6 (f16).
-inline int mvue24_fm_fallback_variant(DType dtype) { return dtype == DType::bf16 ? 7 : 6; }
 
 struct DecayArgs {
   void* grad = nullptr;
