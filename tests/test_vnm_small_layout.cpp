@@ -132,7 +132,8 @@ TEST(VnmSmallLayout, LayoutAndGeometryValues) {
       else
         EXPECT_EQ(g.smem_words_per_row % 32, 16) << "bank-conflict-free stride";
       EXPECT_EQ(g.buffers, sv::two_buffer_variant(variant) ? 2 : 1);
-      EXPECT_LE(g.smem_bytes() / std::size_t(g.buffers), 48u * 1024u);
+      EXPECT_LE((g.smem_bytes() - g.ring_bytes) / std::size_t(g.buffers), 48u * 1024u);
+      EXPECT_EQ(g.ring_bytes, variant == sv::kRingVariant ? std::size_t(g.warps) * sv::kRingStages * sv::kRecordBytes : 0u);
       EXPECT_LE(g.smem_bytes(), 227u * 1024u / 2) << "two blocks per SM";
       EXPECT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
       EXPECT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
@@ -167,8 +168,10 @@ TEST(VnmSmallLayout, GatherUnitsCoverChunkOnceAndStayInBounds) {
         ASSERT_EQ(S % 32, 16);
         ASSERT_LE(g.smem_bytes(), 227u * 1024u);
         ASSERT_LE(g.smem_bytes(), sv::max_smem_bytes(g.n_tiles)) << "the launcher's per-function limit";
-        if (!sv::two_buffer_variant(variant)) ASSERT_LE(g.smem_bytes(), 48u * 1024u) << "one-buffer variants set no limit";
-        ASSERT_EQ(g.smem_bytes(), std::size_t(g.buffers) * std::size_t(rows) * S * 4);
+        if (!sv::large_smem_variant(variant)) ASSERT_LE(g.smem_bytes(), 48u * 1024u) << "these variants set no limit";
+        ASSERT_EQ(g.smem_bytes(), std::size_t(g.buffers) * std::size_t(rows) * S * 4 + g.ring_bytes);
+        if (variant == sv::kRingVariant)  // the rings start 16-byte aligned after the staged X
+          ASSERT_EQ(std::size_t(rows) * S * 4 % 16, 0u);
         for (std::int64_t c0 = 0; c0 < l.pairs; c0 += g.chunk_pairs) {
           const int words = int(std::min<std::int64_t>(g.chunk_pairs, l.pairs - c0)) * 32;
           ASSERT_LE(sv::xs_slot(words - 1), S - 17);

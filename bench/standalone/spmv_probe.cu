@@ -406,18 +406,18 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   using SkR3S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 3>;
   using SkR4S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 4>;
   run_sk("sk-ring3", &sew::launch_spmv_sk<SkR3>, 1, true, 3);
-  using SkV3 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3, -1, true>;
-  using SkV3S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 3, -1, true>;
+  using SkV3 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3, -1, 0, true>;
+  using SkV3S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 3, -1, 0, true>;
   run_sk("sk-vring3", &sew::launch_spmv_sk<SkV3>, 1, true, 3, true);
   if (s7) run_sk("sk-vring3-2cta", &sew::launch_spmv_sk<SkV3>, 1, true, 3, true, 2 * sms);
-  using SkV3W32 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3, -1, true, 32>;
-  using SkV6W16 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 6, -1, true, 16>;
-  using SkV3W32S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 3, -1, true, 32>;
+  using SkV3W32 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3, -1, 0, true, 32>;
+  using SkV6W16 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 6, -1, 0, true, 16>;
+  using SkV3W32S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 3, -1, 0, true, 32>;
   const bool wide_fits = sew::spmv_sk_smem_bytes(l, 3, true, 32) <= 227 * 1024;
   if (wide_fits) run_sk("sk-v3w32", &sew::launch_spmv_sk<SkV3W32>, 1, true, 3, true, 0, 32);
   if (s7 && sew::spmv_sk_smem_bytes(l, 6, true, 16) <= 227 * 1024)
     run_sk("sk-v6w16", &sew::launch_spmv_sk<SkV6W16>, 1, true, 6, true, 0, 16);
-  using SkV4W24 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 4, -1, true, 24>;
+  using SkV4W24 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 4, -1, 0, true, 24>;
   if (s7 && sew::spmv_sk_smem_bytes(l, 4, true, 24) <= 227 * 1024)
     run_sk("sk-v4w24", &sew::launch_spmv_sk<SkV4W24>, 1, true, 4, true, 0, 24);
   if (!s7) run_sk("sk-ring4", &sew::launch_spmv_sk<SkR4>, 1, true, 4);

@@ -28,9 +28,10 @@ inline const std::vector<Pattern>& sk_compiled_patterns() {
 /// and counters of `cnt_bytes` zeroed once before the first launch. Y (`ybytes`) is poisoned
 /// before each launch together with `extra` guard bytes that must stay untouched. Afterwards the
 /// workspace and the counters must be zero again; y receives Y of the last launch. `a`: Args as
-/// filled by the plan (SkArgs / SkmArgs); its pointers and y_dtype are set here.
-template <class Args, class Config, class LaunchFn>
-void run_stream_k(const ::sparsenm::cuda::ew::SpmvPacked& packed, const DenseMatrix& x, bool misaligned_x, DType yt,
+/// filled by the plan (SkArgs / SkmArgs); its pointers and y_dtype are set here (but a V:2:M
+/// launch's column tables, SkArgs::tab: the caller's). Packed: SpmvPacked or detail::VnmSkPacked.
+template <class Packed, class Args, class Config, class LaunchFn>
+void run_stream_k(const Packed& packed, const DenseMatrix& x, bool misaligned_x, DType yt,
                   std::size_t ybytes, std::size_t extra, std::size_t ws_bytes, std::size_t cnt_bytes, Args& a,
                   const Config& cfg, LaunchFn fn, std::vector<std::byte>& y) {
   DeviceMem dv(packed.values.size()), di(packed.indices.size() * 4), dx(x.size_bytes() + 16);

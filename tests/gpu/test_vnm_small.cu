@@ -4,7 +4,7 @@
 // (NaN in every dtype) so an unwritten element fails. Every kernel variant (layout.hpp
 // kVariants) runs every case; each case runs twice on the same instance (the split arrival
 // counters of variants 1/2 must reset themselves; variants 5/6 rewrite their transposed-X
-// workspace on every run).
+// workspace on every run; variant 8 refills its record rings).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -265,6 +265,28 @@ TEST(VnmSmallGpu, NanInfInXPropagateThroughStoredSlotsOnly) {
         ASSERT_GT(specials_in_ref, 0) << "the test must produce non-finite outputs";
         run_and_check(pr, DType::f32, {}, pat.str() + " " + std::string(to_string(t)) + " m=" + std::to_string(m));
       }
+}
+
+TEST(VnmSmallGpu, RingCrossesChunksTilesAndSplits) {
+  // Variant 8's per-warp cp.async ring runs across chunk boundaries, row tiles (V = 256: two per
+  // warp) and k splits: several chunks per split (k = 8 * 16 * 20 + 5 at M = 8: 21 pairs, chunks
+  // of 32 / NT pairs), a partial last slab (warps without a row tile commit empty groups), fewer
+  // records than ring slots (k = 20: one pair), 4-warp slabs (V = 64), odd m, f16 / bf16.
+  REQUIRE_DEVICE();
+  std::uint64_t seed = 3100;
+  const int v8 = vnm_small::kRingVariant;
+  for (DType t : {DType::f16, DType::bf16})
+    for (std::int64_t m : {1, 9, 17, 32}) {
+      const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m);
+      Problem p256 = make_problem(Pattern::venom(256, 8), t, m, 256 + 100, 8 * 16 * 20 + 5, ++seed);
+      for (int splits : {0, 1, 3}) run_and_check(p256, DType::f32, {splits, v8}, "256:2:8 splits=" + std::to_string(splits) + " " + tag);
+      Problem p64 = make_problem(Pattern::venom(64, 16), t, m, 64 * 3 + 7, 16 * 16 * 9 + 1, ++seed);
+      run_and_check(p64, t, {0, v8}, "64:2:16 " + tag);
+      Problem tiny = make_problem(Pattern::hw24(), t, m, 133, 20, ++seed);
+      run_and_check(tiny, t, {0, v8}, "hw24 k=20 " + tag);
+      Problem ph = make_problem(Pattern::hw24(), t, m, 300, 64 * 40 + 6, ++seed);
+      for (int splits : {0, 2}) run_and_check(ph, DType::bf16, {splits, v8}, "hw24 splits=" + std::to_string(splits) + " " + tag);
+    }
 }
 
 TEST(VnmSmallGpu, Rejects) {

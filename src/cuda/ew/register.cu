@@ -10,6 +10,10 @@
 // V:2:M weight, run as the element 2:M weight with the same stored slots (format/as_element.hpp;
 // the instance's description says so): at small m the EW streaming kernels can beat cuda:vnm_gemv
 // despite the 1 - 2 extra index bits per value (docs/PERF-vnm-small.md, session 6).
+// "cuda:vnm_spmv_sk" / "cuda:vnm_spmv_skr" (m = 1, venom V:2:M, V % 32 == 0, M in {8, 16}) run the
+// same stream-K kernel natively on the V:2:M bytes (2-bit indices + the slab's column tables,
+// format/vnm_sk_pack.hpp; docs/PERF-vnm-small.md, session 7: as fast as the element form at
+// M = 8, 1-2.5 % faster at M = 16 on the H200); the plan races them with the rest.
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -21,7 +25,9 @@
 #include "cuda/ew/spmv_skm.hpp"
 #include "cuda/ew/spmv_skm_kernel.cuh"
 #include "cuda/ew/spmv_tc.hpp"
+#include "cuda/ew/spmv_vnm_sk.hpp"
 #include "format/as_element.hpp"
+#include "format/vnm_sk_pack.hpp"
 #include "plan/registry.hpp"
 
 namespace sparsenm::detail {
@@ -263,6 +269,74 @@ KernelCandidate ew_sk_candidate(int waves, int ring = 0, bool vals_only = false,
   return c;
 }
 
+/// "cuda:vnm_spmv_sk" (ring 0) / "cuda:vnm_spmv_skr" (ring 3): a venom V:2:M weight packed natively
+/// (values and 2-bit indices in the EW tile layout + per-slab column tables), the fp32 workspace
+/// and counters of the stream-K split (zeroed once; every launch leaves them zero), the launch
+/// arguments and the compiled launcher.
+class VnmSkInstance final : public KernelInstance {
+ public:
+  VnmSkInstance(const CondensedMatrix& w, const MatmulDesc& d, int ring) {
+    const VnmSkPacked p = pack_vnm_sk(w);
+    launch_ = cuda::ew::find_vnm_sk(w.dtype, p.layout.m, ring);
+    if (!launch_) throw Unsupported("vnm_spmv_sk: no compiled instance for " + w.pattern().str());
+    upload_packed(p, values_, indices_);
+    table_ = cuda::DeviceBuffer(p.table.size());
+    table_.upload(p.table.data(), p.table.size());
+    ws_ = zeroed(cuda::ew::vnm_sk_ws_bytes(p.layout));
+    cnt_ = zeroed(cuda::ew::vnm_sk_cnt_bytes(p.layout));
+    cfg_ = cuda::ew::plan_vnm_sk(p.layout, w.dtype, sm_count(), ring, args_);
+    args_.values = values_.get();
+    args_.indices = indices_.as<std::uint32_t>();
+    args_.tab = table_.as<unsigned char>();
+    args_.ws = ws_.as<float>();
+    args_.cnt = cnt_.as<unsigned>();
+    args_.y_dtype = y_code(d.y_dtype);
+    bytes_ = p.layout.total_bytes();
+  }
+  void run(const void* x, void* y, void* stream) const override {
+    cuda::ew::SkArgs a = args_;
+    a.x = x;
+    a.y = y;
+    launch_(a, cfg_, static_cast<cudaStream_t>(stream));
+  }
+  std::size_t workspace_bytes() const override { return ws_.size() + cnt_.size(); }
+  std::string describe() const override {
+    return "native V:2:M (2-bit indices + slab column tables, " + std::to_string(bytes_) + " B), " +
+           std::to_string(cfg_.grid) + " CTAs x 8 warps, " + std::to_string(cfg_.smem_bytes) +
+           (args_.ring_off > 0 ? " B of X + tile rings + gather buffers per CTA" : " B of X + gather buffers per CTA");
+  }
+
+ private:
+  cuda::DeviceBuffer values_, indices_, table_, ws_, cnt_;
+  cuda::ew::SkArgs args_;
+  cuda::ew::SkConfig cfg_;
+  cuda::ew::SkLaunchFn launch_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+KernelCandidate vnm_sk_candidate(int ring) {
+  KernelCandidate c;
+  c.name = ring > 0 ? "cuda:vnm_spmv_skr" : "cuda:vnm_spmv_sk";
+  c.backend = Backend::cuda;
+  c.unsupported = [ring, name = c.name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+    if (w.pattern().kind != Granularity::venom) return name.substr(5) + " needs a venom V:2:M pattern (got " + w.pattern().str() + ")";
+    if (auto why = ew_common_unsupported(w, d); !why.empty()) return name.substr(5) + " " + why;
+    if (auto why = cuda::ew::vnm_sk_unsupported(w.layout, w.dtype, d.m, ring); !why.empty()) return why;
+    const VnmSkLayout l = VnmSkLayout::of(w.layout, w.dtype);
+    if (l.table_bytes() >= (std::size_t(1) << 32))
+      return name.substr(5) + ": the column tables must be < 4 GiB (32-bit offsets)";
+    const int need = cuda::ew::vnm_sk_smem_bytes(l, ring), have = smem_optin();
+    if (need > have)
+      return name.substr(5) + ": X" + (ring > 0 ? " + tile rings" : "") + " + gather buffers need " + std::to_string(need) +
+             " B of shared memory per CTA, the device allows " + std::to_string(have);
+    return {};
+  };
+  c.create = [ring](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<VnmSkInstance>(w, d, ring);
+  };
+  return c;
+}
+
 /// "cuda:ew_spmv_sk_mb" (min_chunks 1) / "cuda:ew_spmv_sk_mb2" (min_chunks 2), m = 2..8: the ew_spmv
 /// packed weight, an fp32 workspace [mb][rows] and per-group counters (zeroed once here; every launch
 /// leaves them zero), the launch arguments and the compiled launcher.
@@ -391,6 +465,8 @@ void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_sk_candidate(1, 3));
   r.add(ew_sk_candidate(1, 3, true));
   r.add(ew_sk_candidate(1, 3, true, 32));
+  r.add(vnm_sk_candidate(0));
+  r.add(vnm_sk_candidate(3));
   r.add(ew_skm_candidate(1));
   r.add(ew_skm_candidate(2));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::shift));

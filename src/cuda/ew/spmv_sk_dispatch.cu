@@ -21,7 +21,7 @@ template <class T, int RING, bool IREG = false, int WARPS = 8>
 Entry find_typed(int pn, int pm) {
 #define SPEC(N, M)                                                                                   \
   if (pn == N && pm == M) {                                                                          \
-    using Tr = SkTraits<T, spmv_bits(M), N, M, kSkXBulk, true, kSkEndSerial, RING, -1, IREG, WARPS>; \
+    using Tr = SkTraits<T, spmv_bits(M), N, M, kSkXBulk, true, kSkEndSerial, RING, -1, 0, IREG, WARPS>; \
     return {&launch_spmv_sk<Tr>, &occupancy_spmv_sk<Tr>};                         \
   }
 #include "cuda/ew/spmv_instances.def"

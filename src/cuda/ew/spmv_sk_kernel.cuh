@@ -57,6 +57,30 @@
 //   warps x 3 value stages (192 KiB): 64 tiles in flight per SM instead of 48, and 32 warps to hide
 //   the products. The unit split is per warp, so nothing else changes. Measured (H200, 3105dde):
 //   raced; the fastest form at 12288^2 1:8 / 2:16 (-0.7 / -1.0 us vs skr), not at 2:8.
+// V:2:M (session 7, VM = M > 0: "cuda:vnm_spmv_sk" with RING = 0, "cuda:vnm_spmv_skr" with RING = 3;
+//   docs/PERF-vnm-small.md): a venom V:2:M weight read in its own bytes instead of as element 2:M
+//   (format/as_element.hpp: 1 - 2 more index bits per value, +5.3 % / +10.7 % bytes at M = 8 / 16).
+//   Layout (format/vnm_sk_pack.hpp): the 2:4 tile of this kernel (B = 2: the canonical 2-bit
+//   position among the window's 4 selected columns) plus, per (slab of V rows, tile), a 32-byte
+//   column table (byte L: two in-window columns, nibbles); +0.1 % bytes over V:2:8 at V = 128.
+//   Why it is exact and cheap: V % 32 == 0, so a warp's 32 rows lie in one slab and share the
+//   selected columns; slot j of every lane lies in window j / 2 of the tile. Per tile the warp
+//   gathers the 64 selected X values (16 windows x 4) from the shared X into a warp-private 256-byte
+//   buffer, as fp32 (lane L: window L / 2, positions 2 (L % 2) + {0, 1}: two LDS.U16, two
+//   conversions, one STS.64), one __syncwarp, and then runs the 2:4 products with that buffer as X:
+//   the slot's 2-bit field picks one of the window's 4 floats (LDS.32, no conversion per slot, so
+//   the gather pays for itself: 32 fewer HADD2 per tile at f16). Two buffers alternate, so that one
+//   __syncwarp also retires the previous tile's reads; conflicts: the STS.64 is two words per lane
+//   (none), the gather's LDS touch 16 windows x M columns (at most 2-way at M = 8 / 16), the
+//   products read 4 floats of one window (broadcast). The table rides with
+//   the tile: one LDG.U8 per lane beside the tile's loads (register form; it is read by the slab's
+//   V / 32 warps, so not evict-first), or one 32-byte chunk (lanes 0 and 1) after the index words
+//   of the ring stage; its address comes from a cursor that steps with the fetches (TabCursor, no
+//   division per tile). Limits: V % 32 == 0, M <= 16 (nibbles), f16 / bf16.
+//   Measured (H200, 967dc60, fp16 m = 1, 128:2:8 / 128:2:16 at 28672 x 8192 and 12288^2): the same
+//   time as the element form at M = 8 (-0.3 .. +1.0 us), 0.2-0.6 us faster at M = 16, not the 4 / 9 %
+//   its fewer bytes per tile predicted: the per-warp tiles in flight, not the bytes, set the pace
+//   (docs/PERF-vnm-small.md, session 7). Both forms race in the plan.
 // Diagnostic knobs (bench/standalone/spmv_probe.cu only, never a plan candidate): XM = kSkXLoop
 // (threads copy X + __syncthreads), kSkXNone (no X: the products use 1.0); COMPUTE = false (the
 // tiles are folded with XOR, no decode).
@@ -96,15 +120,24 @@ struct SkArgs {
   int x_bulk = 0;           ///< bytes of X brought by the bulk copy (multiple of 16; 0: threads copy all)
   int y_dtype = 0;          ///< 0 f32, 1 f16, 2 bf16
   int ring_off = 0;         ///< byte offset of the tile rings in dynamic shared memory (RING > 0)
+  // The native V:2:M form (SkTraits::VM > 0; format/vnm_sk_pack.hpp). Unused (and last, so the
+  // element instances' parameter offsets are unchanged) otherwise.
+  const unsigned char* tab = nullptr;  ///< [slabs][tiles][32] column tables
+  int slab_groups = 0;                 ///< row groups per slab (V / 32)
+  int gather_off = 0;                  ///< byte offset of the warps' gather buffers in dynamic shared memory
 };
 
 template <class T, int B_, int NN_, int MM_, int XM_ = kSkXBulk, bool COMPUTE_ = true, int END_ = kSkEndSerial,
-          int RING_ = 0, int LEAN_ = -1, bool IREG_ = false, int WARPS_ = 8>
+          int RING_ = 0, int LEAN_ = -1, int VM_ = 0, bool IREG_ = false, int WARPS_ = 8>
 struct SkTraits {
   using Elem = T;
   static constexpr int B = B_, NN = NN_, MM = MM_, XM = XM_, END = END_, RING = RING_;
-  /// Index words through registers, ring stages of values only (RING > 0).
+  /// VM > 0: the native V:2:VM form (header comment, "V:2:M"): the tile is the 2:4 tile over the
+  /// gathered columns (B = 2, NN = 2, MM = 4) plus the slab's 32-byte column table.
+  static constexpr int VM = VM_;
+  /// Index words through registers, ring stages of values only (RING > 0; element form only).
   static constexpr bool IREG = IREG_;
+  static_assert(!IREG_ || VM_ == 0, "the value ring serves the element form");
   /// Products with the X address built once per tile (LEAN, default: on with the shared-memory ring,
   /// off in the shipped register form; the probe crosses both).
   static constexpr bool LEAN = LEAN_ < 0 ? RING_ > 0 : LEAN_ > 0;
@@ -123,9 +156,17 @@ struct SkTraits {
   static_assert(!IREG || RING > 0, "register index words go with a shared-memory value ring");
   static constexpr int kValBytes = kVecs * 32 * 16;          ///< one tile's value vectors (contiguous)
   static constexpr int kIdxBytes = B * 32 * 4;               ///< one tile's index words (contiguous)
-  static constexpr int kTileBytes = IREG ? kValBytes : kValBytes + kIdxBytes;  ///< one ring stage
+  static constexpr int kTabBytes = VM > 0 ? 32 : 0;          ///< one tile's column table (VM > 0)
+  static constexpr int kTileBytes = IREG ? kValBytes : kValBytes + kIdxBytes + kTabBytes;  ///< one ring stage
+  static constexpr int kGatherBytes = VM > 0 ? 2 * 64 * 4 : 0;         ///< per warp: two 64-float buffers
+  static_assert(VM == 0 || (NN == 2 && MM == 4 && B == 2 && VM <= 16 && XM != kSkXNone && COMPUTE_),
+                "the V:2:M form runs the 2:4 products over gathered columns, M <= 16");
   static constexpr int kIdxChunks = kIdxBytes / 16;          ///< 16-byte copies of the index words
 };
+
+/// The native V:2:M instance (VM = M): the 2:4 tile (B = 2, N = 2, M = 4) over gathered columns.
+template <class T, int VM, int RING>
+using VnmSkTraits = SkTraits<T, 2, 2, 4, kSkXBulk, true, kSkEndSerial, RING, -1, VM>;
 
 namespace sk {
 
@@ -133,17 +174,44 @@ template <class Tr>
 struct Tile {
   std::uint32_t v[Tr::kVecs * 4];
   std::uint32_t i[Tr::B];
+  std::uint32_t c;  ///< VM > 0: the lane's table byte (two in-window columns); unused otherwise
+};
+
+/// VM > 0: where the column table of the next unit to fetch lies. Every warp fetches its units in
+/// order, so the cursor only steps (no division per tile): +32 B per tile, back to the slab's
+/// first table at the end of a row group unless the next group starts a new slab.
+struct TabCursor {
+  unsigned off = 0;   ///< byte offset of the table (the tables are < 4 GiB: checked at plan time)
+  int t = 0, gi = 0;  ///< tile in the row, row group within the slab
+  __device__ __forceinline__ void init(const SkArgs& a, long long u) {
+    const long long g = u / a.tiles, slab = g / a.slab_groups;
+    t = int(u - g * a.tiles);
+    gi = int(g - slab * a.slab_groups);
+    off = unsigned((slab * a.tiles + t) * 32);
+  }
+  __device__ __forceinline__ void step(const SkArgs& a) {
+    off += 32u;
+    if (++t == a.tiles) {
+      t = 0;
+      if (++gi == a.slab_groups) gi = 0;
+      else off -= unsigned(a.tiles) * 32u;
+    }
+  }
 };
 
 template <class Tr>
-__device__ __forceinline__ void load(Tile<Tr>& t, const SkArgs& a, long long u, int lane) {
+__device__ __forceinline__ void load(Tile<Tr>& t, const SkArgs& a, long long u, int lane, TabCursor& cur) {
   load_stream_tile<Tr::kVecs, Tr::kIdxLoads, Tr::kIdxVec>(t.v, t.i, a.values, a.indices, std::size_t(u), lane);
+  if constexpr (Tr::VM > 0) {
+    t.c = __ldg(a.tab + cur.off + lane);  // read by the slab's V / 32 warps: not evict-first
+    cur.step(a);
+  }
 }
 
 /// Ring stage fill: the lane's 16-byte cp.async copies of global tile u (values: the lane's own
 /// vectors; index words: chunks lane, lane + 32, ...), issued into stage address `st`.
 template <class Tr>
-__device__ __forceinline__ void ring_issue(unsigned st, const SkArgs& a, long long u, int lane) {
+__device__ __forceinline__ void ring_issue(unsigned st, const SkArgs& a, long long u, int lane, TabCursor& cur) {
   const char* gv = static_cast<const char*>(a.values) + std::size_t(u) * Tr::kValBytes;
   const char* gi = reinterpret_cast<const char*>(a.indices) + std::size_t(u) * Tr::kIdxBytes;
 #pragma unroll
@@ -158,6 +226,13 @@ __device__ __forceinline__ void ring_issue(unsigned st, const SkArgs& a, long lo
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(st + unsigned(Tr::kValBytes + c * 16)),
                    "l"(gi + c * 16)
                    : "memory");
+  }
+  if constexpr (Tr::VM > 0) {  // the 32-byte column table: lanes 0 and 1, after the index words
+    if (lane < 2)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(st + unsigned(Tr::kValBytes + Tr::kIdxBytes + lane * 16)),
+                   "l"(a.tab + cur.off + lane * 16)
+                   : "memory");
+    cur.step(a);
   }
 }
 __device__ __forceinline__ void ring_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
@@ -188,6 +263,7 @@ __device__ __forceinline__ void ring_read(Tile<Tr>& t, const unsigned char* st, 
       t.i[q] = ip[q * 32];
     }
   }
+  if constexpr (Tr::VM > 0) t.c = st[Tr::kValBytes + Tr::kIdxBytes + lane];
 }
 
 /// IREG: the lane's index words of global tile u into registers (the load_stream_tile order).
@@ -252,6 +328,33 @@ __device__ __forceinline__ void compute(const Tile<Tr>& tile, float& acc, const 
   }
 }
 
+/// acc += the tile's products. VM > 0: the warp first gathers the tile's 64 selected X values (16
+/// windows x 4; lane L: window L / 2, positions 2 (L % 2) and 2 (L % 2) + 1, columns from its table
+/// byte), converted to fp32 once here, into its gather buffer `gb` (64 floats at shared address
+/// gb, alternating between two so one __syncwarp per tile orders both the writes before the reads
+/// and the previous tile's reads before the writes); then the 2:4 products with that buffer as X:
+/// per slot the 2-bit field, one LDS.32 at gb + 16 (j / 2) + 4 field (immediate offset), one FFMA.
+template <class Tr>
+__device__ __forceinline__ void product(const Tile<Tr>& tile, float& acc, const unsigned short* xs, int t, unsigned gb,
+                                        int lane) {
+  if constexpr (Tr::VM > 0) {
+    using T = typename Tr::Elem;
+    const unsigned short* xw = xs + (t * (Tr::kSlots / 2) + (lane >> 1)) * Tr::VM;
+    const float lo = x_to_f<T>(xw[tile.c & 15u]), hi = x_to_f<T>(xw[(tile.c >> 4) & 15u]);
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(gb + unsigned(lane * 8)), "f"(lo), "f"(hi) : "memory");
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < Tr::kSlots; ++j) {
+      const float w = detail::value_at<T>(tile.v, j);
+      float x;
+      asm volatile("ld.shared.f32 %0, [%1];" : "=f"(x) : "r"(gb + (detail::field<2>(tile.i, j) << 2) + unsigned((j / 2) * 16)));
+      acc = fmaf(w, x, acc);
+    }
+  } else {
+    compute<Tr>(tile, acc, xs, t);
+  }
+}
+
 /// Adds a partial group sum (ntiles of the group's tiles) and, if it completes the group, writes Y.
 __device__ __forceinline__ void flush(const SkArgs& a, int g, float v, unsigned ntiles, int lane) {
   const int row = g * 32 + lane;
@@ -282,6 +385,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
   const long long u0 = gw * a.units / a.warps_total, u1 = (gw + 1) * a.units / a.warps_total;
 
   sk::Tile<Tr> ta, tb;
+  sk::TabCursor cur;  // VM > 0: the table of the next unit fetched
+  if constexpr (Tr::VM > 0) cur.init(a, u0);
+  // VM > 0: this warp's two gather buffers (64 floats each, shared addresses), used alternately (tile q: q % 2).
+  [[maybe_unused]] const unsigned gbuf =
+      unsigned(__cvta_generic_to_shared(smem)) + unsigned(a.gather_off + warp * Tr::kGatherBytes);
   // RING > 0: this warp's ring of Tr::RING stages; the first RING - 1 tiles are requested here (one
   // commit group each, empty groups past the range), before X.
   [[maybe_unused]] const unsigned ring_sh =
@@ -293,14 +401,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
 #pragma unroll
     for (int s = 0; s < Tr::RING - 1; ++s) {
       if (u0 + s < u1) {
-        sk::ring_issue<Tr>(ring_sh + unsigned(s * Tr::kTileBytes), a, u0 + s, lane);
+        sk::ring_issue<Tr>(ring_sh + unsigned(s * Tr::kTileBytes), a, u0 + s, lane, cur);
         if constexpr (Tr::IREG) sk::load_idx<Tr>(ix[s], a, u0 + s, lane);
       }
       sk::ring_commit();
     }
   } else {
-    if (u0 < u1) sk::load<Tr>(ta, a, u0, lane);
-    if (u0 + 1 < u1) sk::load<Tr>(tb, a, u0 + 1, lane);
+    if (u0 < u1) sk::load<Tr>(ta, a, u0, lane, cur);
+    if (u0 + 1 < u1) sk::load<Tr>(tb, a, u0 + 1, lane, cur);
   }
 
   const unsigned bar_addr = unsigned(__cvta_generic_to_shared(&bar));
@@ -387,14 +495,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
           sk::ring_wait<R - 2>();  // this lane's value copies of tile q have landed
           const int refill = (s + R - 1) % R;  // slot of tile q - 1 = slot of tile q + R - 1
           if (q + R - 1 < n_units) {
-            sk::ring_issue<Tr>(ring_sh + unsigned(refill * Tr::kTileBytes), a, u0 + q + R - 1, lane);
+            sk::ring_issue<Tr>(ring_sh + unsigned(refill * Tr::kTileBytes), a, u0 + q + R - 1, lane, cur);
             sk::load_idx<Tr>(ix[refill], a, u0 + q + R - 1, lane);
           }
           sk::ring_commit();
           sk::ring_read<Tr>(ta, ring + s * Tr::kTileBytes, lane);
 #pragma unroll
           for (int w = 0; w < Tr::B; ++w) ta.i[w] = ix[s][w];
-          sk::compute<Tr>(ta, acc, xs, t);
+          sk::product<Tr>(ta, acc, xs, t, gbuf, lane);
           step();
         }
       }
@@ -406,21 +514,22 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
       sk::ring_wait<R - 2>();  // this lane's copies of tile q have landed (R - 2 younger groups may pend)
       __syncwarp();            // ... and every lane's; every lane is done reading stage q - 1
       const int refill = stage == 0 ? R - 1 : stage - 1;  // stage of tile q - 1 = stage of tile q + R - 1
-      if (q + R - 1 < n_units) sk::ring_issue<Tr>(ring_sh + unsigned(refill * Tr::kTileBytes), a, u0 + q + R - 1, lane);
+      if (q + R - 1 < n_units)
+        sk::ring_issue<Tr>(ring_sh + unsigned(refill * Tr::kTileBytes), a, u0 + q + R - 1, lane, cur);
       sk::ring_commit();
       sk::ring_read<Tr>(ta, ring + stage * Tr::kTileBytes, lane);
-      sk::compute<Tr>(ta, acc, xs, t);
+      sk::product<Tr>(ta, acc, xs, t, gbuf + unsigned(q & 1) * 256u, lane);
       step();
       stage = stage + 1 == R ? 0 : stage + 1;
     }
   }
   for (int q = 0; Tr::RING == 0 && q < n_units; q += 2) {
-    sk::compute<Tr>(ta, acc, xs, t);
-    if (q + 2 < n_units) sk::load<Tr>(ta, a, u0 + q + 2, lane);
+    sk::product<Tr>(ta, acc, xs, t, gbuf, lane);
+    if (q + 2 < n_units) sk::load<Tr>(ta, a, u0 + q + 2, lane, cur);
     step();
     if (q + 1 < n_units) {
-      sk::compute<Tr>(tb, acc, xs, t);
-      if (q + 3 < n_units) sk::load<Tr>(tb, a, u0 + q + 3, lane);
+      sk::product<Tr>(tb, acc, xs, t, gbuf + 256u, lane);
+      if (q + 3 < n_units) sk::load<Tr>(tb, a, u0 + q + 3, lane, cur);
       step();
     }
   }

@@ -42,8 +42,13 @@ int occupancy_spmv_sk(int smem_bytes) {
 #define SPARSENM_EW_SPMV_SK_INSTANCE_V(T, NN, MM, RING, WARPS)                                                   \
   template void ::sparsenm::cuda::ew::launch_spmv_sk<::sparsenm::cuda::ew::SkTraits<                              \
       T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
-      ::sparsenm::cuda::ew::kSkEndSerial, RING, -1, true, WARPS>>(const ::sparsenm::cuda::ew::SkArgs&,              \
+      ::sparsenm::cuda::ew::kSkEndSerial, RING, -1, 0, true, WARPS>>(const ::sparsenm::cuda::ew::SkArgs&,              \
                                                                  const ::sparsenm::cuda::ew::SkConfig&, cudaStream_t); \
   template int ::sparsenm::cuda::ew::occupancy_spmv_sk<::sparsenm::cuda::ew::SkTraits<                            \
       T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
-      ::sparsenm::cuda::ew::kSkEndSerial, RING, -1, true, WARPS>>(int);
+      ::sparsenm::cuda::ew::kSkEndSerial, RING, -1, 0, true, WARPS>>(int);
+// The native V:2:M form (spmv_vnm_sk.hpp): VnmSkTraits<T, M, RING>.
+#define SPARSENM_VNM_SPMV_SK_INSTANCE(T, VM, RING)                                                                \
+  template void ::sparsenm::cuda::ew::launch_spmv_sk<::sparsenm::cuda::ew::VnmSkTraits<T, VM, RING>>(            \
+      const ::sparsenm::cuda::ew::SkArgs&, const ::sparsenm::cuda::ew::SkConfig&, cudaStream_t);                  \
+  template int ::sparsenm::cuda::ew::occupancy_spmv_sk<::sparsenm::cuda::ew::VnmSkTraits<T, VM, RING>>(int);

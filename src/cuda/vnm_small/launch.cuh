@@ -9,6 +9,7 @@
 #include "cuda/vnm_small/kernel2.cuh"
 #include "cuda/vnm_small/kernel3.cuh"
 #include "cuda/vnm_small/kernel4.cuh"
+#include "cuda/vnm_small/kernel5.cuh"
 #include "cuda/vnm_small/vnm_small.hpp"
 
 namespace sparsenm::cuda::vnm_small {
@@ -21,6 +22,7 @@ const void* kernel_of(int variant) {
     case 5:
     case 6: return reinterpret_cast<const void*>(&vnm_small_kernel_xt<Tr>);
     case 7: return reinterpret_cast<const void*>(&vnm_small_kernel_stream<Tr, false>);  // venom: same resources
+    case 8: return reinterpret_cast<const void*>(&vnm_small_kernel_ring<Tr, 2>);  // the larger of the two
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
     default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
   }
@@ -36,8 +38,16 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
   constexpr std::size_t kBound = sparsenm::vnm_small::max_smem_bytes(NT);
   static_assert(kBound <= 227u * 1024u, "staged X exceeds the sm_90 shared-memory opt-in");
   if (smem_bytes > kBound) throw std::logic_error("vnm_small: geometry exceeds max_smem_bytes");
-  if (sparsenm::vnm_small::two_buffer_variant(variant))  // one-buffer variants stay <= 48 KB
+  if (sparsenm::vnm_small::large_smem_variant(variant))  // the others stay <= 48 KB
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
+  if (variant == sparsenm::vnm_small::kRingVariant) {  // one row tile per warp: its own instance
+    const void* k1 = reinterpret_cast<const void*>(&vnm_small_kernel_ring<Tr, 1>);
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(k1, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
+    int b1 = 0, b2 = 0;
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k1, threads, smem_bytes));
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k, threads, smem_bytes));
+    return std::min(b1, b2);
+  }
   if (variant == sparsenm::vnm_small::kStreamVariant)  // the venom instance of variant 7 too
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&vnm_small_kernel_stream<Tr, true>),
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
@@ -140,6 +150,14 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
     }
     case 7:
       launch_stream<Tr>(p, g, groups, stream);
+      break;
+    case 8:
+      if (g.tiles_per_warp > 1)
+        vnm_small_kernel_ring<Tr, 2><<<grid, block, g.smem_bytes(), stream>>>(p);
+      else
+        vnm_small_kernel_ring<Tr, 1><<<grid, block, g.smem_bytes(), stream>>>(p);
+      SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_ring");
+      if (g.splits > 1) launch_reduce(p, stream);
       break;
     case 1:
       vnm_small_kernel2<Tr, false><<<grid, block, g.smem_bytes(), stream>>>(p);

@@ -173,10 +173,17 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 stages X rows as they are (16-byte cp.async, ldmatrix), venom stages from the
 ///                 transposed X of 5/6; k splits (<= 8) reduced through distributed shared memory
 ///                 inside a cluster (no workspace, no second kernel). hw24 groups of 256 rows.
+///   8 ring (kernel5.cuh; session 7) - variant 4 (geometry, gather, reduce kernel) with each
+///                 warp's weight records streamed by cp.async through a ring of kRingStages
+///                 1152-byte slots in shared memory after the staged X: kRingStages - 1 records
+///                 in flight while the warp computes and while the block gathers X. Measured
+///                 (46b70eb): not faster than 4 (the m slope is the gather, kept from 4); opt-in.
 /// Variants 1/2 split k into at most one wave of resident blocks (floor(slots / groups)) and
 /// size chunks so a block has ~3 of them.
-inline constexpr int kVariants = 8;
+inline constexpr int kVariants = 9;
 inline constexpr int kStreamVariant = 7;
+inline constexpr int kRingVariant = 8;
+inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kStreamMaxSplits = 8;     ///< portable cluster size
 inline constexpr int kStreamHwTiles = 16;      ///< hw24 row tiles per block (256 rows, 8 warps)
 /// Variants with two staged-X buffers and the gather interleaved with the record batches.
@@ -186,7 +193,9 @@ constexpr bool transposed_variant(int v) { return v == 5 || v == 6; }
 /// Variants with two staged-X buffers (> 48 KB: the launcher lifts the shared-memory limit).
 constexpr bool two_buffer_variant(int v) { return pipelined_variant(v) || transposed_variant(v) || v == kStreamVariant; }
 /// Variants launched with run 1's geometry rules and the separate reduce kernel.
-constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_variant(v); }
+constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_variant(v) || v == kRingVariant; }
+/// Variants whose shared memory may pass 48 KB (the launcher lifts the limit to max_smem_bytes).
+constexpr bool large_smem_variant(int v) { return two_buffer_variant(v) || v == kRingVariant; }
 
 struct Geometry {
   int variant = 2;          ///< see kVariants
@@ -200,15 +209,18 @@ struct Geometry {
   int buffers = 1;             ///< staged X buffers (2: pipelined)
   int tiles_per_group = 1;     ///< row tiles per block (grid.x covers groups of them)
   std::int64_t groups = 0;     ///< grid.x
+  std::size_t ring_bytes = 0;  ///< variant 8: the warps' record rings after the staged X
   std::size_t buffer_words() const noexcept { return std::size_t(n_tiles) * 8 * std::size_t(smem_words_per_row); }
-  std::size_t smem_bytes() const noexcept { return std::size_t(buffers) * buffer_words() * 4; }
+  std::size_t smem_bytes() const noexcept { return std::size_t(buffers) * buffer_words() * 4 + ring_bytes; }
 };
 
 /// Upper bound of Geometry::smem_bytes() for n_tiles (any variant, any shape): chunks are at most
 /// 32 / n_tiles pairs, 2 buffers. The launcher sets each kernel's dynamic shared-memory limit to
 /// this bound once (cudaFuncSetAttribute is per function, shared by every instance).
 constexpr std::size_t max_smem_bytes(int n_tiles) {
-  return std::size_t(2) * std::size_t(8 * n_tiles) * std::size_t((32 / n_tiles) * 32 + 16) * 4;
+  const std::size_t buffer = std::size_t(8 * n_tiles) * std::size_t((32 / n_tiles) * 32 + 16) * 4;
+  const std::size_t ring = std::size_t(8) * kRingStages * kRecordBytes;  // variant 8: <= 8 warps
+  return std::max(2 * buffer, buffer + ring);
 }
 
 /// m in 1..32; sms: multiprocessors of the device; blocks_per_sm: resident blocks of the chosen
@@ -313,6 +325,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
     g.chunk_pairs = int(std::min<std::int64_t>(g.chunk_pairs, want));
   }
   g.smem_words_per_row = g.chunk_pairs * 32 + 16;
+  if (variant == kRingVariant) g.ring_bytes = std::size_t(g.warps) * kRingStages * kRecordBytes;
   return g;
 }
 

@@ -24,6 +24,7 @@ struct Traits {
   static constexpr int kBatch2 = NTiles == 4 ? 3 : 4;  ///< variants 1/2: records per batch (no spills at m > 24)
   static constexpr int kGatherUnits = NTiles >= 3 ? 4 : 8;  ///< variants 1/2: X words loaded per gather slice
   static constexpr int kMinBlocks = 2;         ///< variants 1/2: <= 128 registers, 2 blocks per SM
+  static constexpr int kRingMinBlocks = 3;     ///< variant 8: <= 80 registers, 3 blocks of 8 warps per SM
 };
 
 enum class YType : int { f32 = 0, f16 = 1, bf16 = 2 };

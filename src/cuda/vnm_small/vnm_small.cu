@@ -113,7 +113,7 @@ class Instance final : public detail::KernelInstance {
   std::string describe() const override {
     static const char* const kNames[sv::kVariants] = {"staged",       "batched",        "pipelined", "pipelined short",
                                                       "row gather",   "transposed X",   "transposed X + PDL",
-                                                      "streamed"};
+                                                      "streamed",     "cp.async ring"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps";
@@ -157,6 +157,8 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // transpose launch and half the resident blocks: 2-10 us) and on most V:2:M cases, but win
   // for 2:4 at m = 16 and 32 (variant 6: 1.10-1.12x at m = 16, 1.06-1.16x at m = 32 on 12288^2
   // and 28672 x 8192) and for V:2:32 at m = 32 (variant 5: 1.12-1.20x). Elsewhere variant 4.
+  // 46b70eb (session 7): variant 8 (cp.async record ring) is 3-14 % slower than 4 at m <= 8 and
+  // 0.91-1.08x of it at m = 32 (wins only on V:2:M 12288^2 m = 32, loses at 28672 x 8192): not taken.
   const Pattern& p = w.pattern();
   if (p.kind == Granularity::hw24 && m > 8) return 6;  // 6 falls back to 5 below sm_90 (geometry_for)
   if (p.kind == Granularity::venom && p.m >= 32 && m > 24) return 5;
