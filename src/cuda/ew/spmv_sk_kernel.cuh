@@ -125,10 +125,12 @@ struct SkArgs {
   const unsigned char* tab = nullptr;  ///< [slabs][tiles][32] column tables
   int slab_groups = 0;                 ///< row groups per slab (V / 32)
   int gather_off = 0;                  ///< byte offset of the warps' gather buffers in dynamic shared memory
+  // The grid-ordered layout (SkTraits::GRID; format/sk_grid_order.hpp). Unused otherwise.
+  long long grid_lmin = 0;  ///< units / warps_total: the steps every warp takes (the shorter range length)
 };
 
 template <class T, int B_, int NN_, int MM_, int XM_ = kSkXBulk, bool COMPUTE_ = true, int END_ = kSkEndSerial,
-          int RING_ = 0, int LEAN_ = -1, int VM_ = 0, bool IREG_ = false, int WARPS_ = 8>
+          int RING_ = 0, int LEAN_ = -1, int VM_ = 0, bool IREG_ = false, int WARPS_ = 8, bool GRID_ = false>
 struct SkTraits {
   using Elem = T;
   static constexpr int B = B_, NN = NN_, MM = MM_, XM = XM_, END = END_, RING = RING_;
@@ -137,6 +139,9 @@ struct SkTraits {
   static constexpr int VM = VM_;
   /// Index words through registers, ring stages of values only (RING > 0; element form only).
   static constexpr bool IREG = IREG_;
+  /// Tiles stored in the order the grid consumes them (header comment, "GRID"): only the address of
+  /// a unit changes, the unit split and the logical (group, tile) walk are the same.
+  static constexpr bool GRID = GRID_;
   static_assert(!IREG_ || VM_ == 0, "the value ring serves the element form");
   /// Products with the X address built once per tile (LEAN, default: on with the shared-memory ring,
   /// off in the shipped register form; the probe crosses both).
@@ -383,6 +388,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const long long gw = (long long)blockIdx.x * Tr::kWarps + warp;
   const long long u0 = gw * a.units / a.warps_total, u1 = (gw + 1) * a.units / a.warps_total;
+  // Where step q of this warp's range is stored: unit u0 + q in the packed order; GRID: slot
+  // q W + gw for the steps every warp takes (q < lmin), then the long warps' last unit densely after
+  // them, at lmin W + (number of long warps before this one = u0 - gw lmin).
+  [[maybe_unused]] const long long lmin = Tr::GRID ? a.grid_lmin : 0;
+  [[maybe_unused]] const long long tail_slot = Tr::GRID ? lmin * a.warps_total + (u0 - gw * lmin) : 0;
+  auto at = [&](int q) -> long long {
+    if constexpr (Tr::GRID) return q < lmin ? (long long)q * a.warps_total + gw : tail_slot;
+    else return u0 + q;
+  };
 
   sk::Tile<Tr> ta, tb;
   sk::TabCursor cur;  // VM > 0: the table of the next unit fetched
@@ -401,14 +415,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
 #pragma unroll
     for (int s = 0; s < Tr::RING - 1; ++s) {
       if (u0 + s < u1) {
-        sk::ring_issue<Tr>(ring_sh + unsigned(s * Tr::kTileBytes), a, u0 + s, lane, cur);
-        if constexpr (Tr::IREG) sk::load_idx<Tr>(ix[s], a, u0 + s, lane);
+        sk::ring_issue<Tr>(ring_sh + unsigned(s * Tr::kTileBytes), a, at(s), lane, cur);
+        if constexpr (Tr::IREG) sk::load_idx<Tr>(ix[s], a, at(s), lane);
       }
       sk::ring_commit();
     }
   } else {
-    if (u0 < u1) sk::load<Tr>(ta, a, u0, lane, cur);
-    if (u0 + 1 < u1) sk::load<Tr>(tb, a, u0 + 1, lane, cur);
+    if (u0 < u1) sk::load<Tr>(ta, a, at(0), lane, cur);
+    if (u0 + 1 < u1) sk::load<Tr>(tb, a, at(1), lane, cur);
   }
 
   const unsigned bar_addr = unsigned(__cvta_generic_to_shared(&bar));
@@ -495,8 +509,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
           sk::ring_wait<R - 2>();  // this lane's value copies of tile q have landed
           const int refill = (s + R - 1) % R;  // slot of tile q - 1 = slot of tile q + R - 1
           if (q + R - 1 < n_units) {
-            sk::ring_issue<Tr>(ring_sh + unsigned(refill * Tr::kTileBytes), a, u0 + q + R - 1, lane, cur);
-            sk::load_idx<Tr>(ix[refill], a, u0 + q + R - 1, lane);
+            sk::ring_issue<Tr>(ring_sh + unsigned(refill * Tr::kTileBytes), a, at(q + R - 1), lane, cur);
+            sk::load_idx<Tr>(ix[refill], a, at(q + R - 1), lane);
           }
           sk::ring_commit();
           sk::ring_read<Tr>(ta, ring + s * Tr::kTileBytes, lane);
@@ -515,7 +529,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
       __syncwarp();            // ... and every lane's; every lane is done reading stage q - 1
       const int refill = stage == 0 ? R - 1 : stage - 1;  // stage of tile q - 1 = stage of tile q + R - 1
       if (q + R - 1 < n_units)
-        sk::ring_issue<Tr>(ring_sh + unsigned(refill * Tr::kTileBytes), a, u0 + q + R - 1, lane, cur);
+        sk::ring_issue<Tr>(ring_sh + unsigned(refill * Tr::kTileBytes), a, at(q + R - 1), lane, cur);
       sk::ring_commit();
       sk::ring_read<Tr>(ta, ring + stage * Tr::kTileBytes, lane);
       sk::product<Tr>(ta, acc, xs, t, gbuf + unsigned(q & 1) * 256u, lane);
@@ -525,11 +539,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
   }
   for (int q = 0; Tr::RING == 0 && q < n_units; q += 2) {
     sk::product<Tr>(ta, acc, xs, t, gbuf, lane);
-    if (q + 2 < n_units) sk::load<Tr>(ta, a, u0 + q + 2, lane, cur);
+    if (q + 2 < n_units) sk::load<Tr>(ta, a, at(q + 2), lane, cur);
     step();
     if (q + 1 < n_units) {
       sk::product<Tr>(tb, acc, xs, t, gbuf + 256u, lane);
-      if (q + 3 < n_units) sk::load<Tr>(tb, a, u0 + q + 3, lane, cur);
+      if (q + 3 < n_units) sk::load<Tr>(tb, a, at(q + 3), lane, cur);
       step();
     }
   }
