@@ -3,7 +3,8 @@
 // "cuda:ew_spmv_sk" / "cuda:ew_spmv_sk4" (m = 1, f16 / bf16, stream-K split, bulk-copied X),
 // "cuda:ew_spmv_skr" (the same with a 3-stage cp.async shared-memory tile ring per warp),
 // "cuda:ew_spmv_skv" (opt-in) / "cuda:ew_spmv_skw" (the ring of value vectors only, index words
-// through registers; 8-warp CTAs / one 32-warp CTA per SM),
+// through registers; 8-warp CTAs / one 32-warp CTA per SM), "cuda:ew_spmv_skg" / "_skrg" / "_skwg"
+// (sk / skr / skw on the weight stored in the order the planned grid consumes it: session 7b),
 // "cuda:ew_spmv_sk_mb" / "cuda:ew_spmv_sk_mb2" (m = 2..8, f16 / bf16, stream-K split, CUDA cores)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
@@ -183,21 +184,25 @@ KernelCandidate ew_candidate(cuda::ew::SpmmVariant v = cuda::ew::SpmmVariant::ba
 /// warps per CTA "cuda:ew_spmv_skw".
 class EwSkInstance final : public KernelInstance {
  public:
-  EwSkInstance(const CondensedMatrix& w0, const MatmulDesc& d, int waves, int ring, bool vals_only, int warps) {
+  EwSkInstance(const CondensedMatrix& w0, const MatmulDesc& d, int waves, int ring, bool vals_only, int warps,
+               bool grid) {
     std::optional<CondensedMatrix> hold;
     const CondensedMatrix& w = ew_weight(w0, hold);
     note_ = ew_repack_note(w0);
-    const cuda::ew::SpmvPacked p = cuda::ew::pack_spmv(w);
+    cuda::ew::SpmvPacked p = cuda::ew::pack_spmv(w);
+    cfg_ = cuda::ew::plan_spmv_sk(p.layout, w.dtype, sm_count(), waves, args_, 0, ring, vals_only, warps);
+    // Grid order: the tiles reordered once for this grid (the plan fixes it), before the upload.
+    if (grid) cuda::ew::spmv_sk_grid_order(p, args_);
+    grid_ = grid;
     upload_packed(p, values_, indices_);
     ws_ = zeroed(cuda::ew::spmv_sk_ws_bytes(p.layout));
     cnt_ = zeroed(cuda::ew::spmv_sk_cnt_bytes(p.layout));
-    cfg_ = cuda::ew::plan_spmv_sk(p.layout, w.dtype, sm_count(), waves, args_, 0, ring, vals_only, warps);
     args_.values = values_.get();
     args_.indices = indices_.as<std::uint32_t>();
     args_.ws = ws_.as<float>();
     args_.cnt = cnt_.as<unsigned>();
     args_.y_dtype = y_code(d.y_dtype);
-    launch_ = cuda::ew::find_spmv_sk(w.dtype, p.layout.n, p.layout.m, ring, vals_only, warps);
+    launch_ = cuda::ew::find_spmv_sk(w.dtype, p.layout.n, p.layout.m, ring, vals_only, warps, grid);
     if (!launch_) throw Unsupported("ew_spmv_sk: no compiled instance for " + w.pattern().str());
   }
   void run(const void* x, void* y, void* stream) const override {
@@ -211,12 +216,14 @@ class EwSkInstance final : public KernelInstance {
     const int warps = args_.warps_total / std::max(1, cfg_.grid);
     return join_notes(std::to_string(cfg_.grid) + " CTAs x " + std::to_string(warps) + " warps, " +
                           std::to_string(cfg_.smem_bytes) +
-                          (args_.ring_off > 0 ? " B of X + tile rings per CTA" : " B of X per CTA"),
+                          (args_.ring_off > 0 ? " B of X + tile rings per CTA" : " B of X per CTA") +
+                          (grid_ ? ", tiles in grid order" : ""),
                       note_);
   }
 
  private:
   std::string note_;
+  bool grid_ = false;
   cuda::DeviceBuffer values_, indices_, ws_, cnt_;
   cuda::ew::SkArgs args_;
   cuda::ew::SkConfig cfg_;
@@ -231,12 +238,13 @@ int smem_optin() {
   return bytes;
 }
 
-KernelCandidate ew_sk_candidate(int waves, int ring = 0, bool vals_only = false, int warps = 8) {
+KernelCandidate ew_sk_candidate(int waves, int ring = 0, bool vals_only = false, int warps = 8, bool grid = false) {
   KernelCandidate c;
   c.name = vals_only ? (warps == 8 ? "cuda:ew_spmv_skv" : "cuda:ew_spmv_skw")
            : ring > 0 ? "cuda:ew_spmv_skr"
            : waves == 1 ? "cuda:ew_spmv_sk"
                         : "cuda:ew_spmv_sk" + std::to_string(waves);
+  if (grid) c.name += "g";
   c.backend = Backend::cuda;
   c.unsupported = [waves, ring, vals_only, warps, name = c.name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
     if (auto why = ew_common_unsupported(w, d); !why.empty()) return name.substr(5) + " " + why;
@@ -262,9 +270,9 @@ KernelCandidate ew_sk_candidate(int waves, int ring = 0, bool vals_only = false,
       return name.substr(5) + " is opt-in (force desc.kernel): never the fastest m = 1 form on the H200";
     return why;
   };
-  c.create = [waves, ring, vals_only, warps](const CondensedMatrix& w,
-                                             const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-    return std::make_unique<EwSkInstance>(w, d, waves, ring, vals_only, warps);
+  c.create = [waves, ring, vals_only, warps, grid](const CondensedMatrix& w,
+                                                   const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwSkInstance>(w, d, waves, ring, vals_only, warps, grid);
   };
   return c;
 }
@@ -465,6 +473,9 @@ void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_sk_candidate(1, 3));
   r.add(ew_sk_candidate(1, 3, true));
   r.add(ew_sk_candidate(1, 3, true, 32));
+  r.add(ew_sk_candidate(1, 0, false, 8, true));
+  r.add(ew_sk_candidate(1, 3, false, 8, true));
+  r.add(ew_sk_candidate(1, 3, true, 32, true));
   r.add(vnm_sk_candidate(0));
   r.add(vnm_sk_candidate(3));
   r.add(ew_skm_candidate(1));

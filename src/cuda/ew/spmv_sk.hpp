@@ -33,6 +33,8 @@ using SkOccupancyFn = int (*)(int smem_bytes);
 ///   "cuda:ew_spmv_skw" the same value ring on ONE CTA of 32 warps per SM (X once per SM: 64 tiles in
 ///                      flight per SM instead of 48; session 7); raced where X + 192 KiB fit (the
 ///                      fastest form at 12288^2 1:8 / 2:16)
+///   "cuda:ew_spmv_skg" / "_skrg" / "_skwg": sk / skr / skw on a weight stored in the grid order
+///                      (tile of step q of warp w at slot q W + w; session 7b), raced
 /// `ring`: 0 = the two-tile register ring; 3 / 4 = shared-memory ring stages per warp.
 /// `vals_only` (ring 3 only): the stages hold the value vectors, the index words go to registers.
 /// `warps`: warps per CTA, 8, or 32 with `vals_only` (compiled: (0|3|4, false, 8), (3, true, 8 | 32)).
@@ -40,9 +42,17 @@ constexpr int kSkMaxXBytes = 96 * 1024;  ///< X (k columns in the weight dtype) 
 
 /// The compiled instance for (dtype, N, M), or null (f16 / bf16 and N | 32 patterns of
 /// spmv_instances.def only).
-SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring = 0, bool vals_only = false, int warps = 8);
+/// `grid`: the grid-ordered instance (SkTraits::GRID; compiled for (0, false, 8), (3, false, 8),
+/// (3, true, 32): "cuda:ew_spmv_skg" / "_skrg" / "_skwg"); its weight must be reordered by
+/// spmv_sk_grid_order for the planned grid.
+SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring = 0, bool vals_only = false, int warps = 8,
+                        bool grid = false);
 SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring = 0, bool vals_only = false,
-                                     int warps = 8);
+                                     int warps = 8, bool grid = false);
+
+/// Reorders the packed tiles (values and index words) into the grid order of the planned grid
+/// `a` (a.units, a.warps_total: format/sk_grid_order.hpp) and sets a.grid_lmin. Plan time, once.
+void spmv_sk_grid_order(SpmvPacked& p, SkArgs& a);
 
 /// Dynamic shared memory of one CTA: X (rounded to 16 B) for ring = 0; X rounded to 128 B
 /// (= SkArgs::ring_off) + warps x ring stages x one tile (values + index words; values only

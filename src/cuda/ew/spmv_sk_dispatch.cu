@@ -3,6 +3,7 @@
 
 #include "cuda/ew/spmv_sk.hpp"
 #include "cuda/ew/spmv_sk_kernel.cuh"
+#include "format/sk_grid_order.hpp"
 
 namespace sparsenm::cuda::ew {
 
@@ -17,11 +18,11 @@ struct Entry {
   SkLaunchFn launch = nullptr;
   SkOccupancyFn occupancy = nullptr;
 };
-template <class T, int RING, bool IREG = false, int WARPS = 8>
+template <class T, int RING, bool IREG = false, int WARPS = 8, bool GRID = false>
 Entry find_typed(int pn, int pm) {
 #define SPEC(N, M)                                                                                   \
   if (pn == N && pm == M) {                                                                          \
-    using Tr = SkTraits<T, spmv_bits(M), N, M, kSkXBulk, true, kSkEndSerial, RING, -1, 0, IREG, WARPS>; \
+    using Tr = SkTraits<T, spmv_bits(M), N, M, kSkXBulk, true, kSkEndSerial, RING, -1, 0, IREG, WARPS, GRID>; \
     return {&launch_spmv_sk<Tr>, &occupancy_spmv_sk<Tr>};                         \
   }
 #include "cuda/ew/spmv_instances.def"
@@ -29,7 +30,13 @@ Entry find_typed(int pn, int pm) {
   return {};
 }
 template <class T>
-Entry find_ring(int pn, int pm, int ring, bool vals_only, int warps) {
+Entry find_ring(int pn, int pm, int ring, bool vals_only, int warps, bool grid) {
+  if (grid) {  // the grid-ordered forms: sk, skr, skw
+    if (!vals_only && warps == 8 && ring == 0) return find_typed<T, 0, false, 8, true>(pn, pm);
+    if (!vals_only && warps == 8 && ring == 3) return find_typed<T, 3, false, 8, true>(pn, pm);
+    if (vals_only && warps == 32 && ring == 3) return find_typed<T, 3, true, 32, true>(pn, pm);
+    return {};
+  }
   if (vals_only && ring == 3 && warps == 8) return find_typed<T, 3, true>(pn, pm);
   if (vals_only && ring == 3 && warps == 32) return find_typed<T, 3, true, 32>(pn, pm);
   if (vals_only || warps != 8) return {};
@@ -38,9 +45,9 @@ Entry find_ring(int pn, int pm, int ring, bool vals_only, int warps) {
   if (ring == 4) return find_typed<T, 4>(pn, pm);
   return {};
 }
-Entry find_entry(DType dtype, int pn, int pm, int ring, bool vals_only, int warps) {
-  if (dtype == DType::f16) return find_ring<__half>(pn, pm, ring, vals_only, warps);
-  if (dtype == DType::bf16) return find_ring<__nv_bfloat16>(pn, pm, ring, vals_only, warps);
+Entry find_entry(DType dtype, int pn, int pm, int ring, bool vals_only, int warps, bool grid) {
+  if (dtype == DType::f16) return find_ring<__half>(pn, pm, ring, vals_only, warps, grid);
+  if (dtype == DType::bf16) return find_ring<__nv_bfloat16>(pn, pm, ring, vals_only, warps, grid);
   return {};
 }
 
@@ -49,11 +56,18 @@ long long x_cols(const SpmvLayout& l) { return l.tiles * 32 / l.n * l.m; }
 
 }  // namespace
 
-SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring, bool vals_only, int warps) {
-  return find_entry(dtype, pn, pm, ring, vals_only, warps).launch;
+SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring, bool vals_only, int warps, bool grid) {
+  return find_entry(dtype, pn, pm, ring, vals_only, warps, grid).launch;
 }
-SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring, bool vals_only, int warps) {
-  return find_entry(dtype, pn, pm, ring, vals_only, warps).occupancy;
+SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring, bool vals_only, int warps, bool grid) {
+  return find_entry(dtype, pn, pm, ring, vals_only, warps, grid).occupancy;
+}
+
+void spmv_sk_grid_order(SpmvPacked& p, SkArgs& a) {
+  const SpmvLayout& l = p.layout;
+  detail::sk_grid_reorder(p.values, std::size_t(l.vecs) * 32 * 16, a.units, a.warps_total);
+  detail::sk_grid_reorder(p.indices, std::size_t(l.bits) * 32, a.units, a.warps_total);
+  a.grid_lmin = a.units / a.warps_total;
 }
 
 std::string spmv_sk_unsupported(const SpmvLayout& l, DType dtype, long long m) {
@@ -88,6 +102,8 @@ SkConfig plan_spmv_sk(const SpmvLayout& l, DType dtype, int sms, int waves, SkAr
   a.x_cols = int(x_cols(l));
   a.ring_off = ring > 0 ? spmv_sk_ring_offset(l) : 0;
   cfg.smem_bytes = spmv_sk_smem_bytes(l, ring, vals_only, warps);
+  // The grid-ordered instance has the same registers and shared memory (only unit addresses differ):
+  // the plain form's occupancy sets the grid, so both orders of one form run the same grid.
   const SkOccupancyFn occ = find_spmv_sk_occupancy(dtype, l.n, l.m, ring, vals_only, warps);
   const long long per_sm = occ ? std::max(1, occ(cfg.smem_bytes)) : 1;
   // At least two tiles per warp (the two-tile register ring; the shared-memory ring uses the same

@@ -393,10 +393,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
   // them, at lmin W + (number of long warps before this one = u0 - gw lmin).
   [[maybe_unused]] const long long lmin = Tr::GRID ? a.grid_lmin : 0;
   [[maybe_unused]] const long long tail_slot = Tr::GRID ? lmin * a.warps_total + (u0 - gw * lmin) : 0;
-  auto at = [&](int q) -> long long {
-    if constexpr (Tr::GRID) return q < lmin ? (long long)q * a.warps_total + gw : tail_slot;
-    else return u0 + q;
-  };
+  // SK_AT(q, d): where step q + d lies (the packed-order forms keep their expression u0 + q + d
+  // as written before the grid order existed, so their SASS is unchanged).
+#define SK_AT(q, d) \
+  (Tr::GRID ? ((q) + (d) < lmin ? (long long)((q) + (d)) * a.warps_total + gw : tail_slot) : u0 + (q) + (d))
 
   sk::Tile<Tr> ta, tb;
   sk::TabCursor cur;  // VM > 0: the table of the next unit fetched
@@ -415,14 +415,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
 #pragma unroll
     for (int s = 0; s < Tr::RING - 1; ++s) {
       if (u0 + s < u1) {
-        sk::ring_issue<Tr>(ring_sh + unsigned(s * Tr::kTileBytes), a, at(s), lane, cur);
-        if constexpr (Tr::IREG) sk::load_idx<Tr>(ix[s], a, at(s), lane);
+        sk::ring_issue<Tr>(ring_sh + unsigned(s * Tr::kTileBytes), a, SK_AT(0, s), lane, cur);
+        if constexpr (Tr::IREG) sk::load_idx<Tr>(ix[s], a, SK_AT(0, s), lane);
       }
       sk::ring_commit();
     }
   } else {
-    if (u0 < u1) sk::load<Tr>(ta, a, at(0), lane, cur);
-    if (u0 + 1 < u1) sk::load<Tr>(tb, a, at(1), lane, cur);
+    if (u0 < u1) sk::load<Tr>(ta, a, SK_AT(0, 0), lane, cur);
+    if (u0 + 1 < u1) sk::load<Tr>(tb, a, SK_AT(0, 1), lane, cur);
   }
 
   const unsigned bar_addr = unsigned(__cvta_generic_to_shared(&bar));
@@ -509,8 +509,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
           sk::ring_wait<R - 2>();  // this lane's value copies of tile q have landed
           const int refill = (s + R - 1) % R;  // slot of tile q - 1 = slot of tile q + R - 1
           if (q + R - 1 < n_units) {
-            sk::ring_issue<Tr>(ring_sh + unsigned(refill * Tr::kTileBytes), a, at(q + R - 1), lane, cur);
-            sk::load_idx<Tr>(ix[refill], a, at(q + R - 1), lane);
+            sk::ring_issue<Tr>(ring_sh + unsigned(refill * Tr::kTileBytes), a, SK_AT(q, R - 1), lane, cur);
+            sk::load_idx<Tr>(ix[refill], a, SK_AT(q, R - 1), lane);
           }
           sk::ring_commit();
           sk::ring_read<Tr>(ta, ring + s * Tr::kTileBytes, lane);
@@ -529,7 +529,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
       __syncwarp();            // ... and every lane's; every lane is done reading stage q - 1
       const int refill = stage == 0 ? R - 1 : stage - 1;  // stage of tile q - 1 = stage of tile q + R - 1
       if (q + R - 1 < n_units)
-        sk::ring_issue<Tr>(ring_sh + unsigned(refill * Tr::kTileBytes), a, at(q + R - 1), lane, cur);
+        sk::ring_issue<Tr>(ring_sh + unsigned(refill * Tr::kTileBytes), a, SK_AT(q, R - 1), lane, cur);
       sk::ring_commit();
       sk::ring_read<Tr>(ta, ring + stage * Tr::kTileBytes, lane);
       sk::product<Tr>(ta, acc, xs, t, gbuf + unsigned(q & 1) * 256u, lane);
@@ -539,11 +539,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
   }
   for (int q = 0; Tr::RING == 0 && q < n_units; q += 2) {
     sk::product<Tr>(ta, acc, xs, t, gbuf, lane);
-    if (q + 2 < n_units) sk::load<Tr>(ta, a, at(q + 2), lane, cur);
+    if (q + 2 < n_units) sk::load<Tr>(ta, a, SK_AT(q, 2), lane, cur);
     step();
     if (q + 1 < n_units) {
       sk::product<Tr>(tb, acc, xs, t, gbuf + 256u, lane);
-      if (q + 3 < n_units) sk::load<Tr>(tb, a, at(q + 3), lane, cur);
+      if (q + 3 < n_units) sk::load<Tr>(tb, a, SK_AT(q, 3), lane, cur);
       step();
     }
   }
@@ -582,6 +582,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
       }
     }
   }
+#undef SK_AT
   if constexpr (kBulk) {
     // A CTA must not exit with its bulk copy still writing its shared memory.
     if (u0 >= u1) wait_x();

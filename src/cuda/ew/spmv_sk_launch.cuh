@@ -47,6 +47,15 @@ int occupancy_spmv_sk(int smem_bytes) {
   template int ::sparsenm::cuda::ew::occupancy_spmv_sk<::sparsenm::cuda::ew::SkTraits<                            \
       T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
       ::sparsenm::cuda::ew::kSkEndSerial, RING, -1, 0, true, WARPS>>(int);
+/// The grid-ordered forms (GRID; "cuda:ew_spmv_skg" / "_skrg" / "_skwg").
+#define SPARSENM_EW_SPMV_SK_INSTANCE_G(T, NN, MM, RING, IREG, WARPS)                                            \
+  template void ::sparsenm::cuda::ew::launch_spmv_sk<::sparsenm::cuda::ew::SkTraits<                              \
+      T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
+      ::sparsenm::cuda::ew::kSkEndSerial, RING, -1, 0, IREG, WARPS, true>>(const ::sparsenm::cuda::ew::SkArgs&,        \
+                                                                       const ::sparsenm::cuda::ew::SkConfig&, cudaStream_t); \
+  template int ::sparsenm::cuda::ew::occupancy_spmv_sk<::sparsenm::cuda::ew::SkTraits<                            \
+      T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
+      ::sparsenm::cuda::ew::kSkEndSerial, RING, -1, 0, IREG, WARPS, true>>(int);
 // The native V:2:M form (spmv_vnm_sk.hpp): VnmSkTraits<T, M, RING>.
 #define SPARSENM_VNM_SPMV_SK_INSTANCE(T, VM, RING)                                                                \
   template void ::sparsenm::cuda::ew::launch_spmv_sk<::sparsenm::cuda::ew::VnmSkTraits<T, VM, RING>>(            \
