@@ -32,7 +32,15 @@
 //   sk-v3w32         the value ring on one 32-warp CTA per SM ("cuda:ew_spmv_skw"), chk; skw-stream
 //                    its stream alone [diagnostic]; sk-v6w16 / sk-v4w24: 6 / 4 value stages on one
 //                    16- / 24-warp CTA per SM, chk
-//   SPMV_PROBE_S7=1: read, sk, sk-ring3, sk-vring3, sk-vring3-2cta, sk-v3w32, sk-v6w16, sk-v4w24, sk-lean,
+//   read-range /     session 7b: a pure read of the packed tiles on sk's grid (sms x 4 CTAs of 8 warps,
+//   read-grid        W warps), two tiles in flight per warp, no X / decode / reduction: warp w walks
+//                    its own range [w U / W, (w + 1) U / W) (read-range, the stream-K order) or reads
+//                    at step q the tile q W + w (read-grid: neighbouring warps read adjacent tiles at
+//                    the same step, the grid order's access pattern; same bytes)       [diagnostic]
+//   sk-g, sk-ring3-g, sk-v3w32-g   sk / skr / skw on the weight reordered into the grid order of their
+//                    grid ("cuda:ew_spmv_skg" / "_skrg" / "_skwg"), chk; sk-stream-g / skr3-stream-g /
+//                    skw-stream-g their streams alone [diagnostic]
+//   SPMV_PROBE_S7=1: read, read-range, read-grid, the -g forms and their streams, sk, sk-ring3, sk-vring3, sk-vring3-2cta, sk-v3w32, sk-v6w16, sk-v4w24, sk-lean,
 //                    skv3-stream, skw-stream, skr3-stream, sk-again only
 //   empty            an empty kernel
 //   sparsenm_spmv_probe [N K [PATTERN ...]]   (default: 28672 8192 and 12288 12288; 2:8 1:8 2:16)
@@ -47,6 +55,8 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cuda/common.cuh"
@@ -86,6 +96,32 @@ __global__ void __launch_bounds__(256) read_kernel(const uint4* a, std::size_t n
   }
   for (; i < na; i += stride) f ^= __ldcs(a + i).x;
   for (std::size_t j = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; j < nb; j += stride) f ^= __ldcs(b + j).y;
+  if (f == 0x12345678u) *sink = f;
+}
+
+/// Session 7b control: the packed tiles read on sk's grid, two tiles in flight per warp, XOR-folded.
+/// GRID false: warp w reads units [w U / W, (w + 1) U / W) in order (the stream-K order); true: at
+/// step q it reads tile q W + w (then the long warps' last tiles densely), the grid order.
+template <int VECS, int IDX_LOADS, int IDX_VEC, bool GRID>
+__global__ void __launch_bounds__(256) tile_read_kernel(const void* values, const std::uint32_t* indices, long long units,
+                                                        unsigned* sink) {
+  const int lane = threadIdx.x & 31;
+  const long long W = (long long)gridDim.x * 8, gw = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
+  const long long u0 = gw * units / W, u1 = (gw + 1) * units / W, lmin = units / W;
+  const long long tail = lmin * W + (u0 - gw * lmin);
+  auto at = [&](long long q) { return GRID ? (q < lmin ? q * W + gw : tail) : u0 + q; };
+  const long long n = u1 - u0;
+  std::uint32_t v0[4 * VECS], i0[IDX_LOADS * IDX_VEC], v1[4 * VECS], i1[IDX_LOADS * IDX_VEC];
+  unsigned f = 0;
+  for (long long q = 0; q < n; q += 2) {
+    sew::load_stream_tile<VECS, IDX_LOADS, IDX_VEC>(v0, i0, values, indices, std::size_t(at(q)), lane);
+    if (q + 1 < n) sew::load_stream_tile<VECS, IDX_LOADS, IDX_VEC>(v1, i1, values, indices, std::size_t(at(q + 1)), lane);
+    else for (int j = 0; j < 4 * VECS; ++j) v1[j] = 0;
+#pragma unroll
+    for (int j = 0; j < 4 * VECS; ++j) f ^= v0[j] ^ v1[j];
+#pragma unroll
+    for (int j = 0; j < IDX_LOADS * IDX_VEC; ++j) f ^= i0[j] ^ (q + 1 < n ? i1[j] : 0u);
+  }
   if (f == 0x12345678u) *sink = f;
 }
 
@@ -371,13 +407,49 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
            "diag");
     SPARSENM_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
   }
+  {
+    // Session 7b: the stream-K order against the grid order, pure reads on sk's grid.
+    const long long units = (long long)l.row_groups * l.tiles;
+    using TrR = sew::SkTraits<__half, sew::spmv_bits(M), N, M>;
+    std::snprintf(g, sizeof g, "%d CTAs x 8 warps, 2 tiles in flight", sms * 4);
+    report("read-range", g, timer.time([&] {
+             tile_read_kernel<TrR::kVecs, TrR::kIdxLoads, TrR::kIdxVec, false><<<sms * 4, 256>>>(
+                 dv.get(), static_cast<const std::uint32_t*>(di.get()), units, static_cast<unsigned*>(ws.get()));
+           }),
+           "diag");
+    report("read-grid", g, timer.time([&] {
+             tile_read_kernel<TrR::kVecs, TrR::kIdxLoads, TrR::kIdxVec, true><<<sms * 4, 256>>>(
+                 dv.get(), static_cast<const std::uint32_t*>(di.get()), units, static_cast<unsigned*>(ws.get()));
+           }),
+           "diag");
+    SPARSENM_CUDA_CHECK(cudaGetLastError());
+    SPARSENM_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+  }
+  // Grid-ordered copies of the weight, one per grid size W (made once, on first use).
+  std::vector<std::pair<int, std::pair<sparsenm::cuda::DeviceBuffer, sparsenm::cuda::DeviceBuffer>>> gridded;
+  auto gridded_for = [&](sew::SkArgs& s) -> std::pair<const void*, const std::uint32_t*> {
+    for (auto& [w, b] : gridded)
+      if (w == s.warps_total) {
+        s.grid_lmin = s.units / s.warps_total;
+        return {b.first.get(), static_cast<const std::uint32_t*>(b.second.get())};
+      }
+    sew::SpmvPacked q = p;
+    sew::spmv_sk_grid_order(q, s);
+    sparsenm::cuda::DeviceBuffer bv(q.values.size()), bi(q.indices.size() * 4);
+    bv.upload(q.values.data(), q.values.size());
+    bi.upload(q.indices.data(), q.indices.size() * 4);
+    gridded.emplace_back(s.warps_total, std::make_pair(std::move(bv), std::move(bi)));
+    auto& b = gridded.back().second;
+    return {b.first.get(), static_cast<const std::uint32_t*>(b.second.get())};
+  };
   // stream-K candidates.
   auto run_sk = [&](const char* name, auto launch, int waves, bool checked, int ring = 0, bool vals = false,
-                    int grid = 0, int warps = 8) {
+                    int grid = 0, int warps = 8, bool in_grid_order = false) {
     sew::SkArgs s;
     const sew::SkConfig sc = sew::plan_spmv_sk(l, DType::f16, sms, waves, s, grid, ring, vals, warps);
     s.values = dv.get();
     s.indices = static_cast<const std::uint32_t*>(di.get());
+    if (in_grid_order) std::tie(s.values, s.indices) = gridded_for(s);
     s.x = dx.get();
     s.y = dy.get();
     s.ws = ws.as<float>();
@@ -401,6 +473,24 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   using SkNoX = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone>;
   using SkStream = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false>;
   run_sk("sk", &sew::launch_spmv_sk<Sk>, 1, true);
+  if (s7) {
+    // Session 7b: the grid-ordered forms and their streams, next to their packed-order twins.
+    constexpr int b = sew::spmv_bits(M);
+    using SkG = sew::SkTraits<__half, b, N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 0, -1, 0, false, 8, true>;
+    using SkGS = sew::SkTraits<__half, b, N, M, sew::kSkXNone, false, sew::kSkEndSerial, 0, -1, 0, false, 8, true>;
+    using SkR3G = sew::SkTraits<__half, b, N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3, -1, 0, false, 8, true>;
+    using SkR3GS = sew::SkTraits<__half, b, N, M, sew::kSkXNone, false, sew::kSkEndSerial, 3, -1, 0, false, 8, true>;
+    using SkWG = sew::SkTraits<__half, b, N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3, -1, 0, true, 32, true>;
+    using SkWGS = sew::SkTraits<__half, b, N, M, sew::kSkXNone, false, sew::kSkEndSerial, 3, -1, 0, true, 32, true>;
+    run_sk("sk-g", &sew::launch_spmv_sk<SkG>, 1, true, 0, false, 0, 8, true);
+    run_sk("sk-ring3-g", &sew::launch_spmv_sk<SkR3G>, 1, true, 3, false, 0, 8, true);
+    if (sew::spmv_sk_smem_bytes(l, 3, true, 32) <= 227 * 1024)
+      run_sk("sk-v3w32-g", &sew::launch_spmv_sk<SkWG>, 1, true, 3, true, 0, 32, true);
+    run_sk("sk-stream-g", &sew::launch_spmv_sk<SkGS>, 1, false, 0, false, 0, 8, true);
+    run_sk("skr3-stream-g", &sew::launch_spmv_sk<SkR3GS>, 1, false, 3, false, 0, 8, true);
+    if (sew::spmv_sk_smem_bytes(l, 3, true, 32) <= 227 * 1024)
+      run_sk("skw-stream-g", &sew::launch_spmv_sk<SkWGS>, 1, false, 3, true, 0, 32, true);
+  }
   using SkR3 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3>;
   using SkR4 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 4>;
   using SkR3S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 3>;

@@ -36,6 +36,7 @@ struct SkCase {
   int ring = 0;  ///< 0: register ring; 3 / 4: shared-memory ring stages
   bool vals = false;  ///< ring of value vectors only, index words through registers (ring 3)
   int warps = 8;      ///< warps per CTA (32: "cuda:ew_spmv_skw")
+  bool grid_order = false;  ///< the weight reordered into the grid order ("cuda:ew_spmv_skg" / "_skrg" / "_skwg")
 };
 
 struct RingForm {
@@ -53,17 +54,24 @@ std::string name(const SkCase& c) {
   return c.pattern.str() + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " " +
          std::string(to_string(c.t)) + "->" + std::string(to_string(c.yt)) + " grid=" + std::to_string(c.grid) +
          " waves=" + std::to_string(c.waves) + (c.misaligned_x ? " misaligned-x" : "") + " ring=" + std::to_string(c.ring) +
-         (c.vals ? " values-only" : "") + " warps=" + std::to_string(c.warps);
+         (c.vals ? " values-only" : "") + " warps=" + std::to_string(c.warps) + (c.grid_order ? " grid-order" : "");
 }
 
 /// Runs three launches (Y poisoned before each, plus one guard row that must stay untouched);
 /// returns Y of the last launch.
 void run_sk(const CondensedMatrix& w, const DenseMatrix& x, const SkCase& c, std::vector<std::byte>& y) {
-  const auto packed = sew::pack_spmv(w);
+  auto packed = sew::pack_spmv(w);
   const auto& l = packed.layout;
   sew::SkArgs a;
   const auto cfg = sew::plan_spmv_sk(l, c.t, sms(), c.waves, a, c.grid, c.ring, c.vals, c.warps);
-  const auto fn = sew::find_spmv_sk(c.t, c.pattern.n, c.pattern.m, c.ring, c.vals, c.warps);
+  const auto fn = sew::find_spmv_sk(c.t, c.pattern.n, c.pattern.m, c.ring, c.vals, c.warps, c.grid_order);
+  if (c.grid_order) {
+    const auto before = packed.values;
+    sew::spmv_sk_grid_order(packed, a);
+    ASSERT_EQ(a.grid_lmin, a.units / a.warps_total);
+    // More than one warp with at least one full step: the tiles really moved.
+    if (a.grid_lmin > 0 && a.warps_total > 1 && a.units > a.warps_total) ASSERT_NE(packed.values, before);
+  }
   if (c.ring > 0) {
     ASSERT_EQ(a.ring_off % 128, 0);
     ASSERT_GE(a.ring_off, a.x_cols * 2);
@@ -345,6 +353,97 @@ TEST(EwSpmvSkVals, ForcedPlanRacedAndOccupancy) {
 }  // namespace
 
 namespace {
+
+/// The grid-ordered forms: sk, skr, skw (register ring / 3-stage ring / value ring on 32 warps).
+const std::vector<RingForm>& grid_forms() {
+  static const std::vector<RingForm> f = {{0, false, 8}, {3, false, 8}, {3, true, 32}};
+  return f;
+}
+
+TEST(EwSpmvSkGrid, EveryPatternDtypeAndTail) {
+  EW_REQUIRE_DEVICE();
+  std::uint64_t seed = 9300;
+  for (auto [ring, vals, warps] : grid_forms())
+    for (const Pattern& p : sk_compiled_patterns())
+      for (DType t : {DType::f16, DType::bf16})
+        for (auto shape : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 9}, {77, 1001}, {300, 4099}})
+          check_case({p, shape.first, shape.second, t, t, 0, 1, false, ring, vals, warps, true}, ++seed);
+  check_case({Pattern::hw24(), 95, 130, DType::f16, DType::f16, 0, 1, false, 0, false, 8, true}, ++seed);
+}
+
+TEST(EwSpmvSkGrid, GridsRaggedRangesAndOutputDtypes) {
+  EW_REQUIRE_DEVICE();
+  std::uint64_t seed = 9500;
+  for (auto [ring, vals, warps] : grid_forms()) {
+    // 1 .. 400 CTAs: one warp's range over many groups, ragged +-1 ranges cutting groups at odd
+    // places (the long warps' last tile stored after the full steps), more warps than units.
+    for (int grid : {1, 2, 3, 17, 132, 400})
+      for (auto p : {Pattern::element(2, 8), Pattern::element(1, 16)})
+        check_case({p, 1000, 2050, DType::f16, DType::f16, grid, 1, false, ring, vals, warps, true}, ++seed);
+    // 8 row groups of 1 .. 7 tiles on 1 or 2 CTAs: ranges of 0 .. 7 tiles per warp, lmin = 0 (all
+    // tiles are "long" last steps) up to 7, ragged at every k.
+    for (std::int64_t k : {128, 256, 300, 512, 640, 700, 896})
+      for (int grid : {1, 2})
+        check_case({Pattern::element(2, 8), 256, k, DType::f16, DType::f16, grid, 1, false, ring, vals, warps, true}, ++seed);
+    check_case({Pattern::element(2, 8), 4100, 8195, DType::f16, DType::f16, 0, 1, false, ring, vals, warps, true}, ++seed);
+    check_case({Pattern::element(2, 8), 257, 3001, DType::f16, DType::f32, 0, 1, false, ring, vals, warps, true}, ++seed);
+    check_case({Pattern::element(1, 8), 257, 3001, DType::bf16, DType::f16, 0, 1, false, ring, vals, warps, true}, ++seed);
+    check_case({Pattern::element(2, 16), 257, 3001, DType::f16, DType::bf16, 0, 1, false, ring, vals, warps, true}, ++seed);
+    check_case({Pattern::element(2, 4), 257, 3001, DType::bf16, DType::bf16, 0, 1, false, ring, vals, warps, true}, ++seed);
+    check_case({Pattern::element(2, 8), 333, 1027, DType::f16, DType::f16, 5, 1, true, ring, vals, warps, true}, ++seed);
+    check_case({Pattern::element(1, 8), 4096, 12288, DType::f16, DType::f16, 0, 1, false, ring, vals, warps, true}, ++seed);
+  }
+}
+
+TEST(EwSpmvSkGrid, ForcedPlansAndRaced) {
+  EW_REQUIRE_DEVICE();
+  std::uint64_t seed = 9700;
+  for (const char* kernel : {"cuda:ew_spmv_skg", "cuda:ew_spmv_skrg", "cuda:ew_spmv_skwg"})
+    for (DType t : {DType::f16, DType::bf16})
+      for (const Pattern& p : {Pattern::element(2, 8), Pattern::element(1, 8), Pattern::element(2, 16)}) {
+        SCOPED_TRACE(std::string(kernel) + " " + std::string(to_string(t)) + " " + p.str());
+        const std::int64_t n = 999, k = 2051;
+        const auto w = random_ew(p, n, k, t, ++seed);
+        const auto x = random_matrix(t, 1, k, ++seed);
+        const Plan plan = Plan::create(w, cuda_desc(1, t, kernel));
+        EXPECT_EQ(plan.kernel(), kernel);
+        EXPECT_NE(plan.reason().find("tiles in grid order"), std::string::npos) << plan.reason();
+        std::vector<std::byte> y;
+        run_plan_thrice(plan, x, std::size_t(n) * dtype_size(t), y);
+        if (::testing::Test::HasFatalFailure()) return;
+        const auto cmp = compare(y, t, oracle(x, w));
+        EXPECT_EQ(cmp.unwritten, 0);
+        EXPECT_EQ(cmp.class_mismatch, 0);
+        EXPECT_LT(cmp.rel_err, tolerance(t));
+      }
+  const auto w = random_ew(Pattern::element(2, 8), 999, 2051, DType::f16, ++seed);
+  const Plan plan = Plan::create(w, cuda_desc(1, DType::f16));
+  for (const char* kernel : {"cuda:ew_spmv_skg [", "cuda:ew_spmv_skrg [", "cuda:ew_spmv_skwg ["})
+    EXPECT_NE(plan.reason().find(kernel), std::string::npos) << plan.reason();  // raced
+  EXPECT_THROW(Plan::create(w, cuda_desc(2, DType::f16, "cuda:ew_spmv_skg")), Unsupported);
+  // Compiled only for the three forms.
+  EXPECT_NE(sew::find_spmv_sk(DType::f16, 2, 8, 0, false, 8, true), nullptr);
+  EXPECT_NE(sew::find_spmv_sk(DType::bf16, 2, 8, 3, false, 8, true), nullptr);
+  EXPECT_NE(sew::find_spmv_sk(DType::f16, 2, 16, 3, true, 32, true), nullptr);
+  EXPECT_EQ(sew::find_spmv_sk(DType::f16, 2, 8, 4, false, 8, true), nullptr);
+  EXPECT_EQ(sew::find_spmv_sk(DType::f16, 2, 8, 3, true, 8, true), nullptr);
+  // The reorder needs a planned grid.
+  auto packed = sew::pack_spmv(random_ew(Pattern::element(2, 8), 64, 256, DType::f16, ++seed));
+  sew::SkArgs a;
+  EXPECT_THROW(sew::spmv_sk_grid_order(packed, a), InvalidArgument);
+}
+
+// Small cases for compute-sanitizer: the grid order with ragged ranges, empty ranges, lmin = 0.
+TEST(EwSpmvSkGridSmoke, SanitizerSmoke) {
+  EW_REQUIRE_DEVICE();
+  for (auto [ring, vals, warps] : grid_forms()) {
+    check_case({Pattern::element(2, 8), 70, 1030, DType::f16, DType::f16, 3, 1, false, ring, vals, warps, true}, 9901);
+    check_case({Pattern::element(2, 8), 256, 700, DType::f16, DType::f16, 1, 1, false, ring, vals, warps, true}, 9902);
+    check_case({Pattern::element(1, 16), 33, 515, DType::bf16, DType::f32, 0, 1, true, ring, vals, warps, true}, 9903);
+    check_case({Pattern::element(2, 16), 40, 300, DType::f16, DType::f16, 50, 1, false, ring, vals, warps, true}, 9904);
+  }
+}
+
 // Small cases for compute-sanitizer (memcheck): bulk copy and the threads' copy of X, partial
 // groups through the workspace, empty ranges.
 TEST(EwSpmvSkSmoke, SanitizerSmoke) {

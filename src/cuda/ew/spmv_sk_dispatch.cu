@@ -4,6 +4,7 @@
 #include "cuda/ew/spmv_sk.hpp"
 #include "cuda/ew/spmv_sk_kernel.cuh"
 #include "format/sk_grid_order.hpp"
+#include "sparsenm/error.hpp"
 
 namespace sparsenm::cuda::ew {
 
@@ -65,8 +66,11 @@ SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring, bool
 
 void spmv_sk_grid_order(SpmvPacked& p, SkArgs& a) {
   const SpmvLayout& l = p.layout;
-  detail::sk_grid_reorder(p.values, std::size_t(l.vecs) * 32 * 16, a.units, a.warps_total);
-  detail::sk_grid_reorder(p.indices, std::size_t(l.bits) * 32, a.units, a.warps_total);
+  // The kernel computes slots in 32 bits (2^31 tiles would be > 4 TB of weight).
+  if (a.units >= (1ll << 31) || a.warps_total < 1)
+    throw InvalidArgument("weight", "the grid order needs fewer than 2^31 tiles and a planned grid");
+  ::sparsenm::detail::sk_grid_reorder(p.values, std::size_t(l.vecs) * 32 * 16, a.units, a.warps_total);
+  ::sparsenm::detail::sk_grid_reorder(p.indices, std::size_t(l.bits) * 32, a.units, a.warps_total);
   a.grid_lmin = a.units / a.warps_total;
 }
 

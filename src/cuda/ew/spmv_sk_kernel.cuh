@@ -391,12 +391,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
   // Where step q of this warp's range is stored: unit u0 + q in the packed order; GRID: slot
   // q W + gw for the steps every warp takes (q < lmin), then the long warps' last unit densely after
   // them, at lmin W + (number of long warps before this one = u0 - gw lmin).
-  [[maybe_unused]] const long long lmin = Tr::GRID ? a.grid_lmin : 0;
-  [[maybe_unused]] const long long tail_slot = Tr::GRID ? lmin * a.warps_total + (u0 - gw * lmin) : 0;
+  // 32-bit: the plan admits the grid order for units < 2^31 only (spmv_sk_grid_order).
+  [[maybe_unused]] const int lmin = Tr::GRID ? int(a.grid_lmin) : 0, gw32 = int(gw);
+  [[maybe_unused]] const int tail_slot = Tr::GRID ? lmin * a.warps_total + int(u0 - gw * lmin) : 0;
   // SK_AT(q, d): where step q + d lies (the packed-order forms keep their expression u0 + q + d
   // as written before the grid order existed, so their SASS is unchanged).
 #define SK_AT(q, d) \
-  (Tr::GRID ? ((q) + (d) < lmin ? (long long)((q) + (d)) * a.warps_total + gw : tail_slot) : u0 + (q) + (d))
+  (Tr::GRID ? (long long)((q) + (d) < lmin ? ((q) + (d)) * a.warps_total + gw32 : tail_slot) : u0 + (q) + (d))
 
   sk::Tile<Tr> ta, tb;
   sk::TabCursor cur;  // VM > 0: the table of the next unit fetched
