@@ -384,7 +384,11 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   // SPMV_PROBE_FAST=1: lib, read, sk, sk-ring3/4, sk-lean, sk-ring3-plain, sk-again and the three
   // stream diagnostics only
   // (the others were measured at 20d8a0f / 47b292d).
-  const bool s7 = std::getenv("SPMV_PROBE_S7") != nullptr;
+  // SPMV_PROBE_S7B=1 (session 7b): the S7 set without the session-7 one-offs (sk-vring3*, sk-v6w16,
+  // sk-v4w24, sk-lean, skv3-stream): read, read-range, read-grid, sk / skr / skw and their grid-ordered
+  // forms, their streams, sk-again.
+  const bool s7b = std::getenv("SPMV_PROBE_S7B") != nullptr;
+  const bool s7 = s7b || std::getenv("SPMV_PROBE_S7") != nullptr;
   const bool fast = s7 || std::getenv("SPMV_PROBE_FAST") != nullptr;
   // The copy with everything on (control of the copy), then the suspects removed one at a time.
   if (!fast) {
@@ -498,22 +502,22 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   run_sk("sk-ring3", &sew::launch_spmv_sk<SkR3>, 1, true, 3);
   using SkV3 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3, -1, 0, true>;
   using SkV3S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 3, -1, 0, true>;
-  run_sk("sk-vring3", &sew::launch_spmv_sk<SkV3>, 1, true, 3, true);
-  if (s7) run_sk("sk-vring3-2cta", &sew::launch_spmv_sk<SkV3>, 1, true, 3, true, 2 * sms);
+  if (!s7b) run_sk("sk-vring3", &sew::launch_spmv_sk<SkV3>, 1, true, 3, true);
+  if (s7 && !s7b) run_sk("sk-vring3-2cta", &sew::launch_spmv_sk<SkV3>, 1, true, 3, true, 2 * sms);
   using SkV3W32 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3, -1, 0, true, 32>;
   using SkV6W16 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 6, -1, 0, true, 16>;
   using SkV3W32S = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXNone, false, sew::kSkEndSerial, 3, -1, 0, true, 32>;
   const bool wide_fits = sew::spmv_sk_smem_bytes(l, 3, true, 32) <= 227 * 1024;
   if (wide_fits) run_sk("sk-v3w32", &sew::launch_spmv_sk<SkV3W32>, 1, true, 3, true, 0, 32);
-  if (s7 && sew::spmv_sk_smem_bytes(l, 6, true, 16) <= 227 * 1024)
+  if (s7 && !s7b && sew::spmv_sk_smem_bytes(l, 6, true, 16) <= 227 * 1024)
     run_sk("sk-v6w16", &sew::launch_spmv_sk<SkV6W16>, 1, true, 6, true, 0, 16);
   using SkV4W24 = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 4, -1, 0, true, 24>;
-  if (s7 && sew::spmv_sk_smem_bytes(l, 4, true, 24) <= 227 * 1024)
+  if (s7 && !s7b && sew::spmv_sk_smem_bytes(l, 4, true, 24) <= 227 * 1024)
     run_sk("sk-v4w24", &sew::launch_spmv_sk<SkV4W24>, 1, true, 4, true, 0, 24);
   if (!s7) run_sk("sk-ring4", &sew::launch_spmv_sk<SkR4>, 1, true, 4);
   using SkLean = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 0, 1>;
   using SkR3Plain = sew::SkTraits<__half, sew::spmv_bits(M), N, M, sew::kSkXBulk, true, sew::kSkEndSerial, 3, 0>;
-  run_sk("sk-lean", &sew::launch_spmv_sk<SkLean>, 1, true);
+  if (!s7b) run_sk("sk-lean", &sew::launch_spmv_sk<SkLean>, 1, true);
   if (!s7) run_sk("sk-ring3-plain", &sew::launch_spmv_sk<SkR3Plain>, 1, true, 3);
   // The register kernel again after the rings: a same-process control of drift.
   run_sk("sk-again", &sew::launch_spmv_sk<Sk>, 1, true);
@@ -528,7 +532,7 @@ void probe(std::int64_t n, std::int64_t k, Timer& timer, double empty_us, double
   run_sk("sk-stream", &sew::launch_spmv_sk<SkStream>, 1, false);
   run_sk("skr3-stream", &sew::launch_spmv_sk<SkR3S>, 1, false, 3);
   if (!s7) run_sk("skr4-stream", &sew::launch_spmv_sk<SkR4S>, 1, false, 4);
-  run_sk("skv3-stream", &sew::launch_spmv_sk<SkV3S>, 1, false, 3, true);
+  if (!s7b) run_sk("skv3-stream", &sew::launch_spmv_sk<SkV3S>, 1, false, 3, true);
   if (wide_fits) run_sk("skw-stream", &sew::launch_spmv_sk<SkV3W32S>, 1, false, 3, true, 0, 32);
   // The workspace after the diagnostics (whose flush counts are real but products are not) is
   // reset so a later checked run starts clean.
