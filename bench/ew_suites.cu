@@ -528,7 +528,7 @@ Suite spmv_suite() {
                   {{{28672, 8192}, {12288, 12288}}, {"2:8", "1:8", "2:16"}, {DType::bf16}, {8}},
                   {{{28672, 8192}}, {"2:4", "4:8"}, {DType::f16}, {8}}},
                  {1, 2, 4, 8},
-                 {"cuda:ew_spmv", "cuda:ew_spmv_sk", "cuda:ew_spmv_sk4", "cuda:ew_spmv_skr", "cuda:ew_spmv_skv", "cuda:ew_spmv_skw", "cuda:ew_spmv_sk_mb", "cuda:ew_spmv_sk_mb2", "cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt",
+                 {"cuda:ew_spmv", "cuda:ew_spmv_sk", "cuda:ew_spmv_sk4", "cuda:ew_spmv_skr", "cuda:ew_spmv_skv", "cuda:ew_spmv_skw", "cuda:ew_spmv_skg", "cuda:ew_spmv_skrg", "cuda:ew_spmv_skwg", "cuda:ew_spmv_sk_mb", "cuda:ew_spmv_sk_mb2", "cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt",
                   "cuda:ew_spmv_tc_ring", ""});
   };
   return s;

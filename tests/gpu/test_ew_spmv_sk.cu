@@ -10,11 +10,13 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "cuda/ew/spmv_sk.hpp"
 #include "cuda/ew/spmv_sk_kernel.cuh"
+#include "format/sk_grid_order.hpp"
 #include "sparsenm/error.hpp"
 #include "sparsenm/plan.hpp"
 #include "ew_support.hpp"
@@ -67,10 +69,17 @@ void run_sk(const CondensedMatrix& w, const DenseMatrix& x, const SkCase& c, std
   const auto fn = sew::find_spmv_sk(c.t, c.pattern.n, c.pattern.m, c.ring, c.vals, c.warps, c.grid_order);
   if (c.grid_order) {
     const auto before = packed.values;
+    const auto before_idx = packed.indices;
     sew::spmv_sk_grid_order(packed, a);
     ASSERT_EQ(a.grid_lmin, a.units / a.warps_total);
-    // More than one warp with at least one full step: the tiles really moved.
-    if (a.grid_lmin > 0 && a.warps_total > 1 && a.units > a.warps_total) ASSERT_NE(packed.values, before);
+    // Every tile (values and index words) at its grid-order slot for this grid (an identity when
+    // the grid order is one, e.g. one step per warp and the only long warp last).
+    const std::size_t vt = std::size_t(l.vecs) * 32 * 16, it = std::size_t(l.bits) * 32;
+    for (long long u = 0; u < a.units; ++u) {
+      const auto s = std::size_t(::sparsenm::detail::sk_grid_slot(a.units, a.warps_total, u));
+      ASSERT_TRUE(std::equal(before.begin() + u * vt, before.begin() + (u + 1) * vt, packed.values.begin() + s * vt));
+      ASSERT_TRUE(std::equal(before_idx.begin() + u * it, before_idx.begin() + (u + 1) * it, packed.indices.begin() + s * it));
+    }
   }
   if (c.ring > 0) {
     ASSERT_EQ(a.ring_off % 128, 0);
@@ -418,8 +427,11 @@ TEST(EwSpmvSkGrid, ForcedPlansAndRaced) {
       }
   const auto w = random_ew(Pattern::element(2, 8), 999, 2051, DType::f16, ++seed);
   const Plan plan = Plan::create(w, cuda_desc(1, DType::f16));
-  for (const char* kernel : {"cuda:ew_spmv_skg [", "cuda:ew_spmv_skrg [", "cuda:ew_spmv_skwg ["})
+  for (const char* kernel : {"cuda:ew_spmv_skrg [", "cuda:ew_spmv_skwg ["})
     EXPECT_NE(plan.reason().find(kernel), std::string::npos) << plan.reason();  // raced
+  // The register form on the grid order is opt-in (slower than sk on the H200).
+  EXPECT_EQ(plan.reason().find("cuda:ew_spmv_skg ["), std::string::npos) << plan.reason();
+  EXPECT_NE(plan.reason().find("ew_spmv_skg is opt-in"), std::string::npos) << plan.reason();
   EXPECT_THROW(Plan::create(w, cuda_desc(2, DType::f16, "cuda:ew_spmv_skg")), Unsupported);
   // Compiled only for the three forms.
   EXPECT_NE(sew::find_spmv_sk(DType::f16, 2, 8, 0, false, 8, true), nullptr);

@@ -3,8 +3,9 @@
 // "cuda:ew_spmv_sk" / "cuda:ew_spmv_sk4" (m = 1, f16 / bf16, stream-K split, bulk-copied X),
 // "cuda:ew_spmv_skr" (the same with a 3-stage cp.async shared-memory tile ring per warp),
 // "cuda:ew_spmv_skv" (opt-in) / "cuda:ew_spmv_skw" (the ring of value vectors only, index words
-// through registers; 8-warp CTAs / one 32-warp CTA per SM), "cuda:ew_spmv_skg" / "_skrg" / "_skwg"
-// (sk / skr / skw on the weight stored in the order the planned grid consumes it: session 7b),
+// through registers; 8-warp CTAs / one 32-warp CTA per SM), "cuda:ew_spmv_skrg" / "_skwg" (skr / skw
+// on the weight stored in the order the planned grid consumes it: session 7b; "_skg", the register
+// form, opt-in),
 // "cuda:ew_spmv_sk_mb" / "cuda:ew_spmv_sk_mb2" (m = 2..8, f16 / bf16, stream-K split, CUDA cores)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
@@ -246,7 +247,7 @@ KernelCandidate ew_sk_candidate(int waves, int ring = 0, bool vals_only = false,
                         : "cuda:ew_spmv_sk" + std::to_string(waves);
   if (grid) c.name += "g";
   c.backend = Backend::cuda;
-  c.unsupported = [waves, ring, vals_only, warps, name = c.name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+  c.unsupported = [waves, ring, vals_only, warps, grid, name = c.name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
     if (auto why = ew_common_unsupported(w, d); !why.empty()) return name.substr(5) + " " + why;
     const auto l = cuda::ew::SpmvLayout::of(ew_layout(w), w.dtype);
     const std::string why = cuda::ew::spmv_sk_unsupported(l, w.dtype, d.m);
@@ -268,6 +269,11 @@ KernelCandidate ew_sk_candidate(int waves, int ring = 0, bool vals_only = false,
     // at 12288^2 1:8 / 2:16).
     if (why.empty() && vals_only && warps == 8 && d.kernel != name)
       return name.substr(5) + " is opt-in (force desc.kernel): never the fastest m = 1 form on the H200";
+    // The register form on the grid-ordered weight was 0.1-1.2 us slower than "cuda:ew_spmv_sk" in all
+    // six bar cases of the H200 probe at 596e0cf (docs/PERF.md, ew_spmv session 7b): opt-in. Its ring
+    // forms "_skrg" / "_skwg" are raced (0.2-0.8 us faster than their twins at 2:8).
+    if (why.empty() && grid && ring == 0 && d.kernel != name)
+      return name.substr(5) + " is opt-in (force desc.kernel): slower than ew_spmv_sk on the H200";
     return why;
   };
   c.create = [waves, ring, vals_only, warps, grid](const CondensedMatrix& w,

@@ -34,7 +34,9 @@ using SkOccupancyFn = int (*)(int smem_bytes);
 ///                      flight per SM instead of 48; session 7); raced where X + 192 KiB fit (the
 ///                      fastest form at 12288^2 1:8 / 2:16)
 ///   "cuda:ew_spmv_skg" / "_skrg" / "_skwg": sk / skr / skw on a weight stored in the grid order
-///                      (tile of step q of warp w at slot q W + w; session 7b), raced
+///                      (tile of step q of warp w at slot q W + w; session 7b): skrg / skwg raced
+///                      (0.2-0.8 us faster than skr / skw at 2:8 in the H200 probe), skg opt-in
+///                      (0.1-1.2 us slower than sk in all six bar cases)
 /// `ring`: 0 = the two-tile register ring; 3 / 4 = shared-memory ring stages per warp.
 /// `vals_only` (ring 3 only): the stages hold the value vectors, the index words go to registers.
 /// `warps`: warps per CTA, 8, or 32 with `vals_only` (compiled: (0|3|4, false, 8), (3, true, 8 | 32)).

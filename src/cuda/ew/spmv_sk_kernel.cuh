@@ -57,6 +57,20 @@
 //   warps x 3 value stages (192 KiB): 64 tiles in flight per SM instead of 48, and 32 warps to hide
 //   the products. The unit split is per warp, so nothing else changes. Measured (H200, 3105dde):
 //   raced; the fastest form at 12288^2 1:8 / 2:16 (-0.7 / -1.0 us vs skr), not at 2:8.
+// GRID (session 7b, docs/PERF.md; "cuda:ew_spmv_skg" / "_skrg" / "_skwg" = sk / skr / skw with GRID):
+//   the weight is stored in the order the grid consumes it (format/sk_grid_order.hpp, reordered once
+//   at plan time for the planned grid W): the tile of step q of warp w at slot q W + w (q < lmin =
+//   U / W), the long warps' last tile densely after those (slot lmin W + number of long warps before
+//   w = lmin W + u0 - w lmin). Only a step's address changes (SK_AT: one compare, select and IMAD in
+//   32 bits, the plan admits < 2^31 tiles); the unit split, the (group, tile) walk, the head / tail
+//   partials and their flushes are the packed-order kernel's, so the grid order is exact for any W.
+//   Why: in the packed order the ~4200 warps' outstanding requests lie in ~4200 tiles ~18 KB apart;
+//   in the grid order neighbouring warps read adjacent tiles at the same step, one compact window, as
+//   a plain grid-stride read does. Measured (H200, 596e0cf, probe): a pure read on sk's grid is
+//   1.0-1.5 us faster in the grid order than in the range order (12288^2 2:8: 23.6 vs 25.2 us, faster
+//   than the plain read, 24.4), but the kernels' own streams gain only 0.2-0.6 us and the full forms
+//   -0.8 .. +0.6 us (ring forms; the register form +0.1 .. +1.2 us slower: its warps drift apart with
+//   the products, so the same step is no longer the same instant). skrg / skwg raced, skg opt-in.
 // V:2:M (session 7, VM = M > 0: "cuda:vnm_spmv_sk" with RING = 0, "cuda:vnm_spmv_skr" with RING = 3;
 //   docs/PERF-vnm-small.md): a venom V:2:M weight read in its own bytes instead of as element 2:M
 //   (format/as_element.hpp: 1 - 2 more index bits per value, +5.3 % / +10.7 % bytes at M = 8 / 16).
