@@ -4,6 +4,14 @@
 // Read kernel.cuh (records, tiling, mma.sp), kernel3.cuh (transposed X, ldmatrix) and kernel5.cuh
 // (the ring) first; this kernel combines them.
 //
+// Status (H200 run dfdb555, PERF-vnm-small.md "Session 7b measured"): correct (every VnmSmallGpu
+// test, each case twice); the default for V:2:M with M <= 8 at m > 24 only (1.04-1.08x of v4 on
+// 128:2:8 at m = 32); 0.87-0.94x of v4 at m <= 8 (the transpose launch and the ring's per-record
+// overhead); the m slope only ~35 % smaller than v4's on 128:2:8 (none on 128:2:16): the gather's
+// latency chain was a third of the slope, the rest grows faster than linearly in NT (a throughput
+// of the SM: per record and n8 tile 2 mma.sp + 2 ldmatrix.x4, repeated by every warp of the
+// block). 2:4 was not measured in that run.
+//
 // Why (PERF-vnm-small.md "Look-back and the limiter found", session 7). Variant 4's time grows
 // with ceil(m / 8) because its gather is a chain of serialised L2 round trips (8 LDG -> 8 STS ->
 // branch, per staged word, NT batches) between two __syncthreads, during which the block requests

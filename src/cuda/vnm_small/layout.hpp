@@ -184,6 +184,8 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 of a chunk's copies one group, the next chunk's issued before the current one is
 ///                 consumed (two buffers, one wait + __syncthreads per chunk); weight through
 ///                 variant 8's ring. Chunks of 16 / n_tiles pairs: 3 blocks of 8 warps per SM.
+///                 Measured (dfdb555): default for V:2:M with M <= 8 at m > 24 (1.04-1.08x of
+///                 4), slower than 4 at m <= 8; 2:4 not measured.
 /// Variants 1/2 split k into at most one wave of resident blocks (floor(slots / groups)) and
 /// size chunks so a block has ~3 of them.
 inline constexpr int kVariants = 10;
