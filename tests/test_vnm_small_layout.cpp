@@ -133,7 +133,7 @@ TEST(VnmSmallLayout, LayoutAndGeometryValues) {
         EXPECT_EQ(g.smem_words_per_row % 32, 16) << "bank-conflict-free stride";
       EXPECT_EQ(g.buffers, sv::two_buffer_variant(variant) ? 2 : 1);
       EXPECT_LE((g.smem_bytes() - g.ring_bytes) / std::size_t(g.buffers), 48u * 1024u);
-      EXPECT_EQ(g.ring_bytes, variant == sv::kRingVariant ? std::size_t(g.warps) * sv::kRingStages * sv::kRecordBytes : 0u);
+      EXPECT_EQ(g.ring_bytes, sv::ring_variant(variant) ? std::size_t(g.warps) * sv::kRingStages * sv::kRecordBytes : 0u);
       EXPECT_LE(g.smem_bytes(), 227u * 1024u / 2) << "two blocks per SM";
       EXPECT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
       EXPECT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
@@ -400,6 +400,136 @@ TEST(VnmSmallLayout, EveryGeometryFitsTheLaunchersSharedMemoryLimit) {
               ASSERT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
               ASSERT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
             }
+}
+
+TEST(VnmSmallLayout, AsyncDirectStagingFeedsLdmatrixTheBFragmentsConflictFree) {
+  // Variant 9, hw24 direct path (kernel6.cuh): the chunk's X rows copied in 16-byte units to
+  // direct_unit(i, u, U); the kernel's ldmatrix.x4 addresses ((cp * 128 + lane_off) ^ 64 h),
+  // lane_off = 16 direct_unit(8 nt + l % 8, l / 8, U). Replayed: register j of lane (g, t) =
+  // (row g, elements 2t, 2t+1) of the unit lane 8 j + g addresses, which must be X row 8 nt + g,
+  // chunk columns 64 cp + 32 h + 8 j + 2t, +1 (mma.m16n8k32's B fragment); every 8-lane phase hits
+  // 8 distinct 16-byte bank groups; the copies cover every (row < m, unit) once.
+  for (int nt_count = 1; nt_count <= 4; ++nt_count)
+    for (int chunk : {16 / nt_count, 1, 3}) {
+      const int U = chunk * 8, rows = 8 * nt_count;
+      const int units = rows * U;
+      // staged[unit] = (row, chunk unit) it holds; -1: never written
+      std::vector<std::pair<int, int>> staged(std::size_t(units), {-1, -1});
+      for (int i = 0; i < rows; ++i)
+        for (int u = 0; u < U; ++u) {
+          const int d = sv::direct_unit(i, u, U);
+          ASSERT_GE(d, 0);
+          ASSERT_LT(d, units);
+          ASSERT_EQ(staged[std::size_t(d)].first, -1) << "unit written twice";
+          staged[std::size_t(d)] = {i, u};
+        }
+      for (int cp = 0; cp < chunk; ++cp)
+        for (int h = 0; h < 2; ++h)
+          for (int nt = 0; nt < nt_count; ++nt) {
+            std::uint32_t addr[32];
+            for (int l = 0; l < 32; ++l) {
+              const std::uint32_t lane_off = std::uint32_t(sv::direct_unit(nt * 8 + (l & 7), l >> 3, U)) * 16u;
+              addr[l] = (std::uint32_t(cp * 128) + lane_off) ^ std::uint32_t(h * 64);
+              ASSERT_EQ(addr[l] % 16, 0u);
+            }
+            for (int j = 0; j < 4; ++j) {
+              std::vector<int> groups;
+              for (int r = 0; r < 8; ++r) groups.push_back(int((addr[8 * j + r] / 16) % 8));
+              std::sort(groups.begin(), groups.end());
+              ASSERT_TRUE(std::adjacent_find(groups.begin(), groups.end()) == groups.end()) << "bank conflict";
+            }
+            for (int lane = 0; lane < 32; ++lane) {
+              const int g = lane / 4, t = lane % 4;
+              for (int j = 0; j < 4; ++j) {
+                const auto [row, u] = staged[std::size_t(addr[8 * j + g] / 16)];
+                ASSERT_EQ(row, 8 * nt + g);
+                // element 2t of the unit = chunk column 8 u + 2t; the fragment wants k = 8 j + 2t of step (cp, h)
+                ASSERT_EQ(8 * u + 2 * t, 64 * cp + 32 * h + 8 * j + 2 * t) << "nt=" << nt << " lane=" << lane << " j=" << j;
+              }
+            }
+          }
+    }
+  // the transposed path's rounds cover a full chunk of 16 / nt pairs with 256 threads
+  for (int nt = 1; nt <= 4; ++nt) EXPECT_GE(sv::async_gather_per(nt) * 256, (16 / nt) * 64);
+}
+
+TEST(VnmSmallLayout, AsyncGeometryStagesBothLayoutsAndFitsThreeBlocksPerSm) {
+  // Variant 9: two X buffers of either staging layout (direct rows: 8 nt rows x chunk * 8 units;
+  // transposed: chunk * 64 columns x nt units) + the rings; <= 75 KB so that 3 blocks of 8 warps
+  // fit an H200 SM (228 KB, 1 KB reserved per block).
+  for (Pattern pat : {Pattern::venom(64, 8), Pattern::venom(128, 16), Pattern::venom(256, 8), Pattern::hw24()})
+    for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{28672, 8192}, {12288, 12288}, {300, 2000}})
+      for (int m = 1; m <= 32; ++m) {
+        const sv::Layout l = sv::Layout::of(FormatLayout::of(pat, n, k));
+        const sv::Geometry g = sv::choose_geometry(l, m, 132, sv::kAsyncVariant, 3);
+        SCOPED_TRACE(pat.str() + " m=" + std::to_string(m));
+        ASSERT_EQ(g.buffers, 2);
+        ASSERT_TRUE(sv::run1_geometry(sv::kAsyncVariant));
+        ASSERT_EQ(g.ring_bytes, std::size_t(g.warps) * sv::kRingStages * sv::kRecordBytes);
+        const std::size_t buf = g.buffer_words() * 4;
+        ASSERT_EQ(buf % 16, 0u) << "the rings start 16-byte aligned";
+        ASSERT_LE(std::size_t(8 * g.n_tiles) * std::size_t(g.chunk_pairs * 8) * 16, buf) << "direct rows";
+        ASSERT_LE(std::size_t(g.chunk_pairs) * 64 * std::size_t(g.n_tiles) * 16, buf) << "transposed columns";
+        ASSERT_LE(g.smem_bytes(), sv::max_smem_bytes(g.n_tiles));
+        if (g.warps == 8) ASSERT_LE(3 * (g.smem_bytes() + 1024), 228u * 1024u) << "3 blocks per SM";
+      }
+}
+
+TEST(VnmSmallLayout, AsyncGroupAccountingWaitsForWhatIsConsumed) {
+  // Variant 9's per-thread cp.async commit order replayed: D - 1 ring groups (prologue), the first
+  // chunk's gather group, then per chunk: wait(gather_wait_newer) + barrier, the next chunk's
+  // gather group, and per consumed record q: wait(ring_wait_newer(q, qg)), one ring group. A wait
+  // of N completes every group but the newest N: the group being relied on (record q's, or the
+  // chunk's gather group) must be among those. Also checks that the waits are not stricter than
+  // needed in the steady state (record q never waits for a gather group committed after it).
+  constexpr int D = sv::kRingStages;
+  for (int chunks = 1; chunks <= 5; ++chunks)
+    for (int chunk_pairs = 1; chunk_pairs <= 6; ++chunk_pairs)
+      for (int last = 1; last <= chunk_pairs; ++last)
+        for (int ntile = 0; ntile <= 2; ++ntile) {
+          std::vector<int> kind;  // per committed group: -1 gather, else ring record index (>= total: empty)
+          int ni = 0, qg = 0, q = 0;
+          auto ring = [&] { kind.push_back(ni++); };
+          std::vector<bool> done;  // per group: complete (some wait covered it)
+          auto newest_ok = [&](std::size_t idx, int newer) {  // group idx complete after wait(newer)?
+            return kind.size() - idx > std::size_t(newer);
+          };
+          auto wait = [&](int newer) {  // returns the groups this wait newly forces complete
+            std::vector<std::size_t> forced;
+            done.resize(kind.size(), false);
+            for (std::size_t i = 0; i + std::size_t(newer) < kind.size(); ++i)
+              if (!done[i]) done[i] = true, forced.push_back(i);
+            return forced;
+          };
+          for (int s = 0; s < D - 1; ++s) ring();
+          kind.push_back(-1);
+          std::size_t g_idx = kind.size() - 1;
+          qg = ni;
+          for (int c = 0; c < chunks; ++c) {
+            const int npairs = c == chunks - 1 ? last : chunk_pairs;
+            ASSERT_TRUE(newest_ok(g_idx, sv::gather_wait_newer(ni, qg))) << "chunk " << c;
+            wait(sv::gather_wait_newer(ni, qg));
+            if (c + 1 < chunks) {
+              kind.push_back(-1);
+              g_idx = kind.size() - 1;
+              qg = ni;
+            }
+            for (int tp = 0; tp < ntile; ++tp)
+              for (int cp = 0; cp < npairs; ++cp, ++q) {
+                const int w = sv::ring_wait_newer(q, qg);
+                std::size_t rec = 0;
+                while (kind[rec] != q) ++rec;  // ring group of record q
+                ASSERT_TRUE(newest_ok(rec, w)) << "record " << q;
+                // not stricter than needed once a chunk holds >= D - 1 records per warp (smaller
+                // chunks may leave two gather groups after a record: waiting longer is still
+                // correct): the wait forces no group committed after record q
+                const std::vector<std::size_t> forced = wait(w);
+                if (ntile * chunk_pairs >= D - 1)
+                  for (std::size_t i : forced) ASSERT_LE(i, rec) << "record " << q << " waits for a younger group";
+                ring();
+              }
+          }
+        }
 }
 
 TEST(VnmSmallLayout, SplitsFillWholeWaves) {

@@ -4,7 +4,7 @@
 // (NaN in every dtype) so an unwritten element fails. Every kernel variant (layout.hpp
 // kVariants) runs every case; each case runs twice on the same instance (the split arrival
 // counters of variants 1/2 must reset themselves; variants 5/6 rewrite their transposed-X
-// workspace on every run; variant 8 refills its record rings).
+// workspace on every run; variant 8 refills its record rings; variant 9 both).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -286,6 +286,38 @@ TEST(VnmSmallGpu, RingCrossesChunksTilesAndSplits) {
       run_and_check(tiny, t, {0, v8}, "hw24 k=20 " + tag);
       Problem ph = make_problem(Pattern::hw24(), t, m, 300, 64 * 40 + 6, ++seed);
       for (int splits : {0, 2}) run_and_check(ph, DType::bf16, {splits, v8}, "hw24 splits=" + std::to_string(splits) + " " + tag);
+    }
+}
+
+TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
+  // Variant 9 (kernel6.cuh): the asynchronous, double-buffered X gather with the record ring.
+  // Chunks of 16 / NT pairs, so several chunks per split with a partial last chunk; k tails
+  // (k % 8 != 0 -> hw24 takes the transposed path; k % 8 == 0 with X 16-byte aligned -> direct
+  // row staging; the same with X misaligned by 2 bytes -> transposed); odd m and m = 17..24
+  // (three n8 tiles: rows m..23 zeroed in both direct buffers), V = 64 / 128 / 256 (two row
+  // tiles per warp), 32:2:8 (2 warps, halved chunks), forced splits 1 / 3, f16 / bf16.
+  REQUIRE_DEVICE();
+  std::uint64_t seed = 9100;
+  const int v9 = vnm_small::kAsyncVariant;
+  for (DType t : {DType::f16, DType::bf16})
+    for (std::int64_t m : {1, 7, 9, 17, 21, 24, 32}) {
+      const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m);
+      Problem ph = make_problem(Pattern::hw24(), t, m, 128 * 2 + 40, 64 * 37, ++seed);  // k % 8 == 0, 37 pairs
+      for (int splits : {0, 1, 3}) {
+        const vs::Options o{splits, v9};
+        run_and_check_at(ph, DType::f32, o, "hw24 direct splits=" + std::to_string(splits) + " " + tag, 0);
+        run_and_check_at(ph, DType::f32, o, "hw24 misaligned X splits=" + std::to_string(splits) + " " + tag, 2);
+      }
+      Problem ht = make_problem(Pattern::hw24(), t, m, 200, 64 * 21 + 6, ++seed);  // k % 8 != 0: transposed
+      run_and_check(ht, t, {3, v9}, "hw24 k%8!=0 " + tag);
+      Problem hk = make_problem(Pattern::hw24(), t, m, 130, 64 * 9 + 24, ++seed);  // k % 8 == 0, last pair partial
+      run_and_check(hk, DType::bf16, {0, v9}, "hw24 k tail " + tag);
+      for (int v : {64, 128, 256}) {
+        Problem pv = make_problem(Pattern::venom(v, 8), t, m, v * 2 + 21, 8 * 16 * 23 + 3, ++seed);
+        for (int splits : {1, 3}) run_and_check(pv, DType::f32, {splits, v9}, Pattern::venom(v, 8).str() + " splits=" + std::to_string(splits) + " " + tag);
+      }
+      Problem p32 = make_problem(Pattern::venom(32, 16), t, m, 32 * 3 + 5, 16 * 16 * 7 + 9, ++seed);
+      run_and_check(p32, t, {0, v9}, "32:2:16 " + tag);
     }
 }
 

@@ -2,6 +2,7 @@
 // the variant in the geometry. Included only by the small per-instantiation .cu files (inst_*.cu).
 #pragma once
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
 #include "cuda/common.cuh"
@@ -10,6 +11,7 @@
 #include "cuda/vnm_small/kernel3.cuh"
 #include "cuda/vnm_small/kernel4.cuh"
 #include "cuda/vnm_small/kernel5.cuh"
+#include "cuda/vnm_small/kernel6.cuh"
 #include "cuda/vnm_small/vnm_small.hpp"
 
 namespace sparsenm::cuda::vnm_small {
@@ -23,6 +25,7 @@ const void* kernel_of(int variant) {
     case 6: return reinterpret_cast<const void*>(&vnm_small_kernel_xt<Tr>);
     case 7: return reinterpret_cast<const void*>(&vnm_small_kernel_stream<Tr, false>);  // venom: same resources
     case 8: return reinterpret_cast<const void*>(&vnm_small_kernel_ring<Tr, 2>);  // the larger of the two
+    case 9: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
     default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
   }
@@ -40,6 +43,18 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
   if (smem_bytes > kBound) throw std::logic_error("vnm_small: geometry exceeds max_smem_bytes");
   if (sparsenm::vnm_small::large_smem_variant(variant))  // the others stay <= 48 KB
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
+  if (variant == sparsenm::vnm_small::kAsyncVariant) {  // three instances: occupancy of the smallest
+    const void* ks[3] = {k, reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 1, false>),
+                         reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 1, true>)};
+    int best = 1 << 30;
+    for (const void* f : ks) {
+      if (f != k) SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
+      int b = 0;
+      SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, threads, smem_bytes));
+      best = std::min(best, b);
+    }
+    return best;
+  }
   if (variant == sparsenm::vnm_small::kRingVariant) {  // one row tile per warp: its own instance
     const void* k1 = reinterpret_cast<const void*>(&vnm_small_kernel_ring<Tr, 1>);
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(k1, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
@@ -83,6 +98,39 @@ void launch_stream(const Params& p, const sparsenm::vnm_small::Geometry& g, std:
   else
     SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_stream<Tr, false>, p));
   SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_stream");
+}
+
+/// Variant 9: hw24 with k % 8 == 0 and 16-byte aligned X stages X rows directly (no transpose);
+/// otherwise X -> Xt, then the kernel as a programmatic dependent of the transpose (variant 6).
+template <class Tr>
+void launch_async(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
+  constexpr int NT = Tr::kNTiles;
+  const dim3 grid(unsigned(groups), unsigned(g.splits));
+  const dim3 block(unsigned(32 * g.warps));
+  const bool direct = p.sel == nullptr && p.k % 8 == 0 && (reinterpret_cast<std::uintptr_t>(p.x) & 15u) == 0;
+  if (direct) {
+    vnm_small_kernel_async<Tr, 1, true><<<grid, block, g.smem_bytes(), stream>>>(p);
+  } else {
+    const dim3 tgrid(unsigned(std::min<std::int64_t>(1024, (p.k + 255) / 256)), unsigned(NT));
+    vnm_small_transpose_x<NT><<<tgrid, 256, 0, stream>>>(static_cast<const std::uint16_t*>(p.x), p.xt, p.m, p.k);
+    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_transpose_x");
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = g.smem_bytes();
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    if (g.tiles_per_warp > 1)
+      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_async<Tr, 2, false>, p));
+    else
+      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_async<Tr, 1, false>, p));
+  }
+  SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_async");
+  if (g.splits > 1) launch_reduce(p, stream);
 }
 
 /// Variant 7: how many clusters of g.splits blocks of this geometry can be resident at once
@@ -158,6 +206,9 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
         vnm_small_kernel_ring<Tr, 1><<<grid, block, g.smem_bytes(), stream>>>(p);
       SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_ring");
       if (g.splits > 1) launch_reduce(p, stream);
+      break;
+    case 9:
+      launch_async<Tr>(p, g, groups, stream);
       break;
     case 1:
       vnm_small_kernel2<Tr, false><<<grid, block, g.smem_bytes(), stream>>>(p);

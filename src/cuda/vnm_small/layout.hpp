@@ -178,11 +178,20 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 1152-byte slots in shared memory after the staged X: kRingStages - 1 records
 ///                 in flight while the warp computes and while the block gathers X. Measured
 ///                 (46b70eb): not faster than 4 (the m slope is the gather, kept from 4); opt-in.
+///   9 async gather + ring (kernel6.cuh; session 7b) - every staged X element copied global ->
+///                 shared by cp.async (hw24 with k % 8 == 0 and aligned X: X rows as they are,
+///                 direct_unit layout, ldmatrix; otherwise the transposed X of 5/6 with PDL), all
+///                 of a chunk's copies one group, the next chunk's issued before the current one is
+///                 consumed (two buffers, one wait + __syncthreads per chunk); weight through
+///                 variant 8's ring. Chunks of 16 / n_tiles pairs: 3 blocks of 8 warps per SM.
+///                 Measured (dfdb555): default for V:2:M with M <= 8 at m > 24 (1.04-1.08x of
+///                 4), slower than 4 at m <= 8; 2:4 not measured.
 /// Variants 1/2 split k into at most one wave of resident blocks (floor(slots / groups)) and
 /// size chunks so a block has ~3 of them.
-inline constexpr int kVariants = 9;
+inline constexpr int kVariants = 10;
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
+inline constexpr int kAsyncVariant = 9;
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kStreamMaxSplits = 8;     ///< portable cluster size
 inline constexpr int kStreamHwTiles = 16;      ///< hw24 row tiles per block (256 rows, 8 warps)
@@ -191,11 +200,15 @@ constexpr bool pipelined_variant(int v) { return v == 2 || v == 3; }
 /// Variants that stage X from the transposed workspace (xt_unit layout, cp.async, ldmatrix).
 constexpr bool transposed_variant(int v) { return v == 5 || v == 6; }
 /// Variants with two staged-X buffers (> 48 KB: the launcher lifts the shared-memory limit).
-constexpr bool two_buffer_variant(int v) { return pipelined_variant(v) || transposed_variant(v) || v == kStreamVariant; }
+constexpr bool two_buffer_variant(int v) {
+  return pipelined_variant(v) || transposed_variant(v) || v == kStreamVariant || v == kAsyncVariant;
+}
 /// Variants launched with run 1's geometry rules and the separate reduce kernel.
-constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_variant(v) || v == kRingVariant; }
+constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_variant(v) || v == kRingVariant || v == kAsyncVariant; }
+/// Variants with the per-warp record rings after the staged X.
+constexpr bool ring_variant(int v) { return v == kRingVariant || v == kAsyncVariant; }
 /// Variants whose shared memory may pass 48 KB (the launcher lifts the limit to max_smem_bytes).
-constexpr bool large_smem_variant(int v) { return two_buffer_variant(v) || v == kRingVariant; }
+constexpr bool large_smem_variant(int v) { return two_buffer_variant(v) || ring_variant(v); }
 
 struct Geometry {
   int variant = 2;          ///< see kVariants
@@ -219,8 +232,9 @@ struct Geometry {
 /// this bound once (cudaFuncSetAttribute is per function, shared by every instance).
 constexpr std::size_t max_smem_bytes(int n_tiles) {
   const std::size_t buffer = std::size_t(8 * n_tiles) * std::size_t((32 / n_tiles) * 32 + 16) * 4;
-  const std::size_t ring = std::size_t(8) * kRingStages * kRecordBytes;  // variant 8: <= 8 warps
-  return std::max(2 * buffer, buffer + ring);
+  const std::size_t ring = std::size_t(8) * kRingStages * kRecordBytes;  // variants 8/9: <= 8 warps
+  const std::size_t half = std::size_t(8 * n_tiles) * std::size_t((16 / n_tiles) * 32 + 16) * 4;  // variant 9
+  return std::max({2 * buffer, buffer + ring, 2 * half + ring});
 }
 
 /// m in 1..32; sms: multiprocessors of the device; blocks_per_sm: resident blocks of the chosen
@@ -285,6 +299,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   g.warps = std::min(8, tiles_per_group);
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
   g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X per buffer for every m
+  if (variant == kAsyncVariant) g.chunk_pairs = 16 / g.n_tiles;  // 2 x ~17 KB + rings: 3 blocks per SM
   if (g.warps <= 2) g.chunk_pairs = std::max(1, g.chunk_pairs / 2);
   g.buffers = two_buffer_variant(variant) ? 2 : 1;
   // Caps: the fp32 partials of a split (m * 8 bytes per row, written and read back through L2)
@@ -325,7 +340,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
     g.chunk_pairs = int(std::min<std::int64_t>(g.chunk_pairs, want));
   }
   g.smem_words_per_row = g.chunk_pairs * 32 + 16;
-  if (variant == kRingVariant) g.ring_bytes = std::size_t(g.warps) * kRingStages * kRecordBytes;
+  if (ring_variant(variant)) g.ring_bytes = std::size_t(g.warps) * kRingStages * kRecordBytes;
   return g;
 }
 
@@ -361,6 +376,31 @@ SPARSENM_VS_HD constexpr int xt_swizzle(int kk, int nt_count) {
   return nt_count == 2 ? (kk >> 2) & 1 : nt_count == 4 ? (kk >> 1) & 3 : 0;
 }
 SPARSENM_VS_HD constexpr int xt_unit(int kk, int nt, int nt_count) { return kk * nt_count + (nt ^ xt_swizzle(kk, nt_count)); }
+
+/// Variant 9, hw24 direct staging: X row i of a chunk is U = chunk_pairs * 8 16-byte units (8
+/// columns each, unit u = columns 8 u .. 8 u + 7 of the chunk), unit u stored at u ^ (i % 8) of
+/// its row (U is a multiple of 8: the xor stays inside the pair's 8 units). An ldmatrix phase
+/// reads rows 8 nt .. 8 nt + 7 at one unit: 8 distinct 16-byte bank groups (pitch 16 U bytes, a
+/// multiple of 128).
+SPARSENM_VS_HD constexpr int direct_unit(int i, int u, int U) { return i * U + (u ^ (i & 7)); }
+
+/// Variant 9, transposed path: gathered columns a thread stages per round (all their selection
+/// loads issued before the copies); a chunk of 16 / nt pairs has 1024 / nt columns, 256 threads.
+SPARSENM_VS_HD constexpr int async_gather_per(int nt) { return nt == 1 ? 4 : nt == 4 ? 1 : 2; }
+
+/// Variant 9's cp.async group accounting (one commit order per thread: ring groups 0, 1, 2, ...
+/// — record q is ring group q — with the gather groups interleaved). Consuming record q (after
+/// kRingStages - 1 + q ring commits): the groups newer than record q are the kRingStages - 2
+/// ring groups after it, plus the latest gather group when it was committed after record q
+/// (qg = ring groups committed before that gather group, so "after record q" is q < qg).
+/// cp.async.wait_group of this count guarantees record q landed.
+SPARSENM_VS_HD constexpr int ring_wait_newer(int q, int qg) { return kRingStages - 2 + (q < qg ? 1 : 0); }
+/// At a chunk top, waiting for the latest gather group: the groups newer than it are the ring
+/// groups committed since (ni - qg); counts past kRingStages - 1 are clamped (waiting for more
+/// groups than needed is still correct).
+SPARSENM_VS_HD constexpr int gather_wait_newer(int ni, int qg) {
+  return ni - qg < 0 ? 0 : ni - qg > kRingStages - 1 ? kRingStages - 1 : ni - qg;
+}
 
 /// Identity selection bytes (hw24) of word j: positions 2 (j % 2) and 2 (j % 2) + 1.
 SPARSENM_VS_HD constexpr unsigned identity_sel16(int j) { return (j & 1) ? 0x0302u : 0x0100u; }

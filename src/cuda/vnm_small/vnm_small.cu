@@ -79,7 +79,7 @@ class Instance final : public detail::KernelInstance {
       counters_ = DeviceBuffer(std::size_t(layout_.groups) * sizeof(int));
       SPARSENM_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.size()));
     }
-    if (sv::transposed_variant(geom_.variant) || (stream && layout_.venom))  // Xt: k columns x n_tiles 16-byte units
+    if (sv::transposed_variant(geom_.variant) || (stream && layout_.venom) || geom_.variant == sv::kAsyncVariant)  // Xt: k columns x n_tiles 16-byte units
       xt_ = DeviceBuffer(std::size_t(layout_.k) * std::size_t(geom_.n_tiles) * 16);
     p_.w = dw_->records.as<uint4>();
     p_.xt = xt_.as<uint4>();
@@ -113,7 +113,7 @@ class Instance final : public detail::KernelInstance {
   std::string describe() const override {
     static const char* const kNames[sv::kVariants] = {"staged",       "batched",        "pipelined", "pipelined short",
                                                       "row gather",   "transposed X",   "transposed X + PDL",
-                                                      "streamed",     "cp.async ring"};
+                                                      "streamed",     "cp.async ring",  "async gather + ring"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps";
@@ -159,9 +159,15 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // and 28672 x 8192) and for V:2:32 at m = 32 (variant 5: 1.12-1.20x). Elsewhere variant 4.
   // 46b70eb (session 7): variant 8 (cp.async record ring) is 3-14 % slower than 4 at m <= 8 and
   // 0.91-1.08x of it at m = 32 (wins only on V:2:M 12288^2 m = 32, loses at 28672 x 8192): not taken.
+  // dfdb555 (session 7b, bench/results/NVIDIA_H200-vnm_small-2026-11-21-dfdb555-s7small2.jsonl):
+  // variant 9 (async gather + ring) beats the default on 128:2:8 at m = 32 on both shapes
+  // (1.08x / 1.04x), is mixed at m = 16 (1.02x / 0.96x; 128:2:16 1.05x on one shape only), loses
+  // at m <= 8 (0.87-0.94x: the transpose and the ring) and on 128:2:16 at m = 32 (0.92x); 2:4
+  // was not measured in that run. So 9 only for V:2:M with M <= 8 at m > 24.
   const Pattern& p = w.pattern();
   if (p.kind == Granularity::hw24 && m > 8) return 6;  // 6 falls back to 5 below sm_90 (geometry_for)
   if (p.kind == Granularity::venom && p.m >= 32 && m > 24) return 5;
+  if (p.kind == Granularity::venom && p.m <= 8 && m > 24) return sv::kAsyncVariant;  // 4 below sm_90 (geometry_for)
   return 4;
 }
 
@@ -172,6 +178,7 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   int variant = opt.variant >= 0 ? opt.variant : default_variant(w, desc.m);
   if (variant == 6 && device_major() < 9) variant = 5;  // programmatic dependent launch: sm_90+
   if (variant == sv::kStreamVariant && device_major() < 9) variant = 4;  // clusters, distributed shared memory: sm_90+
+  if (variant == sv::kAsyncVariant && device_major() < 9) variant = 4;  // programmatic dependent launch: sm_90+
   const int sms = device_sms();
   sv::Geometry g = sv::choose_geometry(l, int(desc.m), sms, variant);
   // Occupancy of the kernel this geometry launches (also lifts its shared-memory limit).
