@@ -396,9 +396,10 @@ __device__ __forceinline__ void flush(const SkArgs& a, int g, float v, unsigned 
 template <class Tr>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kernel(const __grid_constant__ SkArgs a) {
   using T = typename Tr::Elem;
-  extern __shared__ __align__(128) unsigned char smem[];
+  // its own name: other kernels of a translation unit declare the dynamic shared memory with 16-byte alignment
+  extern __shared__ __align__(128) unsigned char sk_smem[];
   __shared__ __align__(8) unsigned long long bar;
-  unsigned short* xs = reinterpret_cast<unsigned short*>(smem);
+  unsigned short* xs = reinterpret_cast<unsigned short*>(sk_smem);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const long long gw = (long long)blockIdx.x * Tr::kWarps + warp;
   const long long u0 = gw * a.units / a.warps_total, u1 = (gw + 1) * a.units / a.warps_total;
@@ -418,12 +419,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
   if constexpr (Tr::VM > 0) cur.init(a, u0);
   // VM > 0: this warp's two gather buffers (64 floats each, shared addresses), used alternately (tile q: q % 2).
   [[maybe_unused]] const unsigned gbuf =
-      unsigned(__cvta_generic_to_shared(smem)) + unsigned(a.gather_off + warp * Tr::kGatherBytes);
+      unsigned(__cvta_generic_to_shared(sk_smem)) + unsigned(a.gather_off + warp * Tr::kGatherBytes);
   // RING > 0: this warp's ring of Tr::RING stages; the first RING - 1 tiles are requested here (one
   // commit group each, empty groups past the range), before X.
   [[maybe_unused]] const unsigned ring_sh =
-      unsigned(__cvta_generic_to_shared(smem)) + unsigned(a.ring_off) + unsigned(warp * Tr::RING * Tr::kTileBytes);
-  [[maybe_unused]] const unsigned char* ring = smem + a.ring_off + warp * Tr::RING * Tr::kTileBytes;
+      unsigned(__cvta_generic_to_shared(sk_smem)) + unsigned(a.ring_off) + unsigned(warp * Tr::RING * Tr::kTileBytes);
+  [[maybe_unused]] const unsigned char* ring = sk_smem + a.ring_off + warp * Tr::RING * Tr::kTileBytes;
   // IREG: index words of tiles q .. q + RING - 2, slot q % RING.
   [[maybe_unused]] std::uint32_t ix[Tr::RING > 0 ? Tr::RING : 1][Tr::B];
   if constexpr (Tr::RING > 0) {
