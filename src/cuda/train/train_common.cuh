@@ -181,7 +181,12 @@ struct Mvue24Args {
   /// re-reads its chunk instead of keeping the inputs live: bf16 51 registers instead of 75, f16
   /// 48 instead of 57; "Session 6b"; the same fallbacks as 8); 10 = variant 9 under a 5-CTA
   /// register cap (48 registers, 40 warps per SM; no spill): the 16-bit feature-major default
-  /// where tokens % 32 == 0 (session 6b).
+  /// where tokens % 32 == 0 (session 6b); 11 = variant 10 with the chunk's four 16-byte loads
+  /// staged in shared memory by cp.async (all 64 bytes in flight whatever ptxas does with
+  /// register loads; "Session 7"; the same fallbacks as 8); 12 = token-major threads of 16 tokens
+  /// x 2 features (128 x 64 tiles, 48 registers: 40 warps; feature-major runs variant 6, f32
+  /// variant 1); 13 = 12 with the token words staged by cp.async; 14 = 13 at 6 CTAs per SM
+  /// (40 registers) ("Session 7").
   /// Outputs are identical.
   int variant = 0;
   /// Bench / profiling only (variants 1, 3, 4, 5): at most this many CTAs resident per SM, by
