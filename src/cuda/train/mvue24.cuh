@@ -509,7 +509,7 @@ struct Tile24 {
         for (int j = 0; j < kRows / kStep; ++j)  // slot(row + j kStep, ch), the swizzle from row >> kSwShift
           __stcs(dst + j * step, vals[(row + j * kStep) * kChunks + (ch ^ ((sw + j * (kStep >> kSwShift)) & 7))]);
       }
-      if (indices && tid < 2 * kRows) {
+      if (indices && (2 * kRows >= Mvue24Traits::kThreads || tid < 2 * kRows)) {  // 64 rows: half the threads
         const int row = tid / 2, h = tid % 2;  // 8 bytes (4 u16) of the row's 16
         const std::uint16_t* n = nib + row * kNibPitch + 4 * h;
         std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(indices + (row0 + row) * irb + win0 / 2 + 8 * h);
