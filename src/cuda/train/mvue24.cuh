@@ -23,6 +23,10 @@
 //   ranges: Philox words just in time, the rare full rule re-reads its chunk; bf16 51 registers,
 //   f16 48) is described at mvue24_feature_major_jit_kernel ("Session 6b"); variant 10 = 9 with
 //   5 CTAs per SM (48 registers: 40 warps) is the 16-bit feature-major default (1.03-1.04x).
+//   Session 7 (opt-in, measured slower): variant 11 = 10 with the chunk staged in shared memory by
+//   cp.async (0.71-0.77x of 10); variants 12-14 = token-major threads of 16 tokens x 2 features
+//   (mvue24_token_major_pair_kernel; 0.96-0.98x of variant 1 for bf16, 0.88-0.90x of variant 5
+//   for f16; 13 / 14 staged by cp.async, 0.90x / 0.81x).
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
@@ -300,7 +304,9 @@ __device__ __forceinline__ std::uint32_t ldcs_reread32(const void* p) {
 /// (ptxas schedules the PTX loads, checked in the SASS). cp.async needs no destination register,
 /// so all 64 bytes are in flight from the start whatever the register budget, and the words
 /// live only from their LDS to their group pair. Cost: 16 KB of shared memory per CTA, 4 LDGSTS +
-/// 4 LDS.128 instead of 4 LDG per thread.
+/// 4 LDS.128 instead of 4 LDG per thread. Measured (session 7, H200): 0.77x of variant 10 for
+/// bf16, 0.71x for f16 (48 registers, 40 warps either way): the LDGSTS path loses to register
+/// loads here, so it stays opt-in.
 template <class T, int kMinBlocks = 0, bool kStaged = false>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_feature_major_jit_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
@@ -628,6 +634,10 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
 /// 128 tokens x 64 features (Tile24 with 64 rows: 128-byte value rows, whole lines, 16-byte
 /// index rows as in variant 1). Edge tiles and unaligned shapes take guarded element loads and
 /// the guarded write-out. Outputs identical to variant 1 and the host rule.
+/// Measured (session 7, H200, 16384 x 5120 / 6400): 0.96-0.98x of variant 1 (bf16), 0.88-0.90x of
+/// variant 5 (f16): the +18 % instructions per element (Philox, addresses, deposits and the
+/// write-out serve 32 elements instead of 64) and half-size warp loads cost more than 40 warps
+/// instead of 24 buy; opt-in.
 template <class T>
 __device__ __forceinline__ void mvue_tm2_load_guarded(const Mvue24Args& args, std::int64_t f0, std::int64_t t0,
                                                       std::uint32_t (&x)[16]) {
