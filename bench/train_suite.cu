@@ -352,6 +352,8 @@ Suite train_suite() {
             // 1 / 5); SPARSENM_MVUE_VARIANTS (comma list) restricts the list, e.g. "1,3,5,6,7")
             // session 6: variant 8 (variant 6 with the 32-token chunk in two halves, feature-major)
             // session 6b: variant 9 (variant 6 with short live ranges, feature-major), 10 (9 at 40 warps)
+            // session 7: 11 (10's chunk staged by cp.async, feature-major), 12 / 13 / 14 (token-major
+            // 16-token x 2-feature threads; 13 staged by cp.async, 14 = 13 at 6 CTAs per SM)
             std::vector<int> others{1, 3, 4, 5, -1, 6, 7, 8, 9, 10};
             if (const char* env = std::getenv("SPARSENM_MVUE_VARIANTS")) {
               others.clear();
@@ -365,7 +367,8 @@ Suite train_suite() {
             }
             for (int variant : others) {
               if (variant == dflt || (tm && t == DType::f32 && variant >= 4) || (variant < 0 && n != 4 * d) ||
-                  (t == DType::f32 && variant >= 6) || (variant >= 8 && tm))  // 8-10: feature-major only (run 6 token-major)
+                  (t == DType::f32 && variant >= 6) || (variant >= 8 && variant <= 11 && tm) ||
+                  (variant >= 12 && !tm))  // 8-11: feature-major only (run 6 token-major); 12-14: token-major only
                 continue;
               auto other = [&](int i) {
                 mvue24_variant(variant, t, b.at(i, 0), T, n, layout, seed++, {b.at(i, 1), static_cast<std::uint8_t*>(b.at(i, 2))});
@@ -380,6 +383,10 @@ Suite train_suite() {
                    : variant == 8 ? "mvue24:chunk_lean_halves_kernel"
                    : variant == 9 ? "mvue24:chunk_lean_jit_kernel"
                    : variant == 10 ? "mvue24:chunk_lean_jit_occ5_kernel"
+                   : variant == 11 ? "mvue24:chunk_lean_jit_staged_kernel"
+                   : variant == 12 ? "mvue24:pair_lean_kernel"
+                   : variant == 13 ? "mvue24:pair_lean_staged_kernel"
+                   : variant == 14 ? "mvue24:pair_lean_staged_occ6_kernel"
                                   : "mvue24:chunk_kernel_minus1cta",
                    time_calls(other, slots, warmup, reps),
                    bytes, slots, std::string(tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)") +

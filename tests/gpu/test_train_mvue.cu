@@ -55,7 +55,7 @@ HostMat transpose(const HostMat& m) {
   return t;
 }
 
-/// variant 0: the API (sparsenm::train::mvue24); 1 .. 10: that kernel variant (Mvue24Args::variant)
+/// variant 0: the API (sparsenm::train::mvue24); 1 .. 14: that kernel variant (Mvue24Args::variant)
 /// with the arguments the API builds; max_ctas: Mvue24Args::max_ctas_per_sm (the occupancy control);
 /// guarded: Mvue24Args::aligned forced off (every chunk / tile takes the guarded loads and stores);
 /// only: 1 = values alone (indices nullptr), 2 = indices alone (the other output stays poisoned).
@@ -191,7 +191,7 @@ TEST(Mvue24Variants, EveryKernelBitExactBothLayouts) {
       const std::uint64_t seed = 0xabcdef01ull + std::uint64_t(N);
       const Hw24 ref = host_mvue24(g, seed);
       const HostMat gt = transpose(g);
-      for (int entry = 1; entry <= 11; ++entry) {  // variants 1-7; 8: variant 1 limited to 2 CTAs per SM; 9-11: variants 8-10
+      for (int entry = 1; entry <= 15; ++entry) {  // variants 1-7; 8: variant 1 limited to 2 CTAs per SM; 9-15: variants 8-14
         const int variant = entry <= 7 ? entry : entry == 8 ? 1 : entry - 1, max_ctas = entry == 8 ? 2 : 0;
         const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N) + " variant " +
                                  std::to_string(variant) + (max_ctas ? " (2 CTAs / SM)" : "") + (special ? " special" : "");
@@ -244,7 +244,9 @@ TEST(Mvue24Variants, JitKernelMatchesVariant6AndTheHostRule) {
   // either half (fast and fallback threads in one warp; a chunk whose other half was valid),
   // tokens % 32 == 0 (the variant-9 kernel), a last chunk past the tokens of the grid's last CTA
   // (T = 2080), odd feature counts, the guarded path (aligned forced off), values or indices
-  // alone, and for tokens % 32 != 0 and token-major the fallback to variant 6.
+  // alone, and for tokens % 32 != 0 and token-major the fallback to variant 6. Variant 11
+  // (session 7: the chunk staged in shared memory by cp.async; its full rule reads the chunk
+  // there again) on the same data, against variant 9.
   SPARSENM_REQUIRE_GPU();
   const Case cases[] = {Case{DType::bf16, 4096, 37}, Case{DType::f16, 2080, 333}, Case{DType::bf16, 2080, 129},
                         Case{DType::bf16, 96, 1001}, Case{DType::f16, 48, 77},    Case{DType::bf16, 1040, 3},
@@ -275,6 +277,13 @@ TEST(Mvue24Variants, JitKernelMatchesVariant6AndTheHostRule) {
         const auto [v10, i10] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, 10, 0, guarded);
         EXPECT_EQ(v10, v9) << what << ": variant 10 values differ from variant 9";
         EXPECT_EQ(i10, i9) << what << ": variant 10 indices differ from variant 9";
+        const auto [v11, i11] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, 11, 0, guarded);
+        EXPECT_EQ(v11, v9) << what << ": variant 11 values differ from variant 9";
+        EXPECT_EQ(i11, i9) << what << ": variant 11 indices differ from variant 9";
+        EXPECT_EQ(run_gpu(gt, train::GradLayout::feature_major, T, N, seed, 11, 0, guarded, 1).first, v9)
+            << what << ": variant 11 values alone";
+        EXPECT_EQ(run_gpu(gt, train::GradLayout::feature_major, T, N, seed, 11, 0, guarded, 2).second, i9)
+            << what << ": variant 11 indices alone";
         const auto [v6, i6] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, 6, 0, guarded);
         EXPECT_EQ(v6, v9) << what << ": variant 9 values differ from variant 6";
         EXPECT_EQ(i6, i9) << what << ": variant 9 indices differ from variant 6";
@@ -283,9 +292,68 @@ TEST(Mvue24Variants, JitKernelMatchesVariant6AndTheHostRule) {
         EXPECT_EQ(run_gpu(gt, train::GradLayout::feature_major, T, N, seed, 9, 0, guarded, 2).second, i9)
             << what << ": variant 9 indices alone";
       }
-      // token-major: variant 9 runs variant 6 there
-      const auto [vt, it] = run_gpu(g, train::GradLayout::token_major, T, N, seed, 9);
-      expect_hw24_equal(ref, vt, it, g.esz(), (std::string(to_string(t)) + " token_major variant 9").c_str());
+      // token-major: variants 9 and 11 run variant 6 there
+      for (int v : {9, 11}) {
+        const auto [vt, it] = run_gpu(g, train::GradLayout::token_major, T, N, seed, v);
+        expect_hw24_equal(ref, vt, it, g.esz(), (std::string(to_string(t)) + " token_major variant " + std::to_string(v)).c_str());
+      }
+    }
+}
+
+TEST(Mvue24Variants, PairKernelsMatchVariant6AndTheHostRule) {
+  // Variants 12-14 (session 7: token-major threads of 16 tokens x 2 features, 128 x 64 CTA tiles;
+  // 13 / 14 stage the token words in shared memory by cp.async, 14 at 6 CTAs per SM; the fast
+  // path's Philox words just in time, the rare full rule re-reads its words) against the host
+  // rule and variant 6 (the lean 128 x 128 token-major kernel): fresh random data, every special
+  // group kind (nearly every feature falls back), random data with one special window planted in
+  // about one 16-token group in eight (fast and fallback threads in one warp; one feature of a
+  // thread on the fast path, the other not), interior tiles only (T % 128 == 0, N % 64 == 0),
+  // edge tiles in either dimension (N % 64 != 0, odd N; T % 128 != 0 with T % 32 == 0), T % 32 != 0
+  // (no aligned path), the guarded path (aligned forced off), values or indices alone, and the
+  // fallbacks: feature-major runs variant 6, f32 variant 1.
+  SPARSENM_REQUIRE_GPU();
+  const Case cases[] = {Case{DType::bf16, 512, 192}, Case{DType::f16, 384, 320}, Case{DType::bf16, 160, 100},
+                        Case{DType::f16, 256, 37},   Case{DType::bf16, 70, 130}, Case{DType::f16, 1024, 64},
+                        Case{DType::bf16, 96, 1001}, Case{DType::f32, 256, 128}};
+  for (int mode = 0; mode < 3; ++mode)
+    for (const auto& [t, T, N] : cases) {
+      HostMat g = mode == 1 ? special_groups(t, T, N, 701 + std::uint64_t(T + N)) : random_mat(t, T, N, 803 + std::uint64_t(T * 5 + N));
+      if (mode == 2) {  // one special window in about one 16-token group in eight
+        const HostMat s = special_groups(t, T, N, 907 + std::uint64_t(T + N));
+        std::mt19937_64 r(0x7a7u + std::uint64_t(T * N));
+        for (std::int64_t f = 0; f < N; ++f)
+          for (std::int64_t c = 0; c < T / 16; ++c) {
+            const std::uint64_t h = r();
+            if (h % 8 != 0) continue;
+            const std::int64_t w = 4 * c + std::int64_t((h >> 3) % 4);
+            for (int i = 0; i < 4; ++i) g.set(4 * w + i, f, s.at(4 * w + i, f));
+          }
+      }
+      const std::uint64_t seed = 0x7c7cu + std::uint64_t(T * N + mode);
+      const Hw24 ref = host_mvue24(g, seed);
+      static const char* const kMode[] = {" random", " special", " mixed"};
+      for (bool guarded : {false, true}) {
+        const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N) + kMode[mode] +
+                                 (guarded ? " guarded" : "");
+        const auto [v6, i6] = run_gpu(g, train::GradLayout::token_major, T, N, seed, 6, 0, guarded);
+        for (int v : {12, 13, 14}) {
+          const std::string wv = what + " variant " + std::to_string(v);
+          const auto [vv, iv] = run_gpu(g, train::GradLayout::token_major, T, N, seed, v, 0, guarded);
+          expect_hw24_equal(ref, vv, iv, g.esz(), wv.c_str());
+          EXPECT_EQ(vv, v6) << wv << ": values differ from variant 6";
+          EXPECT_EQ(iv, i6) << wv << ": indices differ from variant 6";
+          if (mode == 2) {
+            EXPECT_EQ(run_gpu(g, train::GradLayout::token_major, T, N, seed, v, 0, guarded, 1).first, vv) << wv << ": values alone";
+            EXPECT_EQ(run_gpu(g, train::GradLayout::token_major, T, N, seed, v, 0, guarded, 2).second, iv) << wv << ": indices alone";
+          }
+        }
+      }
+      // feature-major: variants 12-14 run variant 6 there (f32: variant 1)
+      const HostMat gt = transpose(g);
+      for (int v : {12, 14}) {
+        const auto [vf, i_f] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, v);
+        expect_hw24_equal(ref, vf, i_f, g.esz(), (std::string(to_string(t)) + " feature_major variant " + std::to_string(v)).c_str());
+      }
     }
 }
 

@@ -23,6 +23,10 @@
 //   ranges: Philox words just in time, the rare full rule re-reads its chunk; bf16 51 registers,
 //   f16 48) is described at mvue24_feature_major_jit_kernel ("Session 6b"); variant 10 = 9 with
 //   5 CTAs per SM (48 registers: 40 warps) is the 16-bit feature-major default (1.03-1.04x).
+//   Session 7 (opt-in, measured slower): variant 11 = 10 with the chunk staged in shared memory by
+//   cp.async (0.71-0.77x of 10); variants 12-14 = token-major threads of 16 tokens x 2 features
+//   (mvue24_token_major_pair_kernel; 0.96-0.98x of variant 1 for bf16, 0.88-0.90x of variant 5
+//   for f16; 13 / 14 staged by cp.async, 0.90x / 0.81x).
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
@@ -273,6 +277,13 @@ __device__ __forceinline__ uint4 ldcs_reread(const void* p) {
   return q;
 }
 
+/// The same for one 4-byte word (the full-rule path of variant 12).
+__device__ __forceinline__ std::uint32_t ldcs_reread32(const void* p) {
+  std::uint32_t r;
+  asm volatile("ld.global.cs.u32 %0, [%1];" : "=r"(r) : "l"(p));
+  return r;
+}
+
 /// Variant 9 (16-bit feature-major, tokens % 32 == 0; docs/PERF-train.md "Session 6b"): variant 6
 /// (32-token chunks, the ALU-lean fast path, one fast-path check per chunk) with short live
 /// ranges, so that bf16 fits 64 registers (4 CTAs of 256 = 32 warps per SM) without spilling:
@@ -284,7 +295,19 @@ __device__ __forceinline__ uint4 ldcs_reread(const void* p) {
 /// - guarded chunks (tails, unaligned) run the full rule directly (element loads per half; the
 ///   fast path's result was discarded there anyway).
 /// Outputs identical to variant 6 and the host rule.
-template <class T, int kMinBlocks = 0>
+/// kStaged (variant 11, docs/PERF-train.md "Session 7"): the chunk's four 16-byte loads go to
+/// the thread's own slots in shared memory by cp.async, then each 16-token half reads its 8 words
+/// from there right before its groups (LDS.128; the rare full rule reads them again instead of
+/// re-loading from global). Why: session 6b read variant 10's SASS: ptxas sinks two of the four
+/// register loads (bf16: the 3rd after ~150 instructions, f16 after ~45) to fit 48 registers, so a
+/// bf16 warp keeps about half a chunk in flight; asm-pinned register loads are sunk the same way
+/// (ptxas schedules the PTX loads, checked in the SASS). cp.async needs no destination register,
+/// so all 64 bytes are in flight from the start whatever the register budget, and the words
+/// live only from their LDS to their group pair. Cost: 16 KB of shared memory per CTA, 4 LDGSTS +
+/// 4 LDS.128 instead of 4 LDG per thread. Measured (session 7, H200): 0.77x of variant 10 for
+/// bf16, 0.71x for f16 (48 registers, 40 warps either way): the LDGSTS path loses to register
+/// loads here, so it stays opt-in.
+template <class T, int kMinBlocks = 0, bool kStaged = false>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_feature_major_jit_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   static_assert(sizeof(Raw) == 2, "variant 9: 16-bit types");
@@ -294,6 +317,9 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_fea
   if (t0 >= T_) return;
   const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
   const bool vec = kMvueProbe || (args.aligned && t0 + 32 <= T_);
+  constexpr int kT = Mvue24Traits::kThreads;
+  __shared__ uint4 stage[kStaged ? 4 * kT : 1];  // kStaged: slot v * 256 + tid (conflict-free LDS.128)
+  const int tid = threadIdx.y * Mvue24Traits::kRowThreads + threadIdx.x;
   for (std::int64_t f = std::int64_t(blockIdx.y) * Mvue24Traits::kRowFeatures + threadIdx.y; f < N;
        f += std::int64_t(gridDim.y) * Mvue24Traits::kRowFeatures) {
     std::uint32_t pair[8], nibs = 0;
@@ -301,15 +327,29 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_fea
     if (vec) {
       std::uint32_t w[16];
       const uint4* src = reinterpret_cast<const uint4*>(g + f * T_ + t0);
+      if constexpr (kStaged) {
 #pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        const uint4 q = __ldcs(src + v);
-        w[4 * v] = q.x, w[4 * v + 1] = q.y, w[4 * v + 2] = q.z, w[4 * v + 3] = q.w;
+        for (int v = 0; v < 4; ++v) cp_async16(&stage[v * kT + tid], src + v);
+        cp_async_commit();
+        cp_async_wait<0>();  // the thread's own slots: no barrier
+      } else {
+#pragma unroll
+        for (int v = 0; v < 4; ++v) {
+          const uint4 q = __ldcs(src + v);
+          w[4 * v] = q.x, w[4 * v + 1] = q.y, w[4 * v + 2] = q.z, w[4 * v + 3] = q.w;
+        }
       }
       ok = true;
       float nibf[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
+        if constexpr (kStaged) {
+#pragma unroll
+          for (int v = 2 * h; v < 2 * h + 2; ++v) {
+            const uint4 q = stage[v * kT + tid];
+            w[4 * v] = q.x, w[4 * v + 1] = q.y, w[4 * v + 2] = q.z, w[4 * v + 3] = q.w;
+          }
+        }
         std::uint32_t rnd[4];
         mvue_words<1>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16 + h), rnd);
         nibf[h] = kMvueLeanNib0;
@@ -332,7 +372,7 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_fea
           const Raw* src = g + f * T_ + t0 + 16 * h;
 #pragma unroll
           for (int v = 0; v < 2; ++v) {
-            const uint4 q = ldcs_reread(src + 8 * v);
+            const uint4 q = kStaged ? stage[(2 * h + v) * kT + tid] : ldcs_reread(src + 8 * v);
             w2[4 * v] = q.x, w2[4 * v + 1] = q.y, w2[4 * v + 2] = q.z, w2[4 * v + 3] = q.w;
           }
         } else {
@@ -444,15 +484,17 @@ __device__ __forceinline__ void write_tile_guarded(const Tile& t, Raw* __restric
 /// 128 feature rows x 32 windows of hw24 output in shared memory: value words with 16-byte
 /// chunks swizzled (chunk ^ (row / 4) % 8: the per-feature 16-byte deposits of a warp and the
 /// row-wise reads are conflict-free), nibbles as 16-bit words (4 windows) at a 9-word pitch.
-template <class Raw>
+/// kRows_ / kSwShift: the 64-row tile of variants 12 / 13 (a warp deposits rows 2 fp + k, so the
+/// swizzle comes from row / 2 there: chunk ^ (row / 2) % 8, again conflict-free).
+template <class Raw, int kRows_ = 128, int kSwShift = 2>
 struct Tile24 {
-  static constexpr int kRows = 128, kWindows = 32;
+  static constexpr int kRows = kRows_, kWindows = 32;
   static constexpr int kRowWords = sizeof(Raw) == 2 ? kWindows : 2 * kWindows, kChunks = kRowWords / 4;
   static constexpr int kNibPitch = 9;  ///< u16 per row (8 used)
   uint4 vals[kRows * kChunks];
   std::uint16_t nib[kRows * kNibPitch];
 
-  static __device__ __forceinline__ int slot(int row, int chunk) { return row * kChunks + (chunk ^ ((row >> 2) & 7)); }
+  static __device__ __forceinline__ int slot(int row, int chunk) { return row * kChunks + (chunk ^ ((row >> kSwShift) & 7)); }
 
   /// Writes the tile to output rows [row0, row0 + 128) x windows [win0, win0 + 32) of a hw24
   /// matrix with out_rows rows and `windows` windows; fast: interior tile, 16-byte (values) and
@@ -466,14 +508,14 @@ struct Tile24 {
         // thread: chunk tid % kChunks of rows tid / kChunks + j * kStep (fixed count, so the
         // smem offsets are immediates and the global address advances by a constant)
         constexpr int kStep = Mvue24Traits::kThreads / kChunks;
-        const int row = tid / kChunks, ch = tid % kChunks, sw = row >> 2;
+        const int row = tid / kChunks, ch = tid % kChunks, sw = row >> kSwShift;
         uint4* dst = reinterpret_cast<uint4*>(values + (row0 + row) * vcols + 2 * win0) + ch;
         const std::int64_t step = kStep * vcols * std::int64_t(sizeof(Raw)) / 16;  // in uint4
 #pragma unroll
-        for (int j = 0; j < kRows / kStep; ++j)  // slot(row + j kStep, ch), the swizzle from row / 4
-          __stcs(dst + j * step, vals[(row + j * kStep) * kChunks + (ch ^ ((sw + j * (kStep / 4)) & 7))]);
+        for (int j = 0; j < kRows / kStep; ++j)  // slot(row + j kStep, ch), the swizzle from row >> kSwShift
+          __stcs(dst + j * step, vals[(row + j * kStep) * kChunks + (ch ^ ((sw + j * (kStep >> kSwShift)) & 7))]);
       }
-      if (indices) {
+      if (indices && (2 * kRows >= Mvue24Traits::kThreads || tid < 2 * kRows)) {  // 64 rows: half the threads
         const int row = tid / 2, h = tid % 2;  // 8 bytes (4 u16) of the row's 16
         const std::uint16_t* n = nib + row * kNibPitch + 4 * h;
         std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(indices + (row0 + row) * irb + win0 / 2 + 8 * h);
@@ -578,6 +620,121 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
   __syncthreads();
   tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * Traits::kTileFeatures,
              t_tile * (Traits::kTileTokens / 4), N, windows, fast);
+}
+
+/// Variants 12 / 13 (16-bit token-major; docs/PERF-train.md "Session 7"): variant 6 (the lean
+/// fast path) with a thread tile of 16 tokens x 2 features instead of 16 x 4. Variant 1's thread
+/// holds 32 input words by layout (16 token rows x 8 bytes) and the fast path's words, Philox
+/// words and pairs on top: bf16 80 registers -> 24 warps per SM, and the 64-register caps
+/// (variants 4 / 5) spill. Here a thread loads 16 x 4 bytes (a warp: 16 whole 128-byte lines,
+/// one per token row), i.e. 16 words; per feature the 8 words of its column are one PRMT each,
+/// its Philox call is made right before it, and its pairs go to shared memory at once, so the
+/// thread needs about half the registers: 40 warps at 48 (variant 13: __launch_bounds__(256, 5)).
+/// Bytes in flight per warp halve (2 KB instead of 4 KB) and the warps double; the CTA tile is
+/// 128 tokens x 64 features (Tile24 with 64 rows: 128-byte value rows, whole lines, 16-byte
+/// index rows as in variant 1). Edge tiles and unaligned shapes take guarded element loads and
+/// the guarded write-out. Outputs identical to variant 1 and the host rule.
+/// Measured (session 7, H200, 16384 x 5120 / 6400): 0.96-0.98x of variant 1 (bf16), 0.88-0.90x of
+/// variant 5 (f16): the +18 % instructions per element (Philox, addresses, deposits and the
+/// write-out serve 32 elements instead of 64) and half-size warp loads cost more than 40 warps
+/// instead of 24 buy; opt-in.
+template <class T>
+__device__ __forceinline__ void mvue_tm2_load_guarded(const Mvue24Args& args, std::int64_t f0, std::int64_t t0,
+                                                      std::uint32_t (&x)[16]) {
+  using Raw = typename Elem<T>::Raw;
+  const std::int64_t T_ = args.tokens, N = args.features;
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+#pragma unroll
+  for (int t = 0; t < 16; ++t) {
+    const std::uint32_t lo = (t0 + t < T_ && f0 < N) ? g[(t0 + t) * N + f0] : 0u;
+    const std::uint32_t hi = (t0 + t < T_ && f0 + 1 < N) ? g[(t0 + t) * N + f0 + 1] : 0u;
+    x[t] = lo | (hi << 16);
+  }
+}
+
+/// kStaged (variant 13): the 16 token words go to the thread's slots in shared memory by cp.async
+/// (4 bytes each: a warp still fills one whole line per instruction) and each feature reads them
+/// there (LDS.32, conflict-free), as variant 11 does for feature-major: bytes in flight do not
+/// depend on where ptxas places register loads.
+template <class T, int kMinBlocks = 0, bool kStaged = false>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_token_major_pair_kernel(Mvue24Args args) {
+  using Raw = typename Elem<T>::Raw;
+  static_assert(sizeof(Raw) == 2, "variants 12 / 13: 16-bit types");
+  constexpr int kTileT = 128, kTileF = 64;
+  using Tile = Tile24<Raw, kTileF, 1>;
+  __shared__ Tile tile;
+  const std::int64_t T_ = args.tokens, N = args.features, windows = (T_ + 3) / 4;
+  const int tid = threadIdx.x, fp = tid % 32, tg = tid / 32;
+  const std::int64_t f_tile = blockIdx.x, t_tile = blockIdx.y;
+  const std::int64_t f0 = f_tile * kTileF + 2 * fp, t0 = t_tile * kTileT + 16 * tg;
+  const bool fast = kMvueProbe || (args.aligned && (f_tile + 1) * kTileF <= N && (t_tile + 1) * kTileT <= T_);
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+  constexpr int kT = Mvue24Traits::kThreads;
+  __shared__ std::uint32_t stage[kStaged ? 16 * kT : 1];  // kStaged: slot t * 256 + tid
+  std::uint32_t x[16];  // x[t]: features f0, f0 + 1 of token t0 + t
+  if (fast) {
+    if constexpr (kStaged) {
+#pragma unroll
+      for (int t = 0; t < 16; ++t) cp_async4(&stage[t * kT + tid], g + (t0 + t) * N + f0);
+      cp_async_commit();
+      cp_async_wait<0>();  // the thread's own slots: no barrier
+    } else {
+#pragma unroll
+      for (int t = 0; t < 16; ++t) x[t] = __ldcs(reinterpret_cast<const unsigned int*>(g + (t0 + t) * N + f0));
+    }
+  } else {
+    mvue_tm2_load_guarded<T>(args, f0, t0, x);
+  }
+  // per feature: the fast path (its Philox words made just before it); where it fails (rare) or
+  // on edge tiles, the full rule with the words and Philox words made again (re-read from shared
+  // memory / global, x for edge tiles), so that nothing of the fast path stays live for it (the
+  // fallback kept in mvue_row16 holds w and rnd: 64 registers instead of 40)
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {  // feature f0 + k: the half k of every token word
+    const std::uint32_t sel = k ? 0x7632u : 0x5410u;
+    std::uint32_t pair[4], nibs = 0;
+    bool ok = false;
+    if (fast) {
+      std::uint32_t rnd[4], w[8];
+      mvue_words<1>(args.keys, std::uint64_t(f0 + k), std::uint64_t(t0 / 16), rnd);  // t0 % 16 == 0
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        w[i] = kStaged ? prmt(stage[2 * i * kT + tid], stage[(2 * i + 1) * kT + tid], sel) : prmt(x[2 * i], x[2 * i + 1], sel);
+      float nibf = kMvueLeanNib0;
+      ok = true;
+#pragma unroll
+      for (int g2 = 0; g2 < 4; g2 += 2)
+        ok &= mvue_window16x2_lean<kIsBf16<T>>(w[2 * g2], w[2 * g2 + 1], rnd[g2], w[2 * g2 + 2], w[2 * g2 + 3], rnd[g2 + 1],
+                                               pair[g2], pair[g2 + 1], nibf, g2, g2 + 1);
+      nibs = f32_bits(nibf) & 0xffffu;  // 0x4B00 above the nibbles
+      if constexpr (kMvueProbe) nibs ^= ok ? 0u : 1u;  // keeps the validity tests live in the probe
+    }
+    if (!ok && !kMvueProbe) {
+      std::uint32_t rnd[4];
+      mvue_words<1>(args.keys, std::uint64_t(f0 + k), std::uint64_t(t0 / 16), rnd);
+      nibs = 0;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        std::uint32_t xa, xb, xc, xd, nib;
+        if (fast && kStaged) {
+          xa = stage[(4 * q) * kT + tid], xb = stage[(4 * q + 1) * kT + tid];
+          xc = stage[(4 * q + 2) * kT + tid], xd = stage[(4 * q + 3) * kT + tid];
+        } else if (fast) {
+          const Raw* src = g + (t0 + 4 * q) * N + f0;
+          xa = ldcs_reread32(src), xb = ldcs_reread32(src + N), xc = ldcs_reread32(src + 2 * N), xd = ldcs_reread32(src + 3 * N);
+        } else {
+          xa = x[4 * q], xb = x[4 * q + 1], xc = x[4 * q + 2], xd = x[4 * q + 3];
+        }
+        mvue_window16_full<kIsBf16<T>>(prmt(xa, xb, sel), prmt(xc, xd, sel), rnd[q], pair[q], nib);
+        nibs |= nib << (4 * q);
+      }
+    }
+    const int row = 2 * fp + k;
+    tile.vals[Tile::slot(row, tg)] = make_uint4(pair[0], pair[1], pair[2], pair[3]);
+    tile.nib[row * Tile::kNibPitch + tg] = std::uint16_t(nibs);
+  }
+  __syncthreads();
+  tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * kTileF, t_tile * (kTileT / 4), N, windows, fast);
 }
 
 /// Persistent token-major kernel (variant 2, 16-bit types): 128 x 128 tiles walked with a grid
@@ -853,16 +1010,28 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   // feature-major 32-token chunk in two halves (16-bit, tokens % 32 == 0; token-major and other
   // feature-major calls run variant 6, f32 variant 1); 9: variant 6 with short live ranges
   // (mvue24_feature_major_jit_kernel; the same fallbacks as 8); 10: 9 under a 5-CTA register cap
-  // (48 registers, 40 warps per SM; bf16 does not spill, f16 is at 48 anyway)
+  // (48 registers, 40 warps per SM; bf16 does not spill, f16 is at 48 anyway); 11: 10 with the
+  // chunk's four loads issued together (ldcs_chunk32; same fallbacks as 8); 12: token-major
+  // 16-token x 2-feature threads (mvue24_token_major_pair_kernel; feature-major runs variant 6,
+  // f32 variant 1); 13: 12 under a 5-CTA register cap
   if (variant != 2) {
     const bool occ = variant == 4, lean = k16 && (variant == 6 || variant >= 8);
     if constexpr (k16) {
-      if ((variant == 8 || variant == 9 || variant == 10) && !a.token_major && a.tokens % 32 == 0) {
+      if ((variant >= 8 && variant <= 11) && !a.token_major && a.tokens % 32 == 0) {
         const dim3 grid(unsigned((a.tokens / 32 + Traits::kRowThreads - 1) / Traits::kRowThreads), fy);
         if (variant == 8) go(mvue24_feature_major_kernel<T, 32, 0, true, true>, grid, fm_block);
         else if (variant == 9) go(mvue24_feature_major_jit_kernel<T>, grid, fm_block);
-        else go(mvue24_feature_major_jit_kernel<T, 5>, grid, fm_block);
+        else if (variant == 10) go(mvue24_feature_major_jit_kernel<T, 5>, grid, fm_block);
+        else go(mvue24_feature_major_jit_kernel<T, 0, true>, grid, fm_block);
         SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");
+        return;
+      }
+      if (variant >= 12 && variant <= 14 && a.token_major) {
+        const dim3 grid(unsigned((a.features + 63) / 64), unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
+        if (variant == 12) go(mvue24_token_major_pair_kernel<T>, grid, dim3(Traits::kThreads));
+        else if (variant == 13) go(mvue24_token_major_pair_kernel<T, 0, true>, grid, dim3(Traits::kThreads));
+        else go(mvue24_token_major_pair_kernel<T, 6, true>, grid, dim3(Traits::kThreads));
+        SPARSENM_CUDA_CHECK_LAUNCH("mvue24_token_major_pair_kernel");
         return;
       }
     }

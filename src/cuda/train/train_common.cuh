@@ -181,7 +181,12 @@ struct Mvue24Args {
   /// re-reads its chunk instead of keeping the inputs live: bf16 51 registers instead of 75, f16
   /// 48 instead of 57; "Session 6b"; the same fallbacks as 8); 10 = variant 9 under a 5-CTA
   /// register cap (48 registers, 40 warps per SM; no spill): the 16-bit feature-major default
-  /// where tokens % 32 == 0 (session 6b).
+  /// where tokens % 32 == 0 (session 6b); 11 = variant 10 with the chunk's four 16-byte loads
+  /// staged in shared memory by cp.async (all 64 bytes in flight whatever ptxas does with
+  /// register loads; "Session 7"; the same fallbacks as 8); 12 = token-major threads of 16 tokens
+  /// x 2 features (128 x 64 tiles, 48 registers: 40 warps; feature-major runs variant 6, f32
+  /// variant 1); 13 = 12 with the token words staged by cp.async; 14 = 13 at 6 CTAs per SM
+  /// (40 registers) ("Session 7"; 11-14 opt-in: measured 0.71-0.98x of the defaults).
   /// Outputs are identical.
   int variant = 0;
   /// Bench / profiling only (variants 1, 3, 4, 5): at most this many CTAs resident per SM, by
@@ -199,12 +204,14 @@ struct Mvue24Args {
 ///   halves) measured 0.98x of 7 (bf16) and 0.97x of 6 (f16): not used; session 6b: variant 10
 ///   (the register-lean chunk kernel at 40 warps) for both 16-bit types, 1.03-1.04x over 7 (bf16)
 ///   and over 6 (f16) in the same run, where tokens % 32 == 0 (else the former defaults, 7 / 6);
+///   session 7: variant 11 (10 staged by cp.async) measured 0.71-0.77x of 10: not used;
 /// - token-major: variant 3 for 16-bit with n % 128 == 64 (n = 1600: 1.32-1.53x, the 64-feature
 ///   tiles remove variant 1's scalar edge tile); variant 5 for f16 with n % 128 == 0 and
 ///   n >= 4096 (the c_fc shapes: 1.01-1.04x; at n = 1280 0.95-0.97x); variant 1 elsewhere (bf16:
 ///   4 and 5 spill 40-48 B at 64 registers and measured 0.91-0.94x; the persistent variant 2
 ///   0.71-0.96x on every large shape). The lean forms measured 0.97-1.01x token-major (session
-///   5): not used there.
+///   5): not used there; nor the 16-token x 2-feature threads of variants 12-14 (session 7: bf16
+///   0.90-0.98x of variant 1 at 40-48 warps, f16 0.81-0.90x of variant 5).
 /// Returns the variant that really runs for (dtype, layout, tokens, features), fallbacks included,
 /// so that callers comparing against "the default" (bench/train_suite.cu) compare like with like.
 inline int mvue24_default_variant(DType dtype, bool token_major, std::int64_t tokens, std::int64_t features) {
