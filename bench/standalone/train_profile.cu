@@ -9,6 +9,9 @@
 // its register-capped forms (4, 5) and variant 1 under the occupancy control. Prints the launch order.
 // SPARSENM_PROFILE_SET=s5 (docs/PERF-train.md "Session 5"): only the mask searches of variants 4
 // and 7 (the lean search) and the MVUE defaults beside their ALU-lean forms (variants 6 / 7).
+// SPARSENM_PROFILE_SET=s7b (docs/PERF-train.md "Session 7b"): no mask launches; MVUE at 16384 x
+// 5120: token-major bf16 variant 1 (default), f16 variants 1 and 5 (default), bf16 / f16 variants
+// 15 / 16, feature-major bf16 / f16 variant 10 (default).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -45,7 +48,8 @@ int main() {
   const char* set = std::getenv("SPARSENM_PROFILE_SET");
   const bool s5b = set && std::string(set) == "s5b";  // session 5b: the mask searches 4, 7, 8 only
   const bool s5 = s5b || (set && std::string(set) == "s5");
-  {  // ---- mask, f16, batched: the bench's 36 x [5120][1280]
+  const bool s7b = set && std::string(set) == "s7b";
+  if (!s7b) {  // ---- mask, f16, batched: the bench's 36 x [5120][1280]
     const std::int64_t B = 36, R = 5120, C = 1280;
     const std::size_t n = std::size_t(B * R * C);
     cuda::DeviceBuffer w(n * 2), mask(std::size_t(B * train::mask24_words(R, C)) * 2);
@@ -88,7 +92,7 @@ int main() {
   }
   if (s5b) return 0;
   {  // ---- MVUE, 16384 x 6400 (the bar shape)
-    const std::int64_t T = 16384, N = 6400;
+    const std::int64_t T = 16384, N = s7b ? 5120 : 6400;
     const std::size_t n = std::size_t(T * N);
     cuda::DeviceBuffer g(n * 2), v(std::size_t(N * train::hw24_value_cols(T)) * 2), idx(std::size_t(N * train::hw24_index_row_bytes(T)));
     fill16<<<1024, 256>>>(static_cast<std::uint16_t*>(g.get()), n, 9u);
@@ -119,7 +123,11 @@ int main() {
                   l.variant, l.limit ? " minus 1 CTA/SM" : "", (long long)T, (long long)N);
     }
     };
-    if (s5) run_set(std::begin(launches_s5), std::end(launches_s5));
+    const Launch launches_s7b[] = {{true, true, 1, 0},   {false, true, 1, 0},  {false, true, 5, 0},
+                                   {true, true, 15, 0},  {true, true, 16, 0},  {false, true, 16, 0},
+                                   {true, false, 10, 0}, {false, false, 10, 0}};
+    if (s7b) run_set(std::begin(launches_s7b), std::end(launches_s7b));
+    else if (s5) run_set(std::begin(launches_s5), std::end(launches_s5));
     else run_set(std::begin(launches), std::end(launches));
   }
   return 0;

@@ -622,6 +622,83 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
              t_tile * (Traits::kTileTokens / 4), N, windows, fast);
 }
 
+/// Variants 15 / 16 (16-bit token-major; docs/PERF-train.md "Session 7b"): variant 6 (variant 1's
+/// geometry: 128 x 128 tiles, threads of 16 tokens x 4 features, 8-byte loads, the lean fast path)
+/// with the short live ranges of variant 9: per feature its Philox words are made just before it,
+/// and the rare full rule (some group off the fast path) re-makes them and re-reads its 16 token
+/// words from global memory (ldcs_reread32) instead of keeping the fast path's words, Philox words
+/// and the consumed input words live for it. 15: no register cap; 16: __launch_bounds__(256, 4)
+/// (64 registers, 32 warps per SM). Edge tiles / unaligned shapes: guarded loads, the full rule
+/// from x, the guarded write-out. Outputs identical to variant 1 and the host rule.
+template <class T, int kMinBlocks = 0>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_token_major_jit_kernel(Mvue24Args args) {
+  using Raw = typename Elem<T>::Raw;
+  using Traits = Mvue24Traits;
+  static_assert(sizeof(Raw) == 2, "variants 15 / 16: 16-bit types");
+  using Tile = Tile24<Raw>;
+  __shared__ Tile tile;
+  const std::int64_t T_ = args.tokens, N = args.features, windows = (T_ + 3) / 4;
+  const int tid = threadIdx.x, fp = tid % 32, tg = tid / 32;
+  const std::int64_t f_tile = blockIdx.x, t_tile = blockIdx.y;
+  const std::int64_t f0 = f_tile * Traits::kTileFeatures + 4 * fp, t0 = t_tile * Traits::kTileTokens + 16 * tg;
+  const bool fast =
+      kMvueProbe || (args.aligned && (f_tile + 1) * Traits::kTileFeatures <= N && (t_tile + 1) * Traits::kTileTokens <= T_);
+  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
+  std::uint32_t x[16][2];  // x[t][j]: token t0 + t, features f0 + 2j, f0 + 2j + 1
+  if (fast) {
+#pragma unroll
+    for (int t = 0; t < 16; ++t) {
+      const uint2 p = __ldcs(reinterpret_cast<const uint2*>(g + (t0 + t) * N + f0));
+      x[t][0] = p.x, x[t][1] = p.y;
+    }
+  } else {
+    mvue_tm_load_guarded<T>(args, f0, t0, x);
+  }
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {  // feature f0 + k: the half k % 2 of the token words x[t][k / 2]
+    const std::uint32_t sel = (k & 1) ? 0x7632u : 0x5410u;
+    std::uint32_t pair[4], nibs = 0;
+    bool ok = false;
+    if (fast) {
+      std::uint32_t rnd[4], w[8];
+      mvue_words<1>(args.keys, std::uint64_t(f0 + k), std::uint64_t(t0 / 16), rnd);  // t0 % 16 == 0
+#pragma unroll
+      for (int i = 0; i < 8; ++i) w[i] = prmt(x[2 * i][k / 2], x[2 * i + 1][k / 2], sel);
+      float nibf = kMvueLeanNib0;
+      ok = true;
+#pragma unroll
+      for (int g2 = 0; g2 < 4; g2 += 2)
+        ok &= mvue_window16x2_lean<kIsBf16<T>>(w[2 * g2], w[2 * g2 + 1], rnd[g2], w[2 * g2 + 2], w[2 * g2 + 3], rnd[g2 + 1],
+                                               pair[g2], pair[g2 + 1], nibf, g2, g2 + 1);
+      nibs = f32_bits(nibf) & 0xffffu;  // 0x4B00 above the nibbles
+      if constexpr (kMvueProbe) nibs ^= ok ? 0u : 1u;
+    }
+    if (!ok && !kMvueProbe) {
+      std::uint32_t rnd[4];
+      mvue_words<1>(args.keys, std::uint64_t(f0 + k), std::uint64_t(t0 / 16), rnd);
+      nibs = 0;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        std::uint32_t xa, xb, xc, xd, nib;
+        if (fast) {
+          const Raw* src = g + (t0 + 4 * q) * N + f0 + 2 * (k / 2);
+          xa = ldcs_reread32(src), xb = ldcs_reread32(src + N), xc = ldcs_reread32(src + 2 * N), xd = ldcs_reread32(src + 3 * N);
+        } else {
+          xa = x[4 * q][k / 2], xb = x[4 * q + 1][k / 2], xc = x[4 * q + 2][k / 2], xd = x[4 * q + 3][k / 2];
+        }
+        mvue_window16_full<kIsBf16<T>>(prmt(xa, xb, sel), prmt(xc, xd, sel), rnd[q], pair[q], nib);
+        nibs |= nib << (4 * q);
+      }
+    }
+    const int row = 4 * fp + k;
+    tile.vals[Tile::slot(row, tg)] = make_uint4(pair[0], pair[1], pair[2], pair[3]);
+    tile.nib[row * Tile::kNibPitch + tg] = std::uint16_t(nibs);
+  }
+  __syncthreads();
+  tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * Traits::kTileFeatures,
+             t_tile * (Traits::kTileTokens / 4), N, windows, fast);
+}
+
 /// Variants 12 / 13 (16-bit token-major; docs/PERF-train.md "Session 7"): variant 6 (the lean
 /// fast path) with a thread tile of 16 tokens x 2 features instead of 16 x 4. Variant 1's thread
 /// holds 32 input words by layout (16 token rows x 8 bytes) and the fast path's words, Philox
@@ -1013,7 +1090,9 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   // (48 registers, 40 warps per SM; bf16 does not spill, f16 is at 48 anyway); 11: 10 with the
   // chunk's four loads issued together (ldcs_chunk32; same fallbacks as 8); 12: token-major
   // 16-token x 2-feature threads (mvue24_token_major_pair_kernel; feature-major runs variant 6,
-  // f32 variant 1); 13: 12 under a 5-CTA register cap
+  // f32 variant 1); 13: 12 under a 5-CTA register cap; 15 / 16: token-major variant 6 with short
+  // live ranges (mvue24_token_major_jit_kernel; 16 under a 4-CTA cap; feature-major runs variant
+  // 6, f32 variant 1)
   if (variant != 2) {
     const bool occ = variant == 4, lean = k16 && (variant == 6 || variant >= 8);
     if constexpr (k16) {
@@ -1024,6 +1103,14 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
         else if (variant == 10) go(mvue24_feature_major_jit_kernel<T, 5>, grid, fm_block);
         else go(mvue24_feature_major_jit_kernel<T, 0, true>, grid, fm_block);
         SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");
+        return;
+      }
+      if ((variant == 15 || variant == 16) && a.token_major) {  // Session 7b: variant 6 with short live ranges
+        const dim3 grid(unsigned((a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures),
+                        unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
+        if (variant == 15) go(mvue24_token_major_jit_kernel<T>, grid, dim3(Traits::kThreads));
+        else go(mvue24_token_major_jit_kernel<T, 4>, grid, dim3(Traits::kThreads));
+        SPARSENM_CUDA_CHECK_LAUNCH("mvue24_token_major_jit_kernel");
         return;
       }
       if (variant >= 12 && variant <= 14 && a.token_major) {
