@@ -389,6 +389,7 @@ Suite train_suite() {
                    : variant == 14 ? "mvue24:pair_lean_staged_occ6_kernel"
                    : variant == 15 ? "mvue24:chunk_lean_jit_tm_kernel"
                    : variant == 16 ? "mvue24:chunk_lean_jit_tm_occ4_kernel"
+                   : variant == 17 ? "mvue24:lines_lean_jit_tm_occ4_kernel"
                                   : "mvue24:chunk_kernel_minus1cta",
                    time_calls(other, slots, warmup, reps),
                    bytes, slots, std::string(tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)") +

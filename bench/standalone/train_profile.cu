@@ -10,8 +10,8 @@
 // SPARSENM_PROFILE_SET=s5 (docs/PERF-train.md "Session 5"): only the mask searches of variants 4
 // and 7 (the lean search) and the MVUE defaults beside their ALU-lean forms (variants 6 / 7).
 // SPARSENM_PROFILE_SET=s7b (docs/PERF-train.md "Session 7b"): no mask launches; MVUE at 16384 x
-// 5120: token-major bf16 variant 1 (default), f16 variants 1 and 5 (default), bf16 / f16 variants
-// 15 / 16, feature-major bf16 / f16 variant 10 (default).
+// 5120: token-major bf16 variant 1 (default), f16 variants 1 and 5 (default), bf16 variants 15 - 17,
+// f16 variant 16, feature-major bf16 / f16 variant 10 (default).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -124,7 +124,7 @@ int main() {
     }
     };
     const Launch launches_s7b[] = {{true, true, 1, 0},   {false, true, 1, 0},  {false, true, 5, 0},
-                                   {true, true, 15, 0},  {true, true, 16, 0},  {false, true, 16, 0},
+                                   {true, true, 15, 0},  {true, true, 16, 0},  {true, true, 17, 0},  {false, true, 16, 0},
                                    {true, false, 10, 0}, {false, false, 10, 0}};
     if (s7b) run_set(std::begin(launches_s7b), std::end(launches_s7b));
     else if (s5) run_set(std::begin(launches_s5), std::end(launches_s5));

@@ -55,7 +55,7 @@ HostMat transpose(const HostMat& m) {
   return t;
 }
 
-/// variant 0: the API (sparsenm::train::mvue24); 1 .. 16: that kernel variant (Mvue24Args::variant)
+/// variant 0: the API (sparsenm::train::mvue24); 1 .. 17: that kernel variant (Mvue24Args::variant)
 /// with the arguments the API builds; max_ctas: Mvue24Args::max_ctas_per_sm (the occupancy control);
 /// guarded: Mvue24Args::aligned forced off (every chunk / tile takes the guarded loads and stores);
 /// only: 1 = values alone (indices nullptr), 2 = indices alone (the other output stays poisoned).
@@ -191,7 +191,7 @@ TEST(Mvue24Variants, EveryKernelBitExactBothLayouts) {
       const std::uint64_t seed = 0xabcdef01ull + std::uint64_t(N);
       const Hw24 ref = host_mvue24(g, seed);
       const HostMat gt = transpose(g);
-      for (int entry = 1; entry <= 17; ++entry) {  // variants 1-7; 8: variant 1 limited to 2 CTAs per SM; 9-17: variants 8-16
+      for (int entry = 1; entry <= 18; ++entry) {  // variants 1-7; 8: variant 1 limited to 2 CTAs per SM; 9-18: variants 8-17
         const int variant = entry <= 7 ? entry : entry == 8 ? 1 : entry - 1, max_ctas = entry == 8 ? 2 : 0;
         const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N) + " variant " +
                                  std::to_string(variant) + (max_ctas ? " (2 CTAs / SM)" : "") + (special ? " special" : "");
@@ -310,10 +310,11 @@ TEST(Mvue24Variants, PairKernelsMatchVariant6AndTheHostRule) {
   // thread on the fast path, the other not), interior tiles only (T % 128 == 0, N % 64 == 0),
   // edge tiles in either dimension (N % 64 != 0, odd N; T % 128 != 0 with T % 32 == 0), T % 32 != 0
   // (no aligned path), the guarded path (aligned forced off), values or indices alone, and the
-  // fallbacks: feature-major runs variant 6, f32 variant 1. Variants 15 / 16 (session 7b: variant
+  // fallbacks: feature-major runs variant 6, f32 variant 1. Variants 15 - 17 (session 7b: variant
   // 6's 128 x 128 tiles and 16 x 4 threads with the Philox words just in time and the full rule
-  // re-reading its words; 16 at 4 CTAs per SM) the same way (interior tiles: T % 128 == 0,
-  // N % 128 == 0: the 256 x 256 and 512 x 384 cases, 128-feature edge tiles elsewhere).
+  // re-reading its words; 16 at 4 CTAs per SM; 17 = 16 on 256 x 64 tiles) the same way (interior
+  // tiles of 15 / 16: T % 128 == 0, N % 128 == 0: the 256 x 256 and 512 x 384 cases; of 17:
+  // T % 256 == 0, N % 64 == 0; edge tiles elsewhere).
   SPARSENM_REQUIRE_GPU();
   const Case cases[] = {Case{DType::bf16, 512, 192}, Case{DType::f16, 384, 320}, Case{DType::bf16, 160, 100},
                         Case{DType::f16, 256, 37},   Case{DType::bf16, 70, 130}, Case{DType::f16, 1024, 64},
@@ -340,7 +341,7 @@ TEST(Mvue24Variants, PairKernelsMatchVariant6AndTheHostRule) {
         const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N) + kMode[mode] +
                                  (guarded ? " guarded" : "");
         const auto [v6, i6] = run_gpu(g, train::GradLayout::token_major, T, N, seed, 6, 0, guarded);
-        for (int v : {12, 13, 14, 15, 16}) {
+        for (int v : {12, 13, 14, 15, 16, 17}) {
           const std::string wv = what + " variant " + std::to_string(v);
           const auto [vv, iv] = run_gpu(g, train::GradLayout::token_major, T, N, seed, v, 0, guarded);
           expect_hw24_equal(ref, vv, iv, g.esz(), wv.c_str());
@@ -352,9 +353,9 @@ TEST(Mvue24Variants, PairKernelsMatchVariant6AndTheHostRule) {
           }
         }
       }
-      // feature-major: variants 12-16 run variant 6 there (f32: variant 1)
+      // feature-major: variants 12-17 run variant 6 there (f32: variant 1)
       const HostMat gt = transpose(g);
-      for (int v : {12, 14, 15, 16}) {
+      for (int v : {12, 14, 15, 16, 17}) {
         const auto [vf, i_f] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, v);
         expect_hw24_equal(ref, vf, i_f, g.esz(), (std::string(to_string(t)) + " feature_major variant " + std::to_string(v)).c_str());
       }

@@ -35,6 +35,7 @@
 // of the raw words and make its values with one packed max (|x|, c) + sign merge.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/common.cuh"
 #include "cuda/train/mvue_rule.hpp"
@@ -628,21 +629,25 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
 /// and the rare full rule (some group off the fast path) re-makes them and re-reads its 16 token
 /// words from global memory (ldcs_reread32) instead of keeping the fast path's words, Philox words
 /// and the consumed input words live for it. 15: no register cap; 16: __launch_bounds__(256, 4)
-/// (64 registers, 32 warps per SM). Edge tiles / unaligned shapes: guarded loads, the full rule
-/// from x, the guarded write-out. Outputs identical to variant 1 and the host rule.
-template <class T, int kMinBlocks = 0>
+/// (64 registers, 32 warps per SM). kLines (variant 17): 16 under variant 5's geometry (256-token x
+/// 64-feature tiles, TileW64: warp loads of 2 whole 128-byte lines, whole-line value stores and
+/// whole-sector index stores). Edge tiles / unaligned shapes: guarded loads, the full rule from x,
+/// the guarded write-out. Outputs identical to variant 1 and the host rule.
+template <class Raw>
+struct TileW64;  // below (variant 3)
+
+template <class T, int kMinBlocks = 0, bool kLines = false>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_token_major_jit_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
-  using Traits = Mvue24Traits;
-  static_assert(sizeof(Raw) == 2, "variants 15 / 16: 16-bit types");
-  using Tile = Tile24<Raw>;
+  static_assert(sizeof(Raw) == 2, "variants 15 - 17: 16-bit types");
+  constexpr int kTileT = kLines ? 256 : 128, kTileF = kLines ? 64 : 128, kFp = kTileF / 4;
+  using Tile = std::conditional_t<kLines, TileW64<Raw>, Tile24<Raw>>;
   __shared__ Tile tile;
   const std::int64_t T_ = args.tokens, N = args.features, windows = (T_ + 3) / 4;
-  const int tid = threadIdx.x, fp = tid % 32, tg = tid / 32;
+  const int tid = threadIdx.x, fp = tid % kFp, tg = tid / kFp;
   const std::int64_t f_tile = blockIdx.x, t_tile = blockIdx.y;
-  const std::int64_t f0 = f_tile * Traits::kTileFeatures + 4 * fp, t0 = t_tile * Traits::kTileTokens + 16 * tg;
-  const bool fast =
-      kMvueProbe || (args.aligned && (f_tile + 1) * Traits::kTileFeatures <= N && (t_tile + 1) * Traits::kTileTokens <= T_);
+  const std::int64_t f0 = f_tile * kTileF + 4 * fp, t0 = t_tile * kTileT + 16 * tg;
+  const bool fast = kMvueProbe || (args.aligned && (f_tile + 1) * kTileF <= N && (t_tile + 1) * kTileT <= T_);
   const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
   std::uint32_t x[16][2];  // x[t][j]: token t0 + t, features f0 + 2j, f0 + 2j + 1
   if (fast) {
@@ -695,8 +700,12 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
     tile.nib[row * Tile::kNibPitch + tg] = std::uint16_t(nibs);
   }
   __syncthreads();
-  tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * Traits::kTileFeatures,
-             t_tile * (Traits::kTileTokens / 4), N, windows, fast);
+  if constexpr (kLines) {
+    const bool idx16 = T_ % 128 == 0 && reinterpret_cast<std::uintptr_t>(args.indices) % 16 == 0;
+    tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * kTileF, t_tile * (kTileT / 4), N, windows, fast, idx16);
+  } else {
+    tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * kTileF, t_tile * (kTileT / 4), N, windows, fast);
+  }
 }
 
 /// Variants 12 / 13 (16-bit token-major; docs/PERF-train.md "Session 7"): variant 6 (the lean
@@ -1091,8 +1100,8 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   // chunk's four loads issued together (ldcs_chunk32; same fallbacks as 8); 12: token-major
   // 16-token x 2-feature threads (mvue24_token_major_pair_kernel; feature-major runs variant 6,
   // f32 variant 1); 13: 12 under a 5-CTA register cap; 15 / 16: token-major variant 6 with short
-  // live ranges (mvue24_token_major_jit_kernel; 16 under a 4-CTA cap; feature-major runs variant
-  // 6, f32 variant 1)
+  // live ranges (mvue24_token_major_jit_kernel; 16 under a 4-CTA cap, 17 = 16 with variant 5's
+  // 256 x 64 tiles; feature-major runs variant 6, f32 variant 1)
   if (variant != 2) {
     const bool occ = variant == 4, lean = k16 && (variant == 6 || variant >= 8);
     if constexpr (k16) {
@@ -1105,11 +1114,13 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
         SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");
         return;
       }
-      if ((variant == 15 || variant == 16) && a.token_major) {  // Session 7b: variant 6 with short live ranges
+      if (variant >= 15 && variant <= 17 && a.token_major) {  // Session 7b: variant 6 with short live ranges
         const dim3 grid(unsigned((a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures),
                         unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
         if (variant == 15) go(mvue24_token_major_jit_kernel<T>, grid, dim3(Traits::kThreads));
-        else go(mvue24_token_major_jit_kernel<T, 4>, grid, dim3(Traits::kThreads));
+        else if (variant == 16) go(mvue24_token_major_jit_kernel<T, 4>, grid, dim3(Traits::kThreads));
+        else go(mvue24_token_major_jit_kernel<T, 4, true>, dim3(unsigned((a.features + 63) / 64), unsigned((a.tokens + 255) / 256)),
+                dim3(Traits::kThreads));
         SPARSENM_CUDA_CHECK_LAUNCH("mvue24_token_major_jit_kernel");
         return;
       }
