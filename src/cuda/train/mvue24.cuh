@@ -27,6 +27,9 @@
 //   cp.async (0.71-0.77x of 10); variants 12-14 = token-major threads of 16 tokens x 2 features
 //   (mvue24_token_major_pair_kernel; 0.96-0.98x of variant 1 for bf16, 0.88-0.90x of variant 5
 //   for f16; 13 / 14 staged by cp.async, 0.90x / 0.81x).
+//   Session 7b: variants 15-17 (mvue24_token_major_jit_kernel: variant 6 with short live ranges;
+//   16 at 4 CTAs per SM, 17 = 16 on 256 x 64 tiles); 17 is the bf16 token-major default for
+//   n % 128 == 0, n >= 4096 (1.06-1.07x over variant 1).
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +

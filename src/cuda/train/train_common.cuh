@@ -186,7 +186,11 @@ struct Mvue24Args {
   /// register loads; "Session 7"; the same fallbacks as 8); 12 = token-major threads of 16 tokens
   /// x 2 features (128 x 64 tiles, 48 registers: 40 warps; feature-major runs variant 6, f32
   /// variant 1); 13 = 12 with the token words staged by cp.async; 14 = 13 at 6 CTAs per SM
-  /// (40 registers) ("Session 7"; 11-14 opt-in: measured 0.71-0.98x of the defaults).
+  /// (40 registers) ("Session 7"; 11-14 opt-in: measured 0.71-0.98x of the defaults); 15 = token-
+  /// major variant 6 with short live ranges (Philox words per feature just in time, the rare full
+  /// rule re-reading its words), 16 = 15 at 4 CTAs per SM (64 registers), 17 = 16 on variant 5's
+  /// 256 x 64 tiles: the bf16 token-major default for n % 128 == 0, n >= 4096 ("Session 7b";
+  /// feature-major runs variant 6, f32 variant 1).
   /// Outputs are identical.
   int variant = 0;
   /// Bench / profiling only (variants 1, 3, 4, 5): at most this many CTAs resident per SM, by
@@ -211,7 +215,10 @@ struct Mvue24Args {
 ///   4 and 5 spill 40-48 B at 64 registers and measured 0.91-0.94x; the persistent variant 2
 ///   0.71-0.96x on every large shape). The lean forms measured 0.97-1.01x token-major (session
 ///   5): not used there; nor the 16-token x 2-feature threads of variants 12-14 (session 7: bf16
-///   0.90-0.98x of variant 1 at 40-48 warps, f16 0.81-0.90x of variant 5).
+///   0.90-0.98x of variant 1 at 40-48 warps, f16 0.81-0.90x of variant 5); session 7b: variant 17
+///   (the lean 16 x 4 thread with short live ranges at 32 warps on variant 5's 256 x 64 tiles) for
+///   bf16 with n % 128 == 0 and n >= 4096 (1.06 / 1.07x over variant 1 at 16384 x 5120 / 6400 in
+///   both bench processes; 15 / 16 1.04-1.08x; f16: 0.96-0.97x of variant 5, not used).
 /// Returns the variant that really runs for (dtype, layout, tokens, features), fallbacks included,
 /// so that callers comparing against "the default" (bench/train_suite.cu) compare like with like.
 inline int mvue24_default_variant(DType dtype, bool token_major, std::int64_t tokens, std::int64_t features) {
@@ -221,7 +228,8 @@ inline int mvue24_default_variant(DType dtype, bool token_major, std::int64_t to
     return tokens % 32 == 0 ? 10 : (dtype == DType::bf16 ? 7 : 6);
   }
   if (dtype != DType::f32 && features % 128 != 0 && features % 64 == 0) return 3;
-  return (dtype == DType::f16 && features % 128 == 0 && features >= 4096) ? 5 : 1;
+  if (dtype != DType::f32 && features % 128 == 0 && features >= 4096) return dtype == DType::f16 ? 5 : 17;
+  return 1;
 }
 
 struct DecayArgs {
