@@ -79,7 +79,7 @@ class Instance final : public detail::KernelInstance {
       counters_ = DeviceBuffer(std::size_t(layout_.groups) * sizeof(int));
       SPARSENM_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.size()));
     }
-    if (sv::transposed_variant(geom_.variant) || (stream && layout_.venom) || geom_.variant == sv::kAsyncVariant)  // Xt: k columns x n_tiles 16-byte units
+    if (sv::transposed_variant(geom_.variant) || (stream && layout_.venom) || geom_.variant == sv::kAsyncVariant || geom_.variant == sv::kPairVariant)  // Xt: k columns x n_tiles 16-byte units
       xt_ = DeviceBuffer(std::size_t(layout_.k) * std::size_t(geom_.n_tiles) * 16);
     p_.w = dw_->records.as<uint4>();
     p_.xt = xt_.as<uint4>();
@@ -113,7 +113,8 @@ class Instance final : public detail::KernelInstance {
   std::string describe() const override {
     static const char* const kNames[sv::kVariants] = {"staged",       "batched",        "pipelined", "pipelined short",
                                                       "row gather",   "transposed X",   "transposed X + PDL",
-                                                      "streamed",     "cp.async ring",  "async gather + ring"};
+                                                      "streamed",     "cp.async ring",  "async gather + ring",
+                                                      "paired tiles"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps";
@@ -179,6 +180,7 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   if (variant == 6 && device_major() < 9) variant = 5;  // programmatic dependent launch: sm_90+
   if (variant == sv::kStreamVariant && device_major() < 9) variant = 4;  // clusters, distributed shared memory: sm_90+
   if (variant == sv::kAsyncVariant && device_major() < 9) variant = 4;  // programmatic dependent launch: sm_90+
+  if (variant == sv::kPairVariant && device_major() < 9) variant = 4;   // programmatic dependent launch: sm_90+
   const int sms = device_sms();
   sv::Geometry g = sv::choose_geometry(l, int(desc.m), sms, variant);
   // Occupancy of the kernel this geometry launches (also lifts its shared-memory limit).
