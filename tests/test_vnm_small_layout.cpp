@@ -133,7 +133,7 @@ TEST(VnmSmallLayout, LayoutAndGeometryValues) {
         EXPECT_EQ(g.smem_words_per_row % 32, 16) << "bank-conflict-free stride";
       EXPECT_EQ(g.buffers, sv::two_buffer_variant(variant) ? 2 : 1);
       EXPECT_LE((g.smem_bytes() - g.ring_bytes) / std::size_t(g.buffers), 48u * 1024u);
-      EXPECT_EQ(g.ring_bytes, sv::ring_variant(variant) ? std::size_t(g.warps) * sv::kRingStages * sv::kRecordBytes : 0u);
+      EXPECT_EQ(g.ring_bytes, sv::ring_variant(variant) ? std::size_t(g.warps) * sv::ring_stages(variant) * sv::kRecordBytes : 0u);
       EXPECT_LE(g.smem_bytes(), 227u * 1024u / 2) << "two blocks per SM";
       EXPECT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
       EXPECT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);

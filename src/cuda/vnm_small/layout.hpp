@@ -324,7 +324,9 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   std::int64_t splits = 1;
   if (run1_geometry(variant)) {
     // Run-1 rule: enough warps for ~4 blocks of 8 warps per SM.
-    const std::int64_t warps_total = l.groups * g.warps;
+    // Variant 10 counts row tiles (two per warp) as variant 9's warps: the same splits, so its fp32
+    // partials (m x 4 bytes per row and split) do not double with its halved warps.
+    const std::int64_t warps_total = l.groups * (variant == kPairVariant ? std::int64_t(std::min(8, tiles_per_group)) : std::int64_t(g.warps));
     const std::int64_t target = std::int64_t(std::max(1, sms)) * 32;
     splits = std::min(cap, std::max<std::int64_t>(1, (target + warps_total - 1) / warps_total));
   } else if (variant != 3) {
