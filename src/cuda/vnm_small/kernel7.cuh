@@ -3,6 +3,11 @@
 // and consuming their records of one pair together, so that each B fragment (X, from shared
 // memory) is loaded once per k32 step and feeds both tiles' mma.sp. Read kernel6.cuh first.
 //
+// Status (H200 run 9a76b61, PERF-vnm-small.md "Session 7c measured"): correct (every VnmSmallGpu
+// test, memcheck 0), but 0.81-1.00x of variant 9 in all 18 measured cases, already at m = 8 (NT =
+// 1, where the B traffic is smallest) and no better at m = 32: halving the B fragment traffic
+// bought nothing, so it is not what grows with NT; half the warps per SM cost 3-9 %. Opt-in only.
+//
 // Why (PERF-vnm-small.md "Session 7c"). Variant 9's time at m > 8 grows faster than linearly in
 // the n8 tiles NT (128:2:8 28672 x 8192: +3.0 us from NT 1 to 2, +14.8 from 2 to 4). Per record
 // (16 rows x one pair, 1152 bytes of weight) and warp, variant 9 reads from shared memory 2 NT

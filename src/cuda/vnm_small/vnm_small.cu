@@ -165,6 +165,11 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // (1.08x / 1.04x), is mixed at m = 16 (1.02x / 0.96x; 128:2:16 1.05x on one shape only), loses
   // at m <= 8 (0.87-0.94x: the transpose and the ring) and on 128:2:16 at m = 32 (0.92x); 2:4
   // was not measured in that run. So 9 only for V:2:M with M <= 8 at m > 24.
+  // 9a76b61 (session 7c, bench/results/NVIDIA_H200-vnm_small-2026-11-21-9a76b61-s7small3.jsonl):
+  // variant 10 (paired tiles) is 0.81-1.00x of variant 9 in all 18 cases (2:4 / 128:2:8 / 128:2:16,
+  // m = 8 / 16 / 32): not taken. Variant 9 on 2:4 (first measurement) against 6 at m = 16 / 32:
+  // 1.03x / 1.08x on 12288^2 but 0.98x / 0.98x on 28672 x 8192; on 128:2:16 at m = 32 1.09x on
+  // 12288^2, 0.92x on 28672 x 8192: mixed by shape, so the rule by pattern and m is unchanged.
   const Pattern& p = w.pattern();
   if (p.kind == Granularity::hw24 && m > 8) return 6;  // 6 falls back to 5 below sm_90 (geometry_for)
   if (p.kind == Granularity::venom && p.m >= 32 && m > 24) return 5;
