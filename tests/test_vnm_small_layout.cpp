@@ -133,7 +133,7 @@ TEST(VnmSmallLayout, LayoutAndGeometryValues) {
         EXPECT_EQ(g.smem_words_per_row % 32, 16) << "bank-conflict-free stride";
       EXPECT_EQ(g.buffers, sv::two_buffer_variant(variant) ? 2 : 1);
       EXPECT_LE((g.smem_bytes() - g.ring_bytes) / std::size_t(g.buffers), 48u * 1024u);
-      EXPECT_EQ(g.ring_bytes, sv::ring_variant(variant) ? std::size_t(g.warps) * sv::kRingStages * sv::kRecordBytes : 0u);
+      EXPECT_EQ(g.ring_bytes, sv::ring_variant(variant) ? std::size_t(g.warps) * sv::ring_stages(variant) * sv::kRecordBytes : 0u);
       EXPECT_LE(g.smem_bytes(), 227u * 1024u / 2) << "two blocks per SM";
       EXPECT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
       EXPECT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
@@ -530,6 +530,80 @@ TEST(VnmSmallLayout, AsyncGroupAccountingWaitsForWhatIsConsumed) {
               }
           }
         }
+}
+
+TEST(VnmSmallLayout, PairGroupAccountingWaitsForWhatIsConsumed) {
+  // Variant 10's per-thread cp.async commit order replayed: D - 2 ring groups (prologue), the
+  // first chunk's gather group, then per chunk: wait(pair_gather_wait_newer) + barrier, the next
+  // chunk's gather group, and per pair step (records q, q + 1): wait(pair_ring_wait_newer(q + 1,
+  // qg)), two ring groups. Chunks hold >= kPairMinChunk pairs except the last (choose_geometry).
+  // Each wait must complete the groups relied on; in the steady state a step never waits for a
+  // gather group committed after its records.
+  constexpr int D = sv::kPairRingStages;
+  for (int chunks = 1; chunks <= 5; ++chunks)
+    for (int chunk_pairs = sv::kPairMinChunk; chunk_pairs <= 7; ++chunk_pairs)
+      for (int last = 1; last <= chunk_pairs; ++last) {
+        std::vector<int> kind;  // per committed group: -1 gather, else ring record index
+        int ni = 0, qg = 0, q = 0;
+        auto ring = [&] { kind.push_back(ni++); };
+        std::vector<bool> done;
+        auto newest_ok = [&](std::size_t idx, int newer) { return kind.size() - idx > std::size_t(newer); };
+        auto wait = [&](int newer) {
+          std::vector<std::size_t> forced;
+          done.resize(kind.size(), false);
+          for (std::size_t i = 0; i + std::size_t(newer) < kind.size(); ++i)
+            if (!done[i]) done[i] = true, forced.push_back(i);
+          return forced;
+        };
+        for (int s = 0; s < D - 2; ++s) ring();
+        kind.push_back(-1);
+        std::size_t g_idx = kind.size() - 1;
+        qg = ni;
+        for (int c = 0; c < chunks; ++c) {
+          const int npairs = c == chunks - 1 ? last : chunk_pairs;
+          const int gw = sv::pair_gather_wait_newer(ni, qg);
+          ASSERT_GE(gw, 0);
+          ASSERT_LE(gw, D - 2);  // the kernel's wait covers 0 .. D - 2
+          ASSERT_TRUE(newest_ok(g_idx, gw)) << "chunk " << c;
+          wait(gw);
+          if (c + 1 < chunks) {
+            kind.push_back(-1);
+            g_idx = kind.size() - 1;
+            qg = ni;
+          }
+          for (int cp = 0; cp < npairs; ++cp, q += 2) {
+            const int w = sv::pair_ring_wait_newer(q + 1, qg);
+            ASSERT_TRUE(w == D - 4 || w == D - 3);  // the two counts the kernel issues
+            std::size_t rec0 = 0, rec1 = 0;
+            while (kind[rec0] != q) ++rec0;
+            while (kind[rec1] != q + 1) ++rec1;
+            ASSERT_TRUE(newest_ok(rec0, w)) << "record " << q;
+            ASSERT_TRUE(newest_ok(rec1, w)) << "record " << q + 1;
+            const std::vector<std::size_t> forced = wait(w);
+            for (std::size_t i : forced) ASSERT_LE(i, rec1) << "record " << q + 1 << " waits for a younger group";
+            ring();
+            ring();
+          }
+        }
+      }
+}
+
+TEST(VnmSmallLayout, PairVariantGeometry) {
+  // Variant 10: two row tiles per warp (V / 32 warps; hw24 4), chunks >= kPairMinChunk pairs,
+  // shared memory within the launcher's bound, the ring of kPairRingStages slots per warp.
+  for (auto pat : {Pattern::venom(32, 8), Pattern::venom(64, 16), Pattern::venom(128, 8), Pattern::venom(256, 16),
+                   Pattern::hw24()})
+    for (int m : {1, 8, 9, 17, 24, 32}) {
+      const sv::Layout l = sv::Layout::of(FormatLayout::of(pat, 1000, 3000));
+      const sv::Geometry g = sv::choose_geometry(l, m, 132, sv::kPairVariant, 3);
+      const int tiles = l.group_rows / sv::kTileRows;
+      EXPECT_EQ(g.warps, std::max(1, tiles / 2));
+      EXPECT_EQ(g.tiles_per_warp, 2);
+      EXPECT_GE(g.chunk_pairs, sv::kPairMinChunk);
+      EXPECT_EQ(g.buffers, 2);
+      EXPECT_EQ(g.ring_bytes, std::size_t(g.warps) * sv::kPairRingStages * sv::kRecordBytes);
+      EXPECT_LE(g.smem_bytes(), sv::max_smem_bytes(g.n_tiles));
+    }
 }
 
 TEST(VnmSmallLayout, SplitsFillWholeWaves) {

@@ -4,7 +4,7 @@
 // (NaN in every dtype) so an unwritten element fails. Every kernel variant (layout.hpp
 // kVariants) runs every case; each case runs twice on the same instance (the split arrival
 // counters of variants 1/2 must reset themselves; variants 5/6 rewrite their transposed-X
-// workspace on every run; variant 8 refills its record rings; variant 9 both).
+// workspace on every run; variant 8 refills its record rings; variants 9 / 10 both).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -318,6 +318,38 @@ TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
       }
       Problem p32 = make_problem(Pattern::venom(32, 16), t, m, 32 * 3 + 5, 16 * 16 * 7 + 9, ++seed);
       run_and_check(p32, t, {0, v9}, "32:2:16 " + tag);
+    }
+}
+
+TEST(VnmSmallGpu, PairedTilesOddSlabsChunksAndSplits) {
+  // Variant 10 (kernel7.cuh): two row tiles per warp (warp w: tiles w and w + V / 32) consuming
+  // one pair of both together (one B fragment, two mma.sp), the ring in chunk -> pair -> tile
+  // order with empty groups for a missing second tile. Partial last slabs (n = 2 V + 21 / 128 * 2
+  // + 40: 3 tiles over 4 warps, one warp with none, two with one), several chunks per split
+  // (>= 3 pairs each) with a partial last chunk, k tails, hw24 direct / misaligned / k % 8 != 0,
+  // odd m and m = 17..24, V = 32 (one warp) / 64 / 128 / 256, forced splits 1 / 3 / 5, f16 / bf16.
+  REQUIRE_DEVICE();
+  std::uint64_t seed = 10100;
+  const int v10 = vnm_small::kPairVariant;
+  for (DType t : {DType::f16, DType::bf16})
+    for (std::int64_t m : {1, 7, 9, 17, 21, 24, 32}) {
+      const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m);
+      Problem ph = make_problem(Pattern::hw24(), t, m, 128 * 2 + 40, 64 * 37, ++seed);  // k % 8 == 0, 37 pairs
+      for (int splits : {0, 1, 3}) {
+        const vs::Options o{splits, v10};
+        run_and_check_at(ph, DType::f32, o, "hw24 direct splits=" + std::to_string(splits) + " " + tag, 0);
+        run_and_check_at(ph, DType::f32, o, "hw24 misaligned X splits=" + std::to_string(splits) + " " + tag, 2);
+      }
+      Problem ht = make_problem(Pattern::hw24(), t, m, 200, 64 * 21 + 6, ++seed);  // k % 8 != 0: transposed
+      run_and_check(ht, t, {3, v10}, "hw24 k%8!=0 " + tag);
+      Problem hk = make_problem(Pattern::hw24(), t, m, 130, 64 * 9 + 24, ++seed);  // k % 8 == 0, last pair partial
+      run_and_check(hk, DType::bf16, {0, v10}, "hw24 k tail " + tag);
+      for (int v : {64, 128, 256}) {
+        Problem pv = make_problem(Pattern::venom(v, 8), t, m, v * 2 + 21, 8 * 16 * 23 + 3, ++seed);
+        for (int splits : {1, 5}) run_and_check(pv, DType::f32, {splits, v10}, Pattern::venom(v, 8).str() + " splits=" + std::to_string(splits) + " " + tag);
+      }
+      Problem p32 = make_problem(Pattern::venom(32, 16), t, m, 32 * 3 + 5, 16 * 16 * 7 + 9, ++seed);
+      run_and_check(p32, t, {0, v10}, "32:2:16 " + tag);
     }
 }
 

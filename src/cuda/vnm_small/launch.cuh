@@ -12,6 +12,7 @@
 #include "cuda/vnm_small/kernel4.cuh"
 #include "cuda/vnm_small/kernel5.cuh"
 #include "cuda/vnm_small/kernel6.cuh"
+#include "cuda/vnm_small/kernel7.cuh"
 #include "cuda/vnm_small/vnm_small.hpp"
 
 namespace sparsenm::cuda::vnm_small {
@@ -26,6 +27,7 @@ const void* kernel_of(int variant) {
     case 7: return reinterpret_cast<const void*>(&vnm_small_kernel_stream<Tr, false>);  // venom: same resources
     case 8: return reinterpret_cast<const void*>(&vnm_small_kernel_ring<Tr, 2>);  // the larger of the two
     case 9: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
+    case 10: return reinterpret_cast<const void*>(&vnm_small_kernel_pair<Tr, false>);
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
     default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
   }
@@ -54,6 +56,14 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
       best = std::min(best, b);
     }
     return best;
+  }
+  if (variant == sparsenm::vnm_small::kPairVariant) {  // direct and transposed instances
+    const void* k1 = reinterpret_cast<const void*>(&vnm_small_kernel_pair<Tr, true>);
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(k1, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
+    int b1 = 0, b2 = 0;
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k1, threads, smem_bytes));
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k, threads, smem_bytes));
+    return std::min(b1, b2);
   }
   if (variant == sparsenm::vnm_small::kRingVariant) {  // one row tile per warp: its own instance
     const void* k1 = reinterpret_cast<const void*>(&vnm_small_kernel_ring<Tr, 1>);
@@ -135,6 +145,34 @@ void launch_async(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
 
 /// Variant 7: how many clusters of g.splits blocks of this geometry can be resident at once
 /// (cudaOccupancyMaxActiveClusters); 0 when splits <= 1 (no clusters).
+template <class Tr>
+void launch_pair(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
+  constexpr int NT = Tr::kNTiles;
+  const dim3 grid(unsigned(groups), unsigned(g.splits));
+  const dim3 block(unsigned(32 * g.warps));
+  const bool direct = p.sel == nullptr && p.k % 8 == 0 && (reinterpret_cast<std::uintptr_t>(p.x) & 15u) == 0;
+  if (direct) {
+    vnm_small_kernel_pair<Tr, true><<<grid, block, g.smem_bytes(), stream>>>(p);
+  } else {
+    const dim3 tgrid(unsigned(std::min<std::int64_t>(1024, (p.k + 255) / 256)), unsigned(NT));
+    vnm_small_transpose_x<NT><<<tgrid, 256, 0, stream>>>(static_cast<const std::uint16_t*>(p.x), p.xt, p.m, p.k);
+    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_transpose_x");
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = g.smem_bytes();
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_pair<Tr, false>, p));
+  }
+  SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_pair");
+  if (g.splits > 1) launch_reduce(p, stream);
+}
+
 template <class T, int NT>
 int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
   using Tr = Traits<T, NT>;
@@ -209,6 +247,9 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
       break;
     case 9:
       launch_async<Tr>(p, g, groups, stream);
+      break;
+    case 10:
+      launch_pair<Tr>(p, g, groups, stream);
       break;
     case 1:
       vnm_small_kernel2<Tr, false><<<grid, block, g.smem_bytes(), stream>>>(p);

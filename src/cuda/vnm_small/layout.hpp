@@ -186,13 +186,22 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 variant 8's ring. Chunks of 16 / n_tiles pairs: 3 blocks of 8 warps per SM.
 ///                 Measured (dfdb555): default for V:2:M with M <= 8 at m > 24 (1.04-1.08x of
 ///                 4), slower than 4 at m <= 8; 2:4 not measured.
+///  10 paired tiles (kernel7.cuh; session 7c) - variant 9 (async gather, ring) with every warp
+///                 owning two row tiles of the block's slab and consuming their records of one
+///                 pair together: each B fragment loaded once from shared memory per k32 step and
+///                 used by both tiles' mma.sp (half variant 9's B traffic per weight byte). Half
+///                 the warps per block (V / 32), a ring of kPairRingStages slots per warp.
+///                 Measured (9a76b61): 0.81-1.00x of 9 everywhere; opt-in.
 /// Variants 1/2 split k into at most one wave of resident blocks (floor(slots / groups)) and
 /// size chunks so a block has ~3 of them.
-inline constexpr int kVariants = 10;
+inline constexpr int kVariants = 11;
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
+inline constexpr int kPairVariant = 10;
+inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)
+inline constexpr int kPairMinChunk = 3;        ///< variant 10: pairs per chunk (pair_ring_wait_newer)
 inline constexpr int kStreamMaxSplits = 8;     ///< portable cluster size
 inline constexpr int kStreamHwTiles = 16;      ///< hw24 row tiles per block (256 rows, 8 warps)
 /// Variants with two staged-X buffers and the gather interleaved with the record batches.
@@ -201,12 +210,14 @@ constexpr bool pipelined_variant(int v) { return v == 2 || v == 3; }
 constexpr bool transposed_variant(int v) { return v == 5 || v == 6; }
 /// Variants with two staged-X buffers (> 48 KB: the launcher lifts the shared-memory limit).
 constexpr bool two_buffer_variant(int v) {
-  return pipelined_variant(v) || transposed_variant(v) || v == kStreamVariant || v == kAsyncVariant;
+  return pipelined_variant(v) || transposed_variant(v) || v == kStreamVariant || v == kAsyncVariant || v == kPairVariant;
 }
 /// Variants launched with run 1's geometry rules and the separate reduce kernel.
-constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_variant(v) || v == kRingVariant || v == kAsyncVariant; }
+constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_variant(v) || v == kRingVariant || v == kAsyncVariant || v == kPairVariant; }
 /// Variants with the per-warp record rings after the staged X.
-constexpr bool ring_variant(int v) { return v == kRingVariant || v == kAsyncVariant; }
+constexpr bool ring_variant(int v) { return v == kRingVariant || v == kAsyncVariant || v == kPairVariant; }
+/// Ring slots per warp of a ring variant.
+constexpr int ring_stages(int v) { return v == kPairVariant ? kPairRingStages : kRingStages; }
 /// Variants whose shared memory may pass 48 KB (the launcher lifts the limit to max_smem_bytes).
 constexpr bool large_smem_variant(int v) { return two_buffer_variant(v) || ring_variant(v); }
 
@@ -234,7 +245,8 @@ constexpr std::size_t max_smem_bytes(int n_tiles) {
   const std::size_t buffer = std::size_t(8 * n_tiles) * std::size_t((32 / n_tiles) * 32 + 16) * 4;
   const std::size_t ring = std::size_t(8) * kRingStages * kRecordBytes;  // variants 8/9: <= 8 warps
   const std::size_t half = std::size_t(8 * n_tiles) * std::size_t((16 / n_tiles) * 32 + 16) * 4;  // variant 9
-  return std::max({2 * buffer, buffer + ring, 2 * half + ring});
+  const std::size_t ring10 = std::size_t(8) * kPairRingStages * kRecordBytes;  // variant 10: <= 8 warps (V = 256)
+  return std::max({2 * buffer, buffer + ring, 2 * half + ring, 2 * half + ring10});
 }
 
 /// m in 1..32; sms: multiprocessors of the device; blocks_per_sm: resident blocks of the chosen
@@ -297,10 +309,12 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   g.tiles_per_group = tiles_per_group;
   g.groups = l.groups;
   g.warps = std::min(8, tiles_per_group);
+  if (variant == kPairVariant) g.warps = std::max(1, tiles_per_group / 2);  // two row tiles per warp
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
   g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X per buffer for every m
-  if (variant == kAsyncVariant) g.chunk_pairs = 16 / g.n_tiles;  // 2 x ~17 KB + rings: 3 blocks per SM
+  if (variant == kAsyncVariant || variant == kPairVariant) g.chunk_pairs = 16 / g.n_tiles;  // 2 x ~17 KB + rings
   if (g.warps <= 2) g.chunk_pairs = std::max(1, g.chunk_pairs / 2);
+  if (variant == kPairVariant) g.chunk_pairs = std::max(kPairMinChunk, g.chunk_pairs);  // pair_ring_wait_newer
   g.buffers = two_buffer_variant(variant) ? 2 : 1;
   // Caps: the fp32 partials of a split (m * 8 bytes per row, written and read back through L2)
   // stay below a quarter of the row's weight bytes (4.5 per window), every split keeps >= 2
@@ -311,7 +325,9 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   std::int64_t splits = 1;
   if (run1_geometry(variant)) {
     // Run-1 rule: enough warps for ~4 blocks of 8 warps per SM.
-    const std::int64_t warps_total = l.groups * g.warps;
+    // Variant 10 counts row tiles (two per warp) as variant 9's warps: the same splits, so its fp32
+    // partials (m x 4 bytes per row and split) do not double with its halved warps.
+    const std::int64_t warps_total = l.groups * (variant == kPairVariant ? std::int64_t(std::min(8, tiles_per_group)) : std::int64_t(g.warps));
     const std::int64_t target = std::int64_t(std::max(1, sms)) * 32;
     splits = std::min(cap, std::max<std::int64_t>(1, (target + warps_total - 1) / warps_total));
   } else if (variant != 3) {
@@ -340,7 +356,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
     g.chunk_pairs = int(std::min<std::int64_t>(g.chunk_pairs, want));
   }
   g.smem_words_per_row = g.chunk_pairs * 32 + 16;
-  if (ring_variant(variant)) g.ring_bytes = std::size_t(g.warps) * kRingStages * kRecordBytes;
+  if (ring_variant(variant)) g.ring_bytes = std::size_t(g.warps) * ring_stages(variant) * kRecordBytes;
   return g;
 }
 
@@ -400,6 +416,23 @@ SPARSENM_VS_HD constexpr int ring_wait_newer(int q, int qg) { return kRingStages
 /// groups than needed is still correct).
 SPARSENM_VS_HD constexpr int gather_wait_newer(int ni, int qg) {
   return ni - qg < 0 ? 0 : ni - qg > kRingStages - 1 ? kRingStages - 1 : ni - qg;
+}
+
+/// Variant 10's accounting. A warp's records come in steps of two (pair cp of tile 0, then of tile
+/// 1; an empty group stands for tile 1 when the warp has one tile): record r is ring group r. The
+/// prologue commits kPairRingStages - 2 records; step s waits for records 2s and 2s + 1 (after
+/// kPairRingStages - 2 + 2s ring commits), then refills the two slots step s - 1 consumed. The
+/// groups newer than record 2s + 1 are kPairRingStages - 4 ring groups, plus the latest gather
+/// group when it was committed after record 2s + 1 (r1 < qg). The gather group before it was
+/// committed at the top of the previous chunk, kPairRingStages - 2 = 6 records past that chunk's
+/// first record, so it is older than every record of the current chunk when the previous chunk had
+/// >= 3 pairs (kPairMinChunk; only a split's last chunk is shorter, and no gather follows it).
+/// Replayed on the CPU (test_vnm_small_layout.cpp).
+SPARSENM_VS_HD constexpr int pair_ring_wait_newer(int r1, int qg) { return kPairRingStages - 4 + (r1 < qg ? 1 : 0); }
+/// At a chunk top (variant 10): ring groups committed since the latest gather group, clamped to the
+/// records in flight (kPairRingStages - 2; waiting for more is still correct).
+SPARSENM_VS_HD constexpr int pair_gather_wait_newer(int ni, int qg) {
+  return ni - qg < 0 ? 0 : ni - qg > kPairRingStages - 2 ? kPairRingStages - 2 : ni - qg;
 }
 
 /// Identity selection bytes (hw24) of word j: positions 2 (j % 2) and 2 (j % 2) + 1.

@@ -79,7 +79,7 @@ class Instance final : public detail::KernelInstance {
       counters_ = DeviceBuffer(std::size_t(layout_.groups) * sizeof(int));
       SPARSENM_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.size()));
     }
-    if (sv::transposed_variant(geom_.variant) || (stream && layout_.venom) || geom_.variant == sv::kAsyncVariant)  // Xt: k columns x n_tiles 16-byte units
+    if (sv::transposed_variant(geom_.variant) || (stream && layout_.venom) || geom_.variant == sv::kAsyncVariant || geom_.variant == sv::kPairVariant)  // Xt: k columns x n_tiles 16-byte units
       xt_ = DeviceBuffer(std::size_t(layout_.k) * std::size_t(geom_.n_tiles) * 16);
     p_.w = dw_->records.as<uint4>();
     p_.xt = xt_.as<uint4>();
@@ -113,7 +113,8 @@ class Instance final : public detail::KernelInstance {
   std::string describe() const override {
     static const char* const kNames[sv::kVariants] = {"staged",       "batched",        "pipelined", "pipelined short",
                                                       "row gather",   "transposed X",   "transposed X + PDL",
-                                                      "streamed",     "cp.async ring",  "async gather + ring"};
+                                                      "streamed",     "cp.async ring",  "async gather + ring",
+                                                      "paired tiles"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps";
@@ -164,6 +165,11 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // (1.08x / 1.04x), is mixed at m = 16 (1.02x / 0.96x; 128:2:16 1.05x on one shape only), loses
   // at m <= 8 (0.87-0.94x: the transpose and the ring) and on 128:2:16 at m = 32 (0.92x); 2:4
   // was not measured in that run. So 9 only for V:2:M with M <= 8 at m > 24.
+  // 9a76b61 (session 7c, bench/results/NVIDIA_H200-vnm_small-2026-11-21-9a76b61-s7small3.jsonl):
+  // variant 10 (paired tiles) is 0.81-1.00x of variant 9 in all 18 cases (2:4 / 128:2:8 / 128:2:16,
+  // m = 8 / 16 / 32): not taken. Variant 9 on 2:4 (first measurement) against 6 at m = 16 / 32:
+  // 1.03x / 1.08x on 12288^2 but 0.98x / 0.98x on 28672 x 8192; on 128:2:16 at m = 32 1.09x on
+  // 12288^2, 0.92x on 28672 x 8192: mixed by shape, so the rule by pattern and m is unchanged.
   const Pattern& p = w.pattern();
   if (p.kind == Granularity::hw24 && m > 8) return 6;  // 6 falls back to 5 below sm_90 (geometry_for)
   if (p.kind == Granularity::venom && p.m >= 32 && m > 24) return 5;
@@ -179,6 +185,7 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   if (variant == 6 && device_major() < 9) variant = 5;  // programmatic dependent launch: sm_90+
   if (variant == sv::kStreamVariant && device_major() < 9) variant = 4;  // clusters, distributed shared memory: sm_90+
   if (variant == sv::kAsyncVariant && device_major() < 9) variant = 4;  // programmatic dependent launch: sm_90+
+  if (variant == sv::kPairVariant && device_major() < 9) variant = 4;   // programmatic dependent launch: sm_90+
   const int sms = device_sms();
   sv::Geometry g = sv::choose_geometry(l, int(desc.m), sms, variant);
   // Occupancy of the kernel this geometry launches (also lifts its shared-memory limit).
