@@ -30,6 +30,8 @@
 //   Session 7b: variants 15-17 (mvue24_token_major_jit_kernel: variant 6 with short live ranges;
 //   16 at 4 CTAs per SM, 17 = 16 on 256 x 64 tiles); 17 is the bf16 token-major default for
 //   n % 128 == 0, n >= 4096 (1.06-1.07x over variant 1).
+//   Session 7c (opt-in): variants 18 / 19 = 17 and 20 = 15 with the Philox words of the first
+//   1 / 2 / 1 features made between the loads' issue and their first use (kAhead).
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
@@ -639,7 +641,15 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
 template <class Raw>
 struct TileW64;  // below (variant 3)
 
-template <class T, int kMinBlocks = 0, bool kLines = false>
+///
+/// kAhead (variants 18-20, docs/PERF-train.md "Session 7c"): the Philox words of the first kAhead
+/// features are made between the loads' issue and their first use. Program order alone does not
+/// do it (in 15-17 ptxas places the first PRMT of the loaded words before feature 0's Philox
+/// chain, so the warp waits on its loads with that load-independent chain queued behind), so the
+/// PRMT selectors of the fast path carry a data dependency on the last Philox word: sel | (word &
+/// z) with z an opaque zero (the kernel runs for token-major calls only: z = token_major ? 0 : ~0),
+/// which makes every consumer of the loaded words wait for the chain. One LOP3 per selector.
+template <class T, int kMinBlocks = 0, bool kLines = false, int kAhead = 0>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_token_major_jit_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   static_assert(sizeof(Raw) == 2, "variants 15 - 17: 16-bit types");
@@ -662,6 +672,19 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
   } else {
     mvue_tm_load_guarded<T>(args, f0, t0, x);
   }
+  static_assert(kAhead >= 0 && kAhead <= 4);
+  std::uint32_t rnd_ahead[kAhead > 0 ? kAhead : 1][4];
+  std::uint32_t sel_fast[2] = {0x5410u, 0x7632u};  // the fast path's PRMT selectors (feature k: sel_fast[k % 2])
+  if constexpr (kAhead > 0) {
+    if (fast) {
+#pragma unroll
+      for (int a = 0; a < kAhead; ++a) mvue_words<1>(args.keys, std::uint64_t(f0 + a), std::uint64_t(t0 / 16), rnd_ahead[a]);
+      const std::uint32_t z = args.token_major ? 0u : ~0u;  // 0, unknown to the compiler
+      std::uint32_t dep = rnd_ahead[kAhead - 1][3];
+      if constexpr (kAhead > 1) dep |= rnd_ahead[0][3];
+      sel_fast[0] |= dep & z, sel_fast[1] |= dep & z;
+    }
+  }
 #pragma unroll
   for (int k = 0; k < 4; ++k) {  // feature f0 + k: the half k % 2 of the token words x[t][k / 2]
     const std::uint32_t sel = (k & 1) ? 0x7632u : 0x5410u;
@@ -669,9 +692,14 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
     bool ok = false;
     if (fast) {
       std::uint32_t rnd[4], w[8];
-      mvue_words<1>(args.keys, std::uint64_t(f0 + k), std::uint64_t(t0 / 16), rnd);  // t0 % 16 == 0
+      if (k < kAhead) {
 #pragma unroll
-      for (int i = 0; i < 8; ++i) w[i] = prmt(x[2 * i][k / 2], x[2 * i + 1][k / 2], sel);
+        for (int j = 0; j < 4; ++j) rnd[j] = rnd_ahead[k < kAhead ? k : 0][j];
+      } else {
+        mvue_words<1>(args.keys, std::uint64_t(f0 + k), std::uint64_t(t0 / 16), rnd);  // t0 % 16 == 0
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) w[i] = prmt(x[2 * i][k / 2], x[2 * i + 1][k / 2], sel_fast[k & 1]);
       float nibf = kMvueLeanNib0;
       ok = true;
 #pragma unroll
@@ -1104,7 +1132,8 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   // 16-token x 2-feature threads (mvue24_token_major_pair_kernel; feature-major runs variant 6,
   // f32 variant 1); 13: 12 under a 5-CTA register cap; 15 / 16: token-major variant 6 with short
   // live ranges (mvue24_token_major_jit_kernel; 16 under a 4-CTA cap, 17 = 16 with variant 5's
-  // 256 x 64 tiles; feature-major runs variant 6, f32 variant 1)
+  // 256 x 64 tiles; 18 / 19 / 20: 17 / 17 / 15 with the Philox words of the first 1 / 2 / 1
+  // features ahead of the loads' first use; feature-major runs variant 6, f32 variant 1)
   if (variant != 2) {
     const bool occ = variant == 4, lean = k16 && (variant == 6 || variant >= 8);
     if constexpr (k16) {
@@ -1117,13 +1146,17 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
         SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");
         return;
       }
-      if (variant >= 15 && variant <= 17 && a.token_major) {  // Session 7b: variant 6 with short live ranges
+      if (variant >= 15 && variant <= 20 && a.token_major) {  // Session 7b: variant 6 with short live ranges
         const dim3 grid(unsigned((a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures),
                         unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
+        const dim3 grid_lines(unsigned((a.features + 63) / 64), unsigned((a.tokens + 255) / 256));
         if (variant == 15) go(mvue24_token_major_jit_kernel<T>, grid, dim3(Traits::kThreads));
         else if (variant == 16) go(mvue24_token_major_jit_kernel<T, 4>, grid, dim3(Traits::kThreads));
-        else go(mvue24_token_major_jit_kernel<T, 4, true>, dim3(unsigned((a.features + 63) / 64), unsigned((a.tokens + 255) / 256)),
-                dim3(Traits::kThreads));
+        else if (variant == 17) go(mvue24_token_major_jit_kernel<T, 4, true>, grid_lines, dim3(Traits::kThreads));
+        // Session 7c: Philox words of the first features between the loads and their first use
+        else if (variant == 18) go(mvue24_token_major_jit_kernel<T, 4, true, 1>, grid_lines, dim3(Traits::kThreads));
+        else if (variant == 19) go(mvue24_token_major_jit_kernel<T, 4, true, 2>, grid_lines, dim3(Traits::kThreads));
+        else go(mvue24_token_major_jit_kernel<T, 0, false, 1>, grid, dim3(Traits::kThreads));
         SPARSENM_CUDA_CHECK_LAUNCH("mvue24_token_major_jit_kernel");
         return;
       }

@@ -190,7 +190,9 @@ struct Mvue24Args {
   /// major variant 6 with short live ranges (Philox words per feature just in time, the rare full
   /// rule re-reading its words), 16 = 15 at 4 CTAs per SM (64 registers), 17 = 16 on variant 5's
   /// 256 x 64 tiles: the bf16 token-major default for n % 128 == 0, n >= 4096 ("Session 7b";
-  /// feature-major runs variant 6, f32 variant 1).
+  /// feature-major runs variant 6, f32 variant 1); 18 / 19 = 17 and 20 = 15 with the Philox
+  /// words of the first 1 / 2 / 1 features made between the loads' issue and their first use
+  /// ("Session 7c"; opt-in; the same fallbacks).
   /// Outputs are identical.
   int variant = 0;
   /// Bench / profiling only (variants 1, 3, 4, 5): at most this many CTAs resident per SM, by
