@@ -122,7 +122,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Mvue24,
                                            Case{DType::f32, 128, 128}, Case{DType::f32, 50, 9}, Case{DType::f32, 48, 16},
                                            Case{DType::f16, 384, 260}, Case{DType::f16, 80, 12}, Case{DType::bf16, 512, 256},
                                            Case{DType::bf16, 208, 132}, Case{DType::f32, 256, 260}, Case{DType::f32, 96, 8},
-                                           // n % 128 == 0, n >= 4096: the API's token-major defaults 17 (bf16) / 5 (f16)
+                                           // n % 128 == 0, n >= 4096: the API's token-major defaults 18 (bf16) / 5 (f16)
                                            Case{DType::bf16, 512, 4096}, Case{DType::f16, 256, 4096}));
 
 /// Every kind of group the rule distinguishes, at the positions of both fast layouts (token_major

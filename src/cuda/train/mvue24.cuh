@@ -30,8 +30,9 @@
 //   Session 7b: variants 15-17 (mvue24_token_major_jit_kernel: variant 6 with short live ranges;
 //   16 at 4 CTAs per SM, 17 = 16 on 256 x 64 tiles); 17 is the bf16 token-major default for
 //   n % 128 == 0, n >= 4096 (1.06-1.07x over variant 1).
-//   Session 7c (opt-in): variants 18 / 19 = 17 and 20 = 15 with the Philox words of the first
-//   1 / 2 / 1 features made between the loads' issue and their first use (kAhead).
+//   Session 7c: variants 18 / 19 = 17 and 20 = 15 with the Philox words of the first 1 / 2 / 1
+//   features made between the loads' issue and their first use (kAhead); 18 replaces 17 as the
+//   bf16 token-major default (1.01-1.03x over 17); 19 / 20 opt-in.
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +

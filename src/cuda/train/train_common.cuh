@@ -192,7 +192,8 @@ struct Mvue24Args {
   /// 256 x 64 tiles: the bf16 token-major default for n % 128 == 0, n >= 4096 ("Session 7b";
   /// feature-major runs variant 6, f32 variant 1); 18 / 19 = 17 and 20 = 15 with the Philox
   /// words of the first 1 / 2 / 1 features made between the loads' issue and their first use
-  /// ("Session 7c"; opt-in; the same fallbacks).
+  /// ("Session 7c"; 18 is the bf16 token-major default for n % 128 == 0, n >= 4096; 19 / 20
+  /// opt-in; the same fallbacks).
   /// Outputs are identical.
   int variant = 0;
   /// Bench / profiling only (variants 1, 3, 4, 5): at most this many CTAs resident per SM, by
@@ -220,7 +221,10 @@ struct Mvue24Args {
 ///   0.90-0.98x of variant 1 at 40-48 warps, f16 0.81-0.90x of variant 5); session 7b: variant 17
 ///   (the lean 16 x 4 thread with short live ranges at 32 warps on variant 5's 256 x 64 tiles) for
 ///   bf16 with n % 128 == 0 and n >= 4096 (1.06 / 1.07x over variant 1 at 16384 x 5120 / 6400 in
-///   both bench processes; 15 / 16 1.04-1.08x; f16: 0.96-0.97x of variant 5, not used).
+///   both bench processes; 15 / 16 1.04-1.08x; f16: 0.96-0.97x of variant 5, not used); session
+///   7c: variant 18 (17 with feature 0's Philox words made between the loads and their first
+///   use) replaces 17 there (1.01x / 1.03x over 17 at 16384 x 5120 / 6400 in both processes;
+///   f16: 0.998x / 1.02x of variant 5, not used).
 /// Returns the variant that really runs for (dtype, layout, tokens, features), fallbacks included,
 /// so that callers comparing against "the default" (bench/train_suite.cu) compare like with like.
 inline int mvue24_default_variant(DType dtype, bool token_major, std::int64_t tokens, std::int64_t features) {
@@ -230,7 +234,7 @@ inline int mvue24_default_variant(DType dtype, bool token_major, std::int64_t to
     return tokens % 32 == 0 ? 10 : (dtype == DType::bf16 ? 7 : 6);
   }
   if (dtype != DType::f32 && features % 128 != 0 && features % 64 == 0) return 3;
-  if (dtype != DType::f32 && features % 128 == 0 && features >= 4096) return dtype == DType::f16 ? 5 : 17;
+  if (dtype != DType::f32 && features % 128 == 0 && features >= 4096) return dtype == DType::f16 ? 5 : 18;
   return 1;
 }
 
