@@ -472,6 +472,14 @@ TEST(VnmSmallLayout, AsyncGeometryStagesBothLayoutsAndFitsThreeBlocksPerSm) {
         ASSERT_LE(std::size_t(g.chunk_pairs) * 64 * std::size_t(g.n_tiles) * 16, buf) << "transposed columns";
         ASSERT_LE(g.smem_bytes(), sv::max_smem_bytes(g.n_tiles));
         if (g.warps == 8) ASSERT_LE(3 * (g.smem_bytes() + 1024), 228u * 1024u) << "3 blocks per SM";
+        // Variant 11 is variant 9's kernel with the split reduction fused: the same geometry
+        const sv::Geometry f = sv::choose_geometry(l, m, 132, sv::kFusedVariant, 3);
+        ASSERT_TRUE(sv::async_variant(sv::kFusedVariant) && sv::run1_geometry(sv::kFusedVariant));
+        ASSERT_EQ(f.splits, g.splits);
+        ASSERT_EQ(f.pairs_per_split, g.pairs_per_split);
+        ASSERT_EQ(f.chunk_pairs, g.chunk_pairs);
+        ASSERT_EQ(f.smem_bytes(), g.smem_bytes());
+        ASSERT_EQ(f.warps, g.warps);
       }
 }
 

@@ -192,30 +192,39 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 used by both tiles' mma.sp (half variant 9's B traffic per weight byte). Half
 ///                 the warps per block (V / 32), a ring of kPairRingStages slots per warp.
 ///                 Measured (9a76b61): 0.81-1.00x of 9 everywhere; opt-in.
+///  11 async, fused reduce (kernel6.cuh; session 7d) - variant 9 (same kernel, geometry and
+///                 splits) with the k splits summed by the last block of each group to finish
+///                 (arrival counter per group, reset by that block; partials summed in split
+///                 order, as the reduce kernel does: bit-identical y) instead of the separate
+///                 reduce kernel: no second launch, and the partials are read while other
+///                 blocks still stream.
 /// Variants 1/2 split k into at most one wave of resident blocks (floor(slots / groups)) and
 /// size chunks so a block has ~3 of them.
-inline constexpr int kVariants = 11;
+inline constexpr int kVariants = 12;
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
+inline constexpr int kFusedVariant = 11;  ///< variant 9 + last-block split reduction
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)
 inline constexpr int kPairMinChunk = 3;        ///< variant 10: pairs per chunk (pair_ring_wait_newer)
 inline constexpr int kStreamMaxSplits = 8;     ///< portable cluster size
 inline constexpr int kStreamHwTiles = 16;      ///< hw24 row tiles per block (256 rows, 8 warps)
+/// Variants that run the async-gather kernel (kernel6.cuh): 9, and 11 with the fused reduction.
+constexpr bool async_variant(int v) { return v == kAsyncVariant || v == kFusedVariant; }
 /// Variants with two staged-X buffers and the gather interleaved with the record batches.
 constexpr bool pipelined_variant(int v) { return v == 2 || v == 3; }
 /// Variants that stage X from the transposed workspace (xt_unit layout, cp.async, ldmatrix).
 constexpr bool transposed_variant(int v) { return v == 5 || v == 6; }
 /// Variants with two staged-X buffers (> 48 KB: the launcher lifts the shared-memory limit).
 constexpr bool two_buffer_variant(int v) {
-  return pipelined_variant(v) || transposed_variant(v) || v == kStreamVariant || v == kAsyncVariant || v == kPairVariant;
+  return pipelined_variant(v) || transposed_variant(v) || v == kStreamVariant || async_variant(v) || v == kPairVariant;
 }
 /// Variants launched with run 1's geometry rules and the separate reduce kernel.
-constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_variant(v) || v == kRingVariant || v == kAsyncVariant || v == kPairVariant; }
+constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_variant(v) || v == kRingVariant || async_variant(v) || v == kPairVariant; }
 /// Variants with the per-warp record rings after the staged X.
-constexpr bool ring_variant(int v) { return v == kRingVariant || v == kAsyncVariant || v == kPairVariant; }
+constexpr bool ring_variant(int v) { return v == kRingVariant || async_variant(v) || v == kPairVariant; }
 /// Ring slots per warp of a ring variant.
 constexpr int ring_stages(int v) { return v == kPairVariant ? kPairRingStages : kRingStages; }
 /// Variants whose shared memory may pass 48 KB (the launcher lifts the limit to max_smem_bytes).
@@ -312,7 +321,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   if (variant == kPairVariant) g.warps = std::max(1, tiles_per_group / 2);  // two row tiles per warp
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
   g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X per buffer for every m
-  if (variant == kAsyncVariant || variant == kPairVariant) g.chunk_pairs = 16 / g.n_tiles;  // 2 x ~17 KB + rings
+  if (async_variant(variant) || variant == kPairVariant) g.chunk_pairs = 16 / g.n_tiles;  // 2 x ~17 KB + rings
   if (g.warps <= 2) g.chunk_pairs = std::max(1, g.chunk_pairs / 2);
   if (variant == kPairVariant) g.chunk_pairs = std::max(kPairMinChunk, g.chunk_pairs);  // pair_ring_wait_newer
   g.buffers = two_buffer_variant(variant) ? 2 : 1;

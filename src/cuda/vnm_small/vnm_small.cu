@@ -75,11 +75,12 @@ class Instance final : public detail::KernelInstance {
     const bool stream = geom_.variant == sv::kStreamVariant;  // splits reduced in the cluster
     if (geom_.splits > 1 && !stream)
       ws_ = DeviceBuffer(std::size_t(geom_.splits) * std::size_t(desc.m) * std::size_t(layout_.n) * 4);
-    if (geom_.splits > 1 && !sv::run1_geometry(geom_.variant) && !stream) {  // last-block reduction
+    const bool fused = geom_.variant == sv::kFusedVariant;  // variant 9's kernel, last-block reduction
+    if (geom_.splits > 1 && (!sv::run1_geometry(geom_.variant) || fused) && !stream) {  // last-block reduction
       counters_ = DeviceBuffer(std::size_t(layout_.groups) * sizeof(int));
       SPARSENM_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.size()));
     }
-    if (sv::transposed_variant(geom_.variant) || (stream && layout_.venom) || geom_.variant == sv::kAsyncVariant || geom_.variant == sv::kPairVariant)  // Xt: k columns x n_tiles 16-byte units
+    if (sv::transposed_variant(geom_.variant) || (stream && layout_.venom) || sv::async_variant(geom_.variant) || geom_.variant == sv::kPairVariant)  // Xt: k columns x n_tiles 16-byte units
       xt_ = DeviceBuffer(std::size_t(layout_.k) * std::size_t(geom_.n_tiles) * 16);
     p_.w = dw_->records.as<uint4>();
     p_.xt = xt_.as<uint4>();
@@ -114,7 +115,7 @@ class Instance final : public detail::KernelInstance {
     static const char* const kNames[sv::kVariants] = {"staged",       "batched",        "pipelined", "pipelined short",
                                                       "row gather",   "transposed X",   "transposed X + PDL",
                                                       "streamed",     "cp.async ring",  "async gather + ring",
-                                                      "paired tiles"};
+                                                      "paired tiles",   "async gather + ring, fused reduce"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps";
@@ -184,7 +185,7 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   int variant = opt.variant >= 0 ? opt.variant : default_variant(w, desc.m);
   if (variant == 6 && device_major() < 9) variant = 5;  // programmatic dependent launch: sm_90+
   if (variant == sv::kStreamVariant && device_major() < 9) variant = 4;  // clusters, distributed shared memory: sm_90+
-  if (variant == sv::kAsyncVariant && device_major() < 9) variant = 4;  // programmatic dependent launch: sm_90+
+  if (sv::async_variant(variant) && device_major() < 9) variant = 4;  // programmatic dependent launch: sm_90+
   if (variant == sv::kPairVariant && device_major() < 9) variant = 4;   // programmatic dependent launch: sm_90+
   const int sms = device_sms();
   sv::Geometry g = sv::choose_geometry(l, int(desc.m), sms, variant);
