@@ -275,6 +275,32 @@ inline void set_stream_splits(Geometry& g, std::int64_t pairs, std::int64_t want
   }
 }
 
+/// Variants 9 / 11 at n_tiles = 4 (m > 24): the k splits that balance the SMs' work.
+/// Session 7d (H200, 7258e61): at m = 32 the kernel is bound by each SM's instruction stream, not
+/// by DRAM (ncu: DRAM 50-60 % of peak, no long-scoreboard stalls, the same main-kernel time with
+/// 1 split as with 3), so the time follows the most loaded SM: cost(s) = ceil(groups * s / sms)
+/// blocks x ceil(pairs / s) pairs each. Candidates keep >= 2 blocks per SM and >= 24 pairs per
+/// block (16 pairs per block measured no faster: per-block fixed costs, more partials); the
+/// cheapest (fewest splits on ties) replaces `current` only when its cost is < 0.95x of
+/// current's. Measured: 2:4 28672 x 8192 3 -> 4 splits 1.09x, 12288^2 6 -> 4 1.15x, 128:2:8
+/// 12288^2 6 -> 4 1.10x; 128:2:8 28672 x 8192 (4 splits: 16 pairs per block) stays at 3.
+inline std::int64_t balanced_splits(const Layout& l, int sms, std::int64_t cap, std::int64_t current) {
+  const std::int64_t S = std::max(1, sms);
+  auto cost = [&](std::int64_t s) {
+    const std::int64_t per = (l.pairs + s - 1) / s;
+    const std::int64_t blocks = l.groups * ((l.pairs + per - 1) / per);
+    return ((blocks + S - 1) / S) * per;
+  };
+  std::int64_t best = 0, best_cost = 0;
+  for (std::int64_t s = 1; s <= cap; ++s) {
+    if (l.groups * s < 2 * S || (l.pairs + s - 1) / s < 24) continue;
+    const std::int64_t c = cost(s);
+    if (best == 0 || c < best_cost) best = s, best_cost = c;
+  }
+  if (best == 0 || double(best_cost) >= 0.95 * double(cost(current))) return current;
+  return best;
+}
+
 inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2, int blocks_per_sm = 2) {
   Geometry g;
   g.variant = variant;
@@ -339,6 +365,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
     const std::int64_t warps_total = l.groups * (variant == kPairVariant ? std::int64_t(std::min(8, tiles_per_group)) : std::int64_t(g.warps));
     const std::int64_t target = std::int64_t(std::max(1, sms)) * 32;
     splits = std::min(cap, std::max<std::int64_t>(1, (target + warps_total - 1) / warps_total));
+    if (async_variant(variant) && g.n_tiles == 4) splits = balanced_splits(l, sms, cap, splits);
   } else if (variant != 3) {
     // At most one wave, all blocks resident from the start: the most splits with
     // groups * splits <= slots (1 when the groups alone exceed a wave). Memory-bound blocks that

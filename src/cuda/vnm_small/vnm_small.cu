@@ -171,7 +171,12 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // m = 8 / 16 / 32): not taken. Variant 9 on 2:4 (first measurement) against 6 at m = 16 / 32:
   // 1.03x / 1.08x on 12288^2 but 0.98x / 0.98x on 28672 x 8192; on 128:2:16 at m = 32 1.09x on
   // 12288^2, 0.92x on 28672 x 8192: mixed by shape, so the rule by pattern and m is unchanged.
+  // 7258e61 (session 7d, bench/results/NVIDIA_H200-vnm_small-2026-11-21-7258e61-s7small4.jsonl):
+  // at m = 32 variant 9 with the SM-balanced splits (layout.hpp balanced_splits, 4 splits on both
+  // 2:4 shapes) beats variant 6 on 2:4 (92.7 against 97.9 us at 28672 x 8192, 60.2 against 74.9
+  // at 12288^2); variant 11 (fused split reduce) is slower everywhere: not taken.
   const Pattern& p = w.pattern();
+  if (p.kind == Granularity::hw24 && m > 24) return sv::kAsyncVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 8) return 6;  // 6 falls back to 5 below sm_90 (geometry_for)
   if (p.kind == Granularity::venom && p.m >= 32 && m > 24) return 5;
   if (p.kind == Granularity::venom && p.m <= 8 && m > 24) return sv::kAsyncVariant;  // 4 below sm_90 (geometry_for)
