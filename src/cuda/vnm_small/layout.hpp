@@ -185,7 +185,8 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 consumed (two buffers, one wait + __syncthreads per chunk); weight through
 ///                 variant 8's ring. Chunks of 16 / n_tiles pairs: 3 blocks of 8 warps per SM.
 ///                 Measured (dfdb555): default for V:2:M with M <= 8 at m > 24 (1.04-1.08x of
-///                 4), slower than 4 at m <= 8; 2:4 not measured.
+///                 4), slower than 4 at m <= 8. 7258e61 (session 7d): with balanced_splits at
+///                 n_tiles = 4 also the 2:4 default at m > 24 (1.06x / 1.24x of variant 6).
 ///  10 paired tiles (kernel7.cuh; session 7c) - variant 9 (async gather, ring) with every warp
 ///                 owning two row tiles of the block's slab and consuming their records of one
 ///                 pair together: each B fragment loaded once from shared memory per k32 step and
@@ -197,7 +198,8 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 (arrival counter per group, reset by that block; partials summed in split
 ///                 order, as the reduce kernel does: bit-identical y) instead of the separate
 ///                 reduce kernel: no second launch, and the partials are read while other
-///                 blocks still stream.
+///                 blocks still stream. Measured (7258e61): slower than 9 everywhere (2:4 28672 x
+///                 8192: 91.8 / 120.9 against 74.9 / 101.3 us at m = 8 / 32); opt-in.
 /// Variants 1/2 split k into at most one wave of resident blocks (floor(slots / groups)) and
 /// size chunks so a block has ~3 of them.
 inline constexpr int kVariants = 12;
