@@ -108,6 +108,32 @@ bool variant_wanted(int v) {
   return list.find("," + std::to_string(v) + ",") != std::string::npos;
 }
 
+/// VNM_SMALL_SPLITS="9:1,9:4,11:4": extra rows "sparsenm:vnm_gemv/v<V>s<S>" of variant V with
+/// k splits forced to S (variants listed here run even when VNM_SMALL_VARIANTS leaves them out).
+std::vector<std::pair<int, int>> forced_splits_any() {
+  std::vector<std::pair<int, int>> out;
+  const char* e = std::getenv("VNM_SMALL_SPLITS");
+  if (e == nullptr) return out;
+  std::string s = e;
+  std::size_t a = 0;
+  while (a < s.size()) {
+    std::size_t b = s.find(',', a);
+    if (b == std::string::npos) b = s.size();
+    const std::string one = s.substr(a, b - a);
+    const std::size_t c = one.find(':');
+    if (c != std::string::npos) out.push_back({std::stoi(one.substr(0, c)), std::stoi(one.substr(c + 1))});
+    a = b + 1;
+  }
+  return out;
+}
+
+/// VNM_SMALL_ONCE=1 (for ncu): every vnm_gemv row runs once (the correctness run) and is not
+/// timed or emitted; cuBLAS / cuSPARSELt are skipped.
+bool once_only() {
+  const char* e = std::getenv("VNM_SMALL_ONCE");
+  return e != nullptr && std::string(e) == "1";
+}
+
 std::vector<int> forced_splits_v7() {
   std::vector<int> out;
   const char* e = std::getenv("VNM_SMALL_V7_SPLITS");
@@ -318,6 +344,7 @@ void run_suite(Context& ctx) {
             if (variant == vnm_small::kStreamVariant)
               for (int fs : forced_splits_v7()) runs.push_back({variant, fs});
           }
+          for (auto vs : forced_splits_any()) runs.push_back(vs);
           for (auto [variant, forced] : runs) {
             MatmulDesc desc;
             desc.m = m;
@@ -334,6 +361,11 @@ void run_suite(Context& ctx) {
             inst[0]->run(dx.get(), dy.get(), s);
             SPARSENM_CUDA_CHECK(cudaStreamSynchronize(s));
             const double err = rel_err_of(dy, m, n, ref);
+            if (once_only()) {
+              std::fprintf(stderr, "once: variant %d forced splits %d: %s, rel err %.3g\n", variant, forced,
+                           inst[0]->describe().c_str(), err);
+              continue;
+            }
             Timing t = time_runs([&](int i) { inst[std::size_t(i) % inst.size()]->run(dx.get(), dy.get(), s); }, warmup, reps, s);
             row(variant < 0 ? std::string("sparsenm:vnm_gemv")
                             : "sparsenm:vnm_gemv/v" + std::to_string(variant) + (forced ? "s" + std::to_string(forced) : ""),
@@ -388,6 +420,7 @@ void run_suite(Context& ctx) {
               }
             }
           }
+          if (once_only()) continue;  // ncu: our kernels only
           // ---- cuBLAS (dense expansion): C[n x m] = W * X^T, column-major views ----
           {
             const float alpha = 1.0f, beta = 0.0f;

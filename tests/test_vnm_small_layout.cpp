@@ -472,6 +472,14 @@ TEST(VnmSmallLayout, AsyncGeometryStagesBothLayoutsAndFitsThreeBlocksPerSm) {
         ASSERT_LE(std::size_t(g.chunk_pairs) * 64 * std::size_t(g.n_tiles) * 16, buf) << "transposed columns";
         ASSERT_LE(g.smem_bytes(), sv::max_smem_bytes(g.n_tiles));
         if (g.warps == 8) ASSERT_LE(3 * (g.smem_bytes() + 1024), 228u * 1024u) << "3 blocks per SM";
+        // Variant 11 is variant 9's kernel with the split reduction fused: the same geometry
+        const sv::Geometry f = sv::choose_geometry(l, m, 132, sv::kFusedVariant, 3);
+        ASSERT_TRUE(sv::async_variant(sv::kFusedVariant) && sv::run1_geometry(sv::kFusedVariant));
+        ASSERT_EQ(f.splits, g.splits);
+        ASSERT_EQ(f.pairs_per_split, g.pairs_per_split);
+        ASSERT_EQ(f.chunk_pairs, g.chunk_pairs);
+        ASSERT_EQ(f.smem_bytes(), g.smem_bytes());
+        ASSERT_EQ(f.warps, g.warps);
       }
 }
 
@@ -624,6 +632,45 @@ TEST(VnmSmallLayout, RejectsOtherPatternsAndDtypes) {
   EXPECT_THROW(sv::Layout::of(FormatLayout::of(Pattern::element(2, 8), 16, 16)), std::invalid_argument);
   CondensedMatrix w32 = make_weight(Pattern::hw24(), DType::f32, 16, 16, 1);
   EXPECT_THROW(sv::pack(w32), std::invalid_argument);
+}
+
+TEST(VnmSmallLayout, BalancedSplitsAtFourN8Tiles) {
+  // Session 7d: variants 9 / 11 at m > 24 take the k splits that balance the SMs' blocks x pairs
+  // (layout.hpp balanced_splits). The measured cases (H200, 132 SMs): 2:4 28672 x 8192 3 -> 4,
+  // 2:4 12288^2 6 -> 4, 128:2:8 12288^2 6 -> 4; 128:2:8 28672 x 8192 stays at 3 (4 splits would
+  // leave 16 pairs per block). Below m = 25 and for the other variants: the run-1 rule unchanged.
+  struct Case {
+    Pattern p;
+    std::int64_t n, k;
+    int run1, balanced;
+  };
+  for (const Case& c : {Case{Pattern::hw24(), 28672, 8192, 3, 4}, Case{Pattern::hw24(), 12288, 12288, 6, 4},
+                        Case{Pattern::venom(128, 8), 12288, 12288, 6, 4}, Case{Pattern::venom(128, 8), 28672, 8192, 3, 3}}) {
+    SCOPED_TRACE(c.p.str() + " " + std::to_string(c.n) + "x" + std::to_string(c.k));
+    const sv::Layout l = sv::Layout::of(FormatLayout::of(c.p, c.n, c.k));
+    for (int v : {sv::kAsyncVariant, sv::kFusedVariant}) {
+      EXPECT_EQ(sv::choose_geometry(l, 32, 132, v, 3).splits, c.balanced);
+      EXPECT_EQ(sv::choose_geometry(l, 25, 132, v, 3).splits, c.balanced);
+      EXPECT_EQ(sv::choose_geometry(l, 24, 132, v, 3).splits, c.run1) << "n_tiles 3: run-1 rule";
+      EXPECT_EQ(sv::choose_geometry(l, 8, 132, v, 3).splits, c.run1);
+    }
+    EXPECT_EQ(sv::choose_geometry(l, 32, 132, 6, 2).splits, c.run1) << "variant 6 keeps the run-1 rule";
+  }
+  // Every shape: the rule never leaves the caps (>= 2 pairs per split, <= 16, partials cap) and
+  // every split stays non-empty; a tiny grid (fewer than 2 blocks per SM at any split) keeps run-1.
+  for (Pattern pat : {Pattern::venom(64, 8), Pattern::venom(128, 4), Pattern::hw24()})
+    for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{300, 2000}, {4096, 4096}, {28672, 8192}, {8192, 28672}})
+      for (int sms : {1, 16, 132}) {
+        const sv::Layout l = sv::Layout::of(FormatLayout::of(pat, n, k));
+        const sv::Geometry g = sv::choose_geometry(l, 32, sms, sv::kAsyncVariant, 3);
+        ASSERT_GE(g.splits, 1);
+        ASSERT_LE(g.splits, 16);
+        ASSERT_LE(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs - 1) << "a split with no pairs";
+        ASSERT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
+        if (g.splits > 1) ASSERT_GE(g.pairs_per_split, 2);
+      }
+  const sv::Layout tiny = sv::Layout::of(FormatLayout::of(Pattern::hw24(), 300, 2000));
+  EXPECT_EQ(sv::choose_geometry(tiny, 32, 132, sv::kAsyncVariant, 3).splits, sv::choose_geometry(tiny, 32, 132, sv::kRingVariant, 3).splits);
 }
 
 }  // namespace

@@ -296,14 +296,17 @@ TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
   // row staging; the same with X misaligned by 2 bytes -> transposed); odd m and m = 17..24
   // (three n8 tiles: rows m..23 zeroed in both direct buffers), V = 64 / 128 / 256 (two row
   // tiles per warp), 32:2:8 (2 warps, halved chunks), forced splits 1 / 3, f16 / bf16.
+  // Variant 11 (the same kernel with the split reduction fused: last block per group, counters
+  // reset by it; each case runs twice on one instance) takes every case too: partial last groups
+  // (n = 296: 40 rows; the float4 path), n % 4 != 0 (130, odd venom n: the scalar path), 5 splits.
   REQUIRE_DEVICE();
   std::uint64_t seed = 9100;
-  const int v9 = vnm_small::kAsyncVariant;
+  for (const int v9 : {vnm_small::kAsyncVariant, vnm_small::kFusedVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 17, 21, 24, 32}) {
-      const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m);
+      const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v9);
       Problem ph = make_problem(Pattern::hw24(), t, m, 128 * 2 + 40, 64 * 37, ++seed);  // k % 8 == 0, 37 pairs
-      for (int splits : {0, 1, 3}) {
+      for (int splits : {0, 1, 3, 5}) {
         const vs::Options o{splits, v9};
         run_and_check_at(ph, DType::f32, o, "hw24 direct splits=" + std::to_string(splits) + " " + tag, 0);
         run_and_check_at(ph, DType::f32, o, "hw24 misaligned X splits=" + std::to_string(splits) + " " + tag, 2);
@@ -312,6 +315,7 @@ TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
       run_and_check(ht, t, {3, v9}, "hw24 k%8!=0 " + tag);
       Problem hk = make_problem(Pattern::hw24(), t, m, 130, 64 * 9 + 24, ++seed);  // k % 8 == 0, last pair partial
       run_and_check(hk, DType::bf16, {0, v9}, "hw24 k tail " + tag);
+      run_and_check(hk, DType::f16, {3, v9}, "hw24 k tail n%4!=0 splits=3 " + tag);
       for (int v : {64, 128, 256}) {
         Problem pv = make_problem(Pattern::venom(v, 8), t, m, v * 2 + 21, 8 * 16 * 23 + 3, ++seed);
         for (int splits : {1, 3}) run_and_check(pv, DType::f32, {splits, v9}, Pattern::venom(v, 8).str() + " splits=" + std::to_string(splits) + " " + tag);

@@ -71,7 +71,82 @@ __device__ __forceinline__ void wait_newer(int newer) {
     ring_wait<3>();
 }
 
-template <class Tr, int kTiles, bool kDirect>
+/// Variant 11: the last block of `group` to finish sums the fp32 partials of all splits in split
+/// order (the reduce kernel's order: bit-identical y) and writes y, then resets the group's
+/// arrival counter (threadFenceReduction pattern, as kernel2.cuh). Partials are read with all of
+/// a thread's loads first (float4 over 4 rows when n % 4 == 0), so the block pays ~splits L2
+/// round trips, not one per output. Called by every thread of the block.
+__device__ __forceinline__ void fused_split_reduce(const Params& p, std::int64_t group, std::int64_t tile0, int tiles_here) {
+  __shared__ int s_last;
+  __threadfence();  // this thread's partials are visible before the arrival below
+  __syncthreads();
+  if (threadIdx.x == 0) s_last = atomicAdd(p.counters + group, 1) == p.splits - 1;
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  const std::int64_t r0 = tile0 * 16;
+  const int rows = int(min(std::int64_t(tiles_here) * 16, p.n - r0));
+  const std::size_t plane = std::size_t(p.m) * std::size_t(p.n);
+  constexpr int kU = 4;
+  if (p.n % 4 == 0) {  // rows % 4 == 0 too (r0 and n are multiples of 4)
+    const int q4 = rows / 4, total = p.m * q4;
+    for (int base = threadIdx.x; base < total; base += kU * int(blockDim.x)) {
+      float4 s[kU];
+      std::size_t o[kU];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int idx = min(base + u * int(blockDim.x), total - 1);  // clamped: loads stay in range
+        const int i = idx / q4, r = (idx - i * q4) * 4;
+        o[u] = std::size_t(i) * std::size_t(p.n) + std::size_t(r0 + r);
+        s[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+      for (int z = 0; z < p.splits; ++z) {
+        float4 v[kU];
+#pragma unroll
+        for (int u = 0; u < kU; ++u) v[u] = __ldcg(reinterpret_cast<const float4*>(p.ws + std::size_t(z) * plane + o[u]));
+#pragma unroll
+        for (int u = 0; u < kU; ++u) s[u].x += v[u].x, s[u].y += v[u].y, s[u].z += v[u].z, s[u].w += v[u].w;
+      }
+#pragma unroll
+      for (int u = 0; u < kU; ++u)
+        if (base + u * int(blockDim.x) < total) {
+          store_y(p.y, p.y_dtype, o[u], s[u].x);
+          store_y(p.y, p.y_dtype, o[u] + 1, s[u].y);
+          store_y(p.y, p.y_dtype, o[u] + 2, s[u].z);
+          store_y(p.y, p.y_dtype, o[u] + 3, s[u].w);
+        }
+    }
+  } else {
+    const int total = p.m * rows;
+    for (int base = threadIdx.x; base < total; base += kU * int(blockDim.x)) {
+      float s[kU];
+      std::size_t o[kU];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int idx = min(base + u * int(blockDim.x), total - 1);
+        const int i = idx / rows, r = idx - i * rows;
+        o[u] = std::size_t(i) * std::size_t(p.n) + std::size_t(r0 + r);
+        s[u] = 0.0f;
+      }
+      for (int z = 0; z < p.splits; ++z) {
+        float v[kU];
+#pragma unroll
+        for (int u = 0; u < kU; ++u) v[u] = __ldcg(p.ws + std::size_t(z) * plane + o[u]);
+#pragma unroll
+        for (int u = 0; u < kU; ++u) s[u] += v[u];
+      }
+#pragma unroll
+      for (int u = 0; u < kU; ++u)
+        if (base + u * int(blockDim.x) < total) store_y(p.y, p.y_dtype, o[u], s[u]);
+    }
+  }
+  if (threadIdx.x == 0) p.counters[group] = 0;  // ready for the next launch (stream order)
+}
+
+/// kFused: variant 11 (the split reduction in the kernel; a separate instance so that variant 9's
+/// code is unchanged: inlined into the same function it cost 4-17 instructions per record of
+/// register pressure at NT = 4, sm_90a).
+template <class Tr, int kTiles, bool kDirect, bool kFused = false>
 __global__ void __launch_bounds__(Tr::kMaxThreads, Tr::kRingMinBlocks) vnm_small_kernel_async(const Params p) {
   using T = typename Tr::T;
   namespace sv = sparsenm::vnm_small;
@@ -252,6 +327,8 @@ __global__ void __launch_bounds__(Tr::kMaxThreads, Tr::kRingMinBlocks) vnm_small
       }
     }
   }
+  if constexpr (kFused)
+    if (p.splits > 1) fused_split_reduce(p, group, tile0, tiles_here);  // variant 11 (p.counters set)
 }
 
 }  // namespace sparsenm::cuda::vnm_small

@@ -26,7 +26,8 @@ const void* kernel_of(int variant) {
     case 6: return reinterpret_cast<const void*>(&vnm_small_kernel_xt<Tr>);
     case 7: return reinterpret_cast<const void*>(&vnm_small_kernel_stream<Tr, false>);  // venom: same resources
     case 8: return reinterpret_cast<const void*>(&vnm_small_kernel_ring<Tr, 2>);  // the larger of the two
-    case 9: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
+    case 9:
+    case 11: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
     case 10: return reinterpret_cast<const void*>(&vnm_small_kernel_pair<Tr, false>);
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
     default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
@@ -45,11 +46,16 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
   if (smem_bytes > kBound) throw std::logic_error("vnm_small: geometry exceeds max_smem_bytes");
   if (sparsenm::vnm_small::large_smem_variant(variant))  // the others stay <= 48 KB
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
-  if (variant == sparsenm::vnm_small::kAsyncVariant) {  // three instances: occupancy of the smallest
-    const void* ks[3] = {k, reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 1, false>),
-                         reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 1, true>)};
+  if (sparsenm::vnm_small::async_variant(variant)) {  // three instances: occupancy of the smallest
+    const void* ks[6] = {k, reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 1, false>),
+                         reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 1, true>),
+                         reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false, true>),
+                         reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 1, false, true>),
+                         reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 1, true, true>)};
+    const int nk = variant == sparsenm::vnm_small::kFusedVariant ? 6 : 3;  // 11: its own instances too
     int best = 1 << 30;
-    for (const void* f : ks) {
+    for (int i = 0; i < nk; ++i) {
+      const void* f = ks[i];
       if (f != k) SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
       int b = 0;
       SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, threads, smem_bytes));
@@ -110,16 +116,15 @@ void launch_stream(const Params& p, const sparsenm::vnm_small::Geometry& g, std:
   SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_stream");
 }
 
-/// Variant 9: hw24 with k % 8 == 0 and 16-byte aligned X stages X rows directly (no transpose);
-/// otherwise X -> Xt, then the kernel as a programmatic dependent of the transpose (variant 6).
-template <class Tr>
-void launch_async(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
+/// Variants 9 / 11 (kFused), see launch_async.
+template <class Tr, bool kFused>
+void launch_async_impl(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
   constexpr int NT = Tr::kNTiles;
   const dim3 grid(unsigned(groups), unsigned(g.splits));
   const dim3 block(unsigned(32 * g.warps));
   const bool direct = p.sel == nullptr && p.k % 8 == 0 && (reinterpret_cast<std::uintptr_t>(p.x) & 15u) == 0;
   if (direct) {
-    vnm_small_kernel_async<Tr, 1, true><<<grid, block, g.smem_bytes(), stream>>>(p);
+    vnm_small_kernel_async<Tr, 1, true, kFused><<<grid, block, g.smem_bytes(), stream>>>(p);
   } else {
     const dim3 tgrid(unsigned(std::min<std::int64_t>(1024, (p.k + 255) / 256)), unsigned(NT));
     vnm_small_transpose_x<NT><<<tgrid, 256, 0, stream>>>(static_cast<const std::uint16_t*>(p.x), p.xt, p.m, p.k);
@@ -135,12 +140,25 @@ void launch_async(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     if (g.tiles_per_warp > 1)
-      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_async<Tr, 2, false>, p));
+      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_async<Tr, 2, false, kFused>, p));
     else
-      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_async<Tr, 1, false>, p));
+      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_async<Tr, 1, false, kFused>, p));
   }
   SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_async");
-  if (g.splits > 1) launch_reduce(p, stream);
+  if (g.splits > 1 && !kFused) launch_reduce(p, stream);  // variant 11: the kernel's last block per group
+}
+
+/// Variant 9: hw24 with k % 8 == 0 and 16-byte aligned X stages X rows directly (no transpose);
+/// otherwise X -> Xt, then the kernel as a programmatic dependent of the transpose (variant 6).
+/// Variant 11: the same with the split reduction fused into the kernel (p.counters: [groups]).
+template <class Tr>
+void launch_async(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
+  if (g.variant == sparsenm::vnm_small::kFusedVariant && g.splits > 1) {
+    if (p.counters == nullptr) throw std::logic_error("vnm_small: variant 11 with splits needs the arrival counters");
+    launch_async_impl<Tr, true>(p, g, groups, stream);
+  } else {
+    launch_async_impl<Tr, false>(p, g, groups, stream);
+  }
 }
 
 /// Variant 7: how many clusters of g.splits blocks of this geometry can be resident at once
@@ -246,6 +264,7 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
       if (g.splits > 1) launch_reduce(p, stream);
       break;
     case 9:
+    case 11:
       launch_async<Tr>(p, g, groups, stream);
       break;
     case 10:

@@ -185,37 +185,48 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 consumed (two buffers, one wait + __syncthreads per chunk); weight through
 ///                 variant 8's ring. Chunks of 16 / n_tiles pairs: 3 blocks of 8 warps per SM.
 ///                 Measured (dfdb555): default for V:2:M with M <= 8 at m > 24 (1.04-1.08x of
-///                 4), slower than 4 at m <= 8; 2:4 not measured.
+///                 4), slower than 4 at m <= 8. 7258e61 (session 7d): with balanced_splits at
+///                 n_tiles = 4 also the 2:4 default at m > 24 (1.06x / 1.24x of variant 6).
 ///  10 paired tiles (kernel7.cuh; session 7c) - variant 9 (async gather, ring) with every warp
 ///                 owning two row tiles of the block's slab and consuming their records of one
 ///                 pair together: each B fragment loaded once from shared memory per k32 step and
 ///                 used by both tiles' mma.sp (half variant 9's B traffic per weight byte). Half
 ///                 the warps per block (V / 32), a ring of kPairRingStages slots per warp.
 ///                 Measured (9a76b61): 0.81-1.00x of 9 everywhere; opt-in.
+///  11 async, fused reduce (kernel6.cuh; session 7d) - variant 9 (same kernel, geometry and
+///                 splits) with the k splits summed by the last block of each group to finish
+///                 (arrival counter per group, reset by that block; partials summed in split
+///                 order, as the reduce kernel does: bit-identical y) instead of the separate
+///                 reduce kernel: no second launch, and the partials are read while other
+///                 blocks still stream. Measured (7258e61): slower than 9 everywhere (2:4 28672 x
+///                 8192: 91.8 / 120.9 against 74.9 / 101.3 us at m = 8 / 32); opt-in.
 /// Variants 1/2 split k into at most one wave of resident blocks (floor(slots / groups)) and
 /// size chunks so a block has ~3 of them.
-inline constexpr int kVariants = 11;
+inline constexpr int kVariants = 12;
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
+inline constexpr int kFusedVariant = 11;  ///< variant 9 + last-block split reduction
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)
 inline constexpr int kPairMinChunk = 3;        ///< variant 10: pairs per chunk (pair_ring_wait_newer)
 inline constexpr int kStreamMaxSplits = 8;     ///< portable cluster size
 inline constexpr int kStreamHwTiles = 16;      ///< hw24 row tiles per block (256 rows, 8 warps)
+/// Variants that run the async-gather kernel (kernel6.cuh): 9, and 11 with the fused reduction.
+constexpr bool async_variant(int v) { return v == kAsyncVariant || v == kFusedVariant; }
 /// Variants with two staged-X buffers and the gather interleaved with the record batches.
 constexpr bool pipelined_variant(int v) { return v == 2 || v == 3; }
 /// Variants that stage X from the transposed workspace (xt_unit layout, cp.async, ldmatrix).
 constexpr bool transposed_variant(int v) { return v == 5 || v == 6; }
 /// Variants with two staged-X buffers (> 48 KB: the launcher lifts the shared-memory limit).
 constexpr bool two_buffer_variant(int v) {
-  return pipelined_variant(v) || transposed_variant(v) || v == kStreamVariant || v == kAsyncVariant || v == kPairVariant;
+  return pipelined_variant(v) || transposed_variant(v) || v == kStreamVariant || async_variant(v) || v == kPairVariant;
 }
 /// Variants launched with run 1's geometry rules and the separate reduce kernel.
-constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_variant(v) || v == kRingVariant || v == kAsyncVariant || v == kPairVariant; }
+constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_variant(v) || v == kRingVariant || async_variant(v) || v == kPairVariant; }
 /// Variants with the per-warp record rings after the staged X.
-constexpr bool ring_variant(int v) { return v == kRingVariant || v == kAsyncVariant || v == kPairVariant; }
+constexpr bool ring_variant(int v) { return v == kRingVariant || async_variant(v) || v == kPairVariant; }
 /// Ring slots per warp of a ring variant.
 constexpr int ring_stages(int v) { return v == kPairVariant ? kPairRingStages : kRingStages; }
 /// Variants whose shared memory may pass 48 KB (the launcher lifts the limit to max_smem_bytes).
@@ -266,6 +277,32 @@ inline void set_stream_splits(Geometry& g, std::int64_t pairs, std::int64_t want
   }
 }
 
+/// Variants 9 / 11 at n_tiles = 4 (m > 24): the k splits that balance the SMs' work.
+/// Session 7d (H200, 7258e61): at m = 32 the kernel is bound by each SM's instruction stream, not
+/// by DRAM (ncu: DRAM 50-60 % of peak, no long-scoreboard stalls, the same main-kernel time with
+/// 1 split as with 3), so the time follows the most loaded SM: cost(s) = ceil(groups * s / sms)
+/// blocks x ceil(pairs / s) pairs each. Candidates keep >= 2 blocks per SM and >= 24 pairs per
+/// block (16 pairs per block measured no faster: per-block fixed costs, more partials); the
+/// cheapest (fewest splits on ties) replaces `current` only when its cost is < 0.95x of
+/// current's. Measured: 2:4 28672 x 8192 3 -> 4 splits 1.09x, 12288^2 6 -> 4 1.15x, 128:2:8
+/// 12288^2 6 -> 4 1.10x; 128:2:8 28672 x 8192 (4 splits: 16 pairs per block) stays at 3.
+inline std::int64_t balanced_splits(const Layout& l, int sms, std::int64_t cap, std::int64_t current) {
+  const std::int64_t S = std::max(1, sms);
+  auto cost = [&](std::int64_t s) {
+    const std::int64_t per = (l.pairs + s - 1) / s;
+    const std::int64_t blocks = l.groups * ((l.pairs + per - 1) / per);
+    return ((blocks + S - 1) / S) * per;
+  };
+  std::int64_t best = 0, best_cost = 0;
+  for (std::int64_t s = 1; s <= cap; ++s) {
+    if (l.groups * s < 2 * S || (l.pairs + s - 1) / s < 24) continue;
+    const std::int64_t c = cost(s);
+    if (best == 0 || c < best_cost) best = s, best_cost = c;
+  }
+  if (best == 0 || double(best_cost) >= 0.95 * double(cost(current))) return current;
+  return best;
+}
+
 inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2, int blocks_per_sm = 2) {
   Geometry g;
   g.variant = variant;
@@ -312,7 +349,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   if (variant == kPairVariant) g.warps = std::max(1, tiles_per_group / 2);  // two row tiles per warp
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
   g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X per buffer for every m
-  if (variant == kAsyncVariant || variant == kPairVariant) g.chunk_pairs = 16 / g.n_tiles;  // 2 x ~17 KB + rings
+  if (async_variant(variant) || variant == kPairVariant) g.chunk_pairs = 16 / g.n_tiles;  // 2 x ~17 KB + rings
   if (g.warps <= 2) g.chunk_pairs = std::max(1, g.chunk_pairs / 2);
   if (variant == kPairVariant) g.chunk_pairs = std::max(kPairMinChunk, g.chunk_pairs);  // pair_ring_wait_newer
   g.buffers = two_buffer_variant(variant) ? 2 : 1;
@@ -330,6 +367,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
     const std::int64_t warps_total = l.groups * (variant == kPairVariant ? std::int64_t(std::min(8, tiles_per_group)) : std::int64_t(g.warps));
     const std::int64_t target = std::int64_t(std::max(1, sms)) * 32;
     splits = std::min(cap, std::max<std::int64_t>(1, (target + warps_total - 1) / warps_total));
+    if (async_variant(variant) && g.n_tiles == 4) splits = balanced_splits(l, sms, cap, splits);
   } else if (variant != 3) {
     // At most one wave, all blocks resident from the start: the most splits with
     // groups * splits <= slots (1 when the groups alone exceed a wave). Memory-bound blocks that

@@ -35,7 +35,7 @@ struct Params {
   const void* x = nullptr;           ///< [m][k], 16-bit
   void* y = nullptr;                 ///< [m][n], y_dtype
   float* ws = nullptr;               ///< [splits][m][n] when splits > 1
-  int* counters = nullptr;           ///< variants 1/2, splits > 1: [groups] arrivals (self-resetting)
+  int* counters = nullptr;           ///< variants 1/2/11, splits > 1: [groups] arrivals (self-resetting)
   uint4* xt = nullptr;               ///< variants 5/6: transposed X [k][n_tiles] 16-byte units (workspace)
   int m = 1, window = 4, y_dtype = 1;
   std::int64_t n = 0, k = 0, windows = 0, windows_pad = 0, pairs = 0, row_tiles = 0;

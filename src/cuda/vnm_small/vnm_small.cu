@@ -75,11 +75,12 @@ class Instance final : public detail::KernelInstance {
     const bool stream = geom_.variant == sv::kStreamVariant;  // splits reduced in the cluster
     if (geom_.splits > 1 && !stream)
       ws_ = DeviceBuffer(std::size_t(geom_.splits) * std::size_t(desc.m) * std::size_t(layout_.n) * 4);
-    if (geom_.splits > 1 && !sv::run1_geometry(geom_.variant) && !stream) {  // last-block reduction
+    const bool fused = geom_.variant == sv::kFusedVariant;  // variant 9's kernel, last-block reduction
+    if (geom_.splits > 1 && (!sv::run1_geometry(geom_.variant) || fused) && !stream) {  // last-block reduction
       counters_ = DeviceBuffer(std::size_t(layout_.groups) * sizeof(int));
       SPARSENM_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.size()));
     }
-    if (sv::transposed_variant(geom_.variant) || (stream && layout_.venom) || geom_.variant == sv::kAsyncVariant || geom_.variant == sv::kPairVariant)  // Xt: k columns x n_tiles 16-byte units
+    if (sv::transposed_variant(geom_.variant) || (stream && layout_.venom) || sv::async_variant(geom_.variant) || geom_.variant == sv::kPairVariant)  // Xt: k columns x n_tiles 16-byte units
       xt_ = DeviceBuffer(std::size_t(layout_.k) * std::size_t(geom_.n_tiles) * 16);
     p_.w = dw_->records.as<uint4>();
     p_.xt = xt_.as<uint4>();
@@ -114,7 +115,7 @@ class Instance final : public detail::KernelInstance {
     static const char* const kNames[sv::kVariants] = {"staged",       "batched",        "pipelined", "pipelined short",
                                                       "row gather",   "transposed X",   "transposed X + PDL",
                                                       "streamed",     "cp.async ring",  "async gather + ring",
-                                                      "paired tiles"};
+                                                      "paired tiles",   "async gather + ring, fused reduce"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps";
@@ -170,7 +171,12 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // m = 8 / 16 / 32): not taken. Variant 9 on 2:4 (first measurement) against 6 at m = 16 / 32:
   // 1.03x / 1.08x on 12288^2 but 0.98x / 0.98x on 28672 x 8192; on 128:2:16 at m = 32 1.09x on
   // 12288^2, 0.92x on 28672 x 8192: mixed by shape, so the rule by pattern and m is unchanged.
+  // 7258e61 (session 7d, bench/results/NVIDIA_H200-vnm_small-2026-11-21-7258e61-s7small4.jsonl):
+  // at m = 32 variant 9 with the SM-balanced splits (layout.hpp balanced_splits, 4 splits on both
+  // 2:4 shapes) beats variant 6 on 2:4 (92.7 against 97.9 us at 28672 x 8192, 60.2 against 74.9
+  // at 12288^2); variant 11 (fused split reduce) is slower everywhere: not taken.
   const Pattern& p = w.pattern();
+  if (p.kind == Granularity::hw24 && m > 24) return sv::kAsyncVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 8) return 6;  // 6 falls back to 5 below sm_90 (geometry_for)
   if (p.kind == Granularity::venom && p.m >= 32 && m > 24) return 5;
   if (p.kind == Granularity::venom && p.m <= 8 && m > 24) return sv::kAsyncVariant;  // 4 below sm_90 (geometry_for)
@@ -184,7 +190,7 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   int variant = opt.variant >= 0 ? opt.variant : default_variant(w, desc.m);
   if (variant == 6 && device_major() < 9) variant = 5;  // programmatic dependent launch: sm_90+
   if (variant == sv::kStreamVariant && device_major() < 9) variant = 4;  // clusters, distributed shared memory: sm_90+
-  if (variant == sv::kAsyncVariant && device_major() < 9) variant = 4;  // programmatic dependent launch: sm_90+
+  if (sv::async_variant(variant) && device_major() < 9) variant = 4;  // programmatic dependent launch: sm_90+
   if (variant == sv::kPairVariant && device_major() < 9) variant = 4;   // programmatic dependent launch: sm_90+
   const int sms = device_sms();
   sv::Geometry g = sv::choose_geometry(l, int(desc.m), sms, variant);
