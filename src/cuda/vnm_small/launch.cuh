@@ -87,16 +87,43 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
   return blocks;
 }
 
+/// X [m][k] -> Xt (p.xt), the layout the transposed-X variants (5, 6, 7, 9, 10, 11) stage from.
+template <int NT>
+void launch_transpose(const Params& p, cudaStream_t stream) {
+  const dim3 tgrid(unsigned(std::min<std::int64_t>(1024, (p.k + 255) / 256)), unsigned(NT));
+  vnm_small_transpose_x<NT><<<tgrid, 256, 0, stream>>>(static_cast<const std::uint16_t*>(p.x), p.xt, p.m, p.k);
+  SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_transpose_x");
+}
+
+/// `kernel` as a programmatic dependent of the stream's previous launch (the transpose): its blocks
+/// may start before the transpose ends and wait for it with griddepcontrol.
+template <class Kernel>
+void launch_dependent(Kernel kernel, dim3 grid, dim3 block, const sparsenm::vnm_small::Geometry& g, const Params& p,
+                      cudaStream_t stream) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = g.smem_bytes();
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p));
+}
+
+/// hw24 with k % 8 == 0 and 16-byte aligned X: variants 9 / 10 / 11 stage X rows directly.
+inline bool direct_x(const Params& p) {
+  return p.sel == nullptr && p.k % 8 == 0 && (reinterpret_cast<std::uintptr_t>(p.x) & 15u) == 0;
+}
+
 /// Variant 7: [transpose (venom)], then the streamed kernel; k splits as one cluster (1, splits, 1).
 template <class Tr>
 void launch_stream(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
   constexpr int NT = Tr::kNTiles;
   const bool venom = p.sel != nullptr;
-  if (venom) {
-    const dim3 tgrid(unsigned(std::min<std::int64_t>(1024, (p.k + 255) / 256)), unsigned(NT));
-    vnm_small_transpose_x<NT><<<tgrid, 256, 0, stream>>>(static_cast<const std::uint16_t*>(p.x), p.xt, p.m, p.k);
-    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_transpose_x");
-  }
+  if (venom) launch_transpose<NT>(p, stream);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(groups), unsigned(g.splits));
   cfg.blockDim = dim3(unsigned(32 * g.warps));
@@ -122,27 +149,14 @@ void launch_async_impl(const Params& p, const sparsenm::vnm_small::Geometry& g, 
   constexpr int NT = Tr::kNTiles;
   const dim3 grid(unsigned(groups), unsigned(g.splits));
   const dim3 block(unsigned(32 * g.warps));
-  const bool direct = p.sel == nullptr && p.k % 8 == 0 && (reinterpret_cast<std::uintptr_t>(p.x) & 15u) == 0;
-  if (direct) {
+  if (direct_x(p)) {
     vnm_small_kernel_async<Tr, 1, true, kFused><<<grid, block, g.smem_bytes(), stream>>>(p);
   } else {
-    const dim3 tgrid(unsigned(std::min<std::int64_t>(1024, (p.k + 255) / 256)), unsigned(NT));
-    vnm_small_transpose_x<NT><<<tgrid, 256, 0, stream>>>(static_cast<const std::uint16_t*>(p.x), p.xt, p.m, p.k);
-    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_transpose_x");
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = g.smem_bytes();
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    launch_transpose<NT>(p, stream);
     if (g.tiles_per_warp > 1)
-      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_async<Tr, 2, false, kFused>, p));
+      launch_dependent(vnm_small_kernel_async<Tr, 2, false, kFused>, grid, block, g, p, stream);
     else
-      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_async<Tr, 1, false, kFused>, p));
+      launch_dependent(vnm_small_kernel_async<Tr, 1, false, kFused>, grid, block, g, p, stream);
   }
   SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_async");
   if (g.splits > 1 && !kFused) launch_reduce(p, stream);  // variant 11: the kernel's last block per group
@@ -161,36 +175,24 @@ void launch_async(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
   }
 }
 
-/// Variant 7: how many clusters of g.splits blocks of this geometry can be resident at once
-/// (cudaOccupancyMaxActiveClusters); 0 when splits <= 1 (no clusters).
+/// Variant 10 (paired tiles): the staging choice of variant 9.
 template <class Tr>
 void launch_pair(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
   constexpr int NT = Tr::kNTiles;
   const dim3 grid(unsigned(groups), unsigned(g.splits));
   const dim3 block(unsigned(32 * g.warps));
-  const bool direct = p.sel == nullptr && p.k % 8 == 0 && (reinterpret_cast<std::uintptr_t>(p.x) & 15u) == 0;
-  if (direct) {
+  if (direct_x(p)) {
     vnm_small_kernel_pair<Tr, true><<<grid, block, g.smem_bytes(), stream>>>(p);
   } else {
-    const dim3 tgrid(unsigned(std::min<std::int64_t>(1024, (p.k + 255) / 256)), unsigned(NT));
-    vnm_small_transpose_x<NT><<<tgrid, 256, 0, stream>>>(static_cast<const std::uint16_t*>(p.x), p.xt, p.m, p.k);
-    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_transpose_x");
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = g.smem_bytes();
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_pair<Tr, false>, p));
+    launch_transpose<NT>(p, stream);
+    launch_dependent(vnm_small_kernel_pair<Tr, false>, grid, block, g, p, stream);
   }
   SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_pair");
   if (g.splits > 1) launch_reduce(p, stream);
 }
 
+/// Variant 7: how many clusters of g.splits blocks of this geometry can be resident at once
+/// (cudaOccupancyMaxActiveClusters); 0 when splits <= 1 (no clusters).
 template <class T, int NT>
 int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
   using Tr = Traits<T, NT>;
@@ -230,24 +232,11 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
     case 5:
     case 6: {
       // X -> Xt (workspace), then the main kernel; 6: as a programmatic dependent of the transpose
-      const dim3 tgrid(unsigned(std::min<std::int64_t>(1024, (p.k + 255) / 256)), unsigned(NT));
-      vnm_small_transpose_x<NT><<<tgrid, 256, 0, stream>>>(static_cast<const std::uint16_t*>(p.x), p.xt, p.m, p.k);
-      SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_transpose_x");
-      if (g.variant == 5) {
+      launch_transpose<NT>(p, stream);
+      if (g.variant == 5)
         vnm_small_kernel_xt<Tr><<<grid, block, g.smem_bytes(), stream>>>(p);
-      } else {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = grid;
-        cfg.blockDim = block;
-        cfg.dynamicSmemBytes = g.smem_bytes();
-        cfg.stream = stream;
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_xt<Tr>, p));
-      }
+      else
+        launch_dependent(vnm_small_kernel_xt<Tr>, grid, block, g, p, stream);
       SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_xt");
       if (g.splits > 1) launch_reduce(p, stream);
       break;
