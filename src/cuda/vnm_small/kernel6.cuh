@@ -143,6 +143,55 @@ __device__ __forceinline__ void fused_split_reduce(const Params& p, std::int64_t
   if (threadIdx.x == 0) p.counters[group] = 0;  // ready for the next launch (stream order)
 }
 
+/// The asynchronous gather of variants 9 / 10 / 11: X of chunk [c0, c0 + npairs) into the staged
+/// buffer at shared address dbase by cp.async only (no register round trip), committed as ONE group.
+/// kDirect: hw24 X rows straight (16-byte units, row pitch U units); else the selected columns of
+/// the transposed X (sel: the slab's selection bytes, null for hw24).
+template <int NT, bool kDirect>
+__device__ __forceinline__ void async_gather_chunk(const Params& p, const std::uint8_t* sel, std::int64_t c0, int npairs,
+                                                   std::uint32_t dbase, int U) {
+  namespace sv = sparsenm::vnm_small;
+  if constexpr (kDirect) {
+    const std::uint16_t* x = static_cast<const std::uint16_t*>(p.x);
+    const int nu = npairs * 8;
+    const std::int64_t cbase = c0 * 64;
+    for (int idx = threadIdx.x; idx < p.m * nu; idx += blockDim.x) {
+      const int i = idx / nu, u = idx - i * nu;
+      const std::int64_t c = cbase + std::int64_t(u) * 8;
+      const bool ok = c < p.k;  // k % 8 == 0: a unit is whole or past the end
+      const std::uint16_t* src = x + (ok ? std::size_t(i) * std::size_t(p.k) + std::size_t(c) : 0);
+      cp_async16_zfill(dbase + std::uint32_t(sv::direct_unit(i, u, U)) * 16u, src, ok ? 16 : 0);
+    }
+  } else {
+    // 32-bit index math as kernel3.cuh (n, k < 2^31)
+    constexpr int kPer = sv::async_gather_per(NT);  // gathered columns per thread per round
+    const int nkk = npairs * 64;
+    const unsigned wbase = unsigned(c0) * 16u, nwin = unsigned(p.windows), win = unsigned(p.window), kcols = unsigned(p.k);
+    for (int kk0 = threadIdx.x; kk0 < nkk; kk0 += kPer * blockDim.x) {
+      unsigned col[kPer];
+#pragma unroll
+      for (int s = 0; s < kPer; ++s) {  // all selection loads first (independent: one round trip)
+        const int kk = kk0 + s * blockDim.x;
+        const unsigned w = wbase + unsigned(kk >> 2), q = unsigned(kk & 3);
+        col[s] = ~0u;
+        if (kk < nkk && w < nwin) col[s] = sel ? w * win + unsigned(__ldg(sel + (w * 4u + q))) : w * 4u + q;
+      }
+#pragma unroll
+      for (int s = 0; s < kPer; ++s) {
+        const int kk = kk0 + s * blockDim.x;
+        if (kk < nkk) {
+          const bool ok = col[s] < kcols;
+          const uint4* src = p.xt + (ok ? std::size_t(col[s]) * NT : 0);
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+            cp_async16_zfill(dbase + std::uint32_t(sv::xt_unit(kk, nt, NT)) * 16u, src + nt, ok ? 16 : 0);
+        }
+      }
+    }
+  }
+  cp_async_commit_group();
+}
+
 /// kFused: variant 11 (the split reduction in the kernel; a separate instance so that variant 9's
 /// code is unchanged: inlined into the same function it cost 4-17 instructions per record of
 /// register pressure at NT = 4, sm_90a).
@@ -207,46 +256,7 @@ __global__ void __launch_bounds__(Tr::kMaxThreads, Tr::kRingMinBlocks) vnm_small
   // ---- the gather of chunk [c0, c0 + npairs) into buffer b: cp.async only, one group ----
   auto gather = [&](std::int64_t c0, int b) {
     const int npairs = int(min(std::int64_t(p.chunk_pairs), pair1 - c0));
-    const std::uint32_t dbase = sbase + std::uint32_t(b) * buf_bytes;
-    if constexpr (kDirect) {
-      const std::uint16_t* x = static_cast<const std::uint16_t*>(p.x);
-      const int nu = npairs * 8;
-      const std::int64_t cbase = c0 * 64;
-      for (int idx = threadIdx.x; idx < p.m * nu; idx += blockDim.x) {
-        const int i = idx / nu, u = idx - i * nu;
-        const std::int64_t c = cbase + std::int64_t(u) * 8;
-        const bool ok = c < p.k;  // k % 8 == 0: a unit is whole or past the end
-        const std::uint16_t* src = x + (ok ? std::size_t(i) * std::size_t(p.k) + std::size_t(c) : 0);
-        cp_async16_zfill(dbase + std::uint32_t(sv::direct_unit(i, u, U)) * 16u, src, ok ? 16 : 0);
-      }
-    } else {
-      // 32-bit index math as kernel3.cuh (n, k < 2^31)
-      constexpr int kPer = sv::async_gather_per(NT);  // gathered columns per thread per round
-      const int nkk = npairs * 64;
-      const unsigned wbase = unsigned(c0) * 16u, nwin = unsigned(p.windows), win = unsigned(p.window), kcols = unsigned(p.k);
-      for (int kk0 = threadIdx.x; kk0 < nkk; kk0 += kPer * blockDim.x) {
-        unsigned col[kPer];
-#pragma unroll
-        for (int s = 0; s < kPer; ++s) {  // all selection loads first (independent: one round trip)
-          const int kk = kk0 + s * blockDim.x;
-          const unsigned w = wbase + unsigned(kk >> 2), q = unsigned(kk & 3);
-          col[s] = ~0u;
-          if (kk < nkk && w < nwin) col[s] = sel ? w * win + unsigned(__ldg(sel + (w * 4u + q))) : w * 4u + q;
-        }
-#pragma unroll
-        for (int s = 0; s < kPer; ++s) {
-          const int kk = kk0 + s * blockDim.x;
-          if (kk < nkk) {
-            const bool ok = col[s] < kcols;
-            const uint4* src = p.xt + (ok ? std::size_t(col[s]) * NT : 0);
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
-              cp_async16_zfill(dbase + std::uint32_t(sv::xt_unit(kk, nt, NT)) * 16u, src + nt, ok ? 16 : 0);
-          }
-        }
-      }
-    }
-    cp_async_commit_group();
+    async_gather_chunk<NT, kDirect>(p, sel, c0, npairs, sbase + std::uint32_t(b) * buf_bytes, U);
   };
 
   float acc[kTiles][NT][4];

@@ -141,48 +141,10 @@ __global__ void __launch_bounds__(Tr::kMaxThreads, 2) vnm_small_kernel_pair(cons
   }
   pdl_wait();  // transposed path: Xt is complete and visible from here on (no-op otherwise)
 
-  // ---- the gather of chunk [c0, c0 + npairs) into buffer b (as kernel6.cuh): one group ----
+  // ---- the gather of chunk [c0, c0 + npairs) into buffer b: kernel6.cuh's async_gather_chunk, one group ----
   auto gather = [&](std::int64_t c0, int b) {
     const int npairs = int(min(std::int64_t(p.chunk_pairs), pair1 - c0));
-    const std::uint32_t dbase = sbase + std::uint32_t(b) * buf_bytes;
-    if constexpr (kDirect) {
-      const std::uint16_t* x = static_cast<const std::uint16_t*>(p.x);
-      const int nu = npairs * 8;
-      const std::int64_t cbase = c0 * 64;
-      for (int idx = threadIdx.x; idx < p.m * nu; idx += blockDim.x) {
-        const int i = idx / nu, u = idx - i * nu;
-        const std::int64_t c = cbase + std::int64_t(u) * 8;
-        const bool ok = c < p.k;  // k % 8 == 0: a unit is whole or past the end
-        const std::uint16_t* src = x + (ok ? std::size_t(i) * std::size_t(p.k) + std::size_t(c) : 0);
-        cp_async16_zfill(dbase + std::uint32_t(sv::direct_unit(i, u, U)) * 16u, src, ok ? 16 : 0);
-      }
-    } else {
-      constexpr int kPer = sv::async_gather_per(NT);
-      const int nkk = npairs * 64;
-      const unsigned wbase = unsigned(c0) * 16u, nwin = unsigned(p.windows), win = unsigned(p.window), kcols = unsigned(p.k);
-      for (int kk0 = threadIdx.x; kk0 < nkk; kk0 += kPer * blockDim.x) {
-        unsigned col[kPer];
-#pragma unroll
-        for (int s = 0; s < kPer; ++s) {
-          const int kk = kk0 + s * blockDim.x;
-          const unsigned w = wbase + unsigned(kk >> 2), q = unsigned(kk & 3);
-          col[s] = ~0u;
-          if (kk < nkk && w < nwin) col[s] = sel ? w * win + unsigned(__ldg(sel + (w * 4u + q))) : w * 4u + q;
-        }
-#pragma unroll
-        for (int s = 0; s < kPer; ++s) {
-          const int kk = kk0 + s * blockDim.x;
-          if (kk < nkk) {
-            const bool ok = col[s] < kcols;
-            const uint4* src = p.xt + (ok ? std::size_t(col[s]) * NT : 0);
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
-              cp_async16_zfill(dbase + std::uint32_t(sv::xt_unit(kk, nt, NT)) * 16u, src + nt, ok ? 16 : 0);
-          }
-        }
-      }
-    }
-    cp_async_commit_group();
+    async_gather_chunk<NT, kDirect>(p, sel, c0, npairs, sbase + std::uint32_t(b) * buf_bytes, U);
   };
 
   float acc[2][NT][4];
