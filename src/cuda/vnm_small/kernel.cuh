@@ -107,6 +107,20 @@ __device__ __forceinline__ void store_out(const Params& p, int i, std::int64_t r
   }
 }
 
+/// One row tile's mma accumulators (rows r, r + 8 of the m16n8 fragments; lane quad t) to Y or
+/// the split partials: the epilogue of variants 8 / 9 / 10 / 11.
+template <class Tr, int NT>
+__device__ __forceinline__ void store_tile(const Params& p, const float (&acc)[NT][4], std::int64_t r, int t) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int i = nt * 8 + 2 * t;
+    store_out<Tr>(p, i, r, acc[nt][0]);
+    store_out<Tr>(p, i + 1, r, acc[nt][1]);
+    store_out<Tr>(p, i, r + 8, acc[nt][2]);
+    store_out<Tr>(p, i + 1, r + 8, acc[nt][3]);
+  }
+}
+
 /// Variant 4's gather: word j of the chunk for all m rows at once. The word's two columns are
 /// decoded once (one selection load), then each X row costs two 2-byte loads (one 4-byte load
 /// for hw24 pairs when k is even), a combine and a store: ~10 instructions per (row, word)

@@ -172,15 +172,7 @@ __global__ void __launch_bounds__(Tr::kMaxThreads, Tr::kRingMinBlocks) vnm_small
 #pragma unroll
   for (int tp = 0; tp < kTiles; ++tp) {
     if (tp < ntile) {
-      const std::int64_t r = (tile0 + warp + tp * nwarps) * 16 + g;
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int i = nt * 8 + 2 * t;
-        store_out<Tr>(p, i, r, acc[tp][nt][0]);
-        store_out<Tr>(p, i + 1, r, acc[tp][nt][1]);
-        store_out<Tr>(p, i, r + 8, acc[tp][nt][2]);
-        store_out<Tr>(p, i + 1, r + 8, acc[tp][nt][3]);
-      }
+      store_tile<Tr, NT>(p, acc[tp], (tile0 + warp + tp * nwarps) * 16 + g, t);
     }
   }
 }

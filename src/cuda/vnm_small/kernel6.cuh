@@ -143,6 +143,18 @@ __device__ __forceinline__ void fused_split_reduce(const Params& p, std::int64_t
   if (threadIdx.x == 0) p.counters[group] = 0;  // ready for the next launch (stream order)
 }
 
+/// Per-lane ldmatrix offsets (bytes) within a k32 step of the staged X of variants 9 / 10 / 11:
+/// direct: matrix j = lane / 8 (unit 4 h + j of the pair), row 8 nt + lane % 8; transposed: row
+/// kk = step base + lane (xt_unit depends on kk % 8 only besides the base).
+template <int NT, bool kDirect>
+__device__ __forceinline__ void ldsm_lane_offsets(int lane, int U, std::uint32_t (&off)[NT]) {
+  namespace sv = sparsenm::vnm_small;
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+    off[nt] = kDirect ? std::uint32_t(sv::direct_unit(nt * 8 + (lane & 7), lane >> 3, U)) * 16u
+                      : std::uint32_t(sv::xt_unit(lane, nt, NT)) * 16u;
+}
+
 /// The asynchronous gather of variants 9 / 10 / 11: X of chunk [c0, c0 + npairs) into the staged
 /// buffer at shared address dbase by cp.async only (no register round trip), committed as ONE group.
 /// kDirect: hw24 X rows straight (16-byte units, row pitch U units); else the selected columns of
@@ -267,14 +279,8 @@ __global__ void __launch_bounds__(Tr::kMaxThreads, Tr::kRingMinBlocks) vnm_small
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[a][b][c] = 0.0f;
 
-  // per-lane ldmatrix offsets within a k32 step (bytes)
-  // direct: matrix j = lane / 8 (unit 4 h + j of the pair), row 8 nt + lane % 8
-  // transposed: row kk = step base + lane (xt_unit depends on kk % 8 only besides the base)
-  std::uint32_t lane_off[NT];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-    lane_off[nt] = kDirect ? std::uint32_t(sv::direct_unit(nt * 8 + (lane & 7), lane >> 3, U)) * 16u
-                           : std::uint32_t(sv::xt_unit(lane, nt, NT)) * 16u;
+  std::uint32_t lane_off[NT];  // per-lane ldmatrix offsets within a k32 step (bytes)
+  ldsm_lane_offsets<NT, kDirect>(lane, U, lane_off);
 
   int qg = 0;  // ni when the latest gather group was committed
   if (pair0 < pair1) {
@@ -326,15 +332,7 @@ __global__ void __launch_bounds__(Tr::kMaxThreads, Tr::kRingMinBlocks) vnm_small
 #pragma unroll
   for (int tp = 0; tp < kTiles; ++tp) {
     if (tp < ntile) {
-      const std::int64_t r = (tile0 + warp + tp * nwarps) * 16 + g;
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int i = nt * 8 + 2 * t;
-        store_out<Tr>(p, i, r, acc[tp][nt][0]);
-        store_out<Tr>(p, i + 1, r, acc[tp][nt][1]);
-        store_out<Tr>(p, i, r + 8, acc[tp][nt][2]);
-        store_out<Tr>(p, i + 1, r + 8, acc[tp][nt][3]);
-      }
+      store_tile<Tr, NT>(p, acc[tp], (tile0 + warp + tp * nwarps) * 16 + g, t);
     }
   }
   if constexpr (kFused)

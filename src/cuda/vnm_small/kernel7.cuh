@@ -156,10 +156,7 @@ __global__ void __launch_bounds__(Tr::kMaxThreads, 2) vnm_small_kernel_pair(cons
       for (int c = 0; c < 4; ++c) acc[a][b][c] = 0.0f;
 
   std::uint32_t lane_off[NT];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-    lane_off[nt] = kDirect ? std::uint32_t(sv::direct_unit(nt * 8 + (lane & 7), lane >> 3, U)) * 16u
-                           : std::uint32_t(sv::xt_unit(lane, nt, NT)) * 16u;
+  ldsm_lane_offsets<NT, kDirect>(lane, U, lane_off);
 
   int qg = 0;  // ni when the latest gather group was committed
   if (pair0 < pair1) {
@@ -210,15 +207,7 @@ __global__ void __launch_bounds__(Tr::kMaxThreads, 2) vnm_small_kernel_pair(cons
 #pragma unroll
   for (int tp = 0; tp < 2; ++tp) {
     if (tp < ntile) {
-      const std::int64_t r = (tile0 + warp + tp * nwarps) * 16 + g;
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int i = nt * 8 + 2 * t;
-        store_out<Tr>(p, i, r, acc[tp][nt][0]);
-        store_out<Tr>(p, i + 1, r, acc[tp][nt][1]);
-        store_out<Tr>(p, i, r + 8, acc[tp][nt][2]);
-        store_out<Tr>(p, i + 1, r + 8, acc[tp][nt][3]);
-      }
+      store_tile<Tr, NT>(p, acc[tp], (tile0 + warp + tp * nwarps) * 16 + g, t);
     }
   }
 }
