@@ -10,10 +10,14 @@
 // mask search (begin_step at a refresh step) is timed separately and amortised over l = 40
 // steps: fst ms = step + (refresh - apply) / 40. Method: CUDA events around each call after
 // warm-up, median (BENCH.md). --quick: d = 1280, 8192 tokens only.
-// Three FST rows per FFN (FstConfig::backends): "sparsenm:fst" = the default, each GEMM's backend
-// chosen at construction by the layer's own timing (its choices and timings in the note);
-// "sparsenm:fst_sptc" = every GEMM on our sparse tensor-core kernels (the layer before session 3);
-// "sparsenm:fst_lt" = every GEMM on cuSPARSELt (when available).
+// Rows per FFN (session 8): "cublas"; "sparsenm:fst_sptc" = every GEMM on our sparse tensor-core
+// kernel with the layer's heuristic tiles; "sparsenm:fst_sptc_tile<BMxBN>" = all six GEMMs forced
+// on one tile (sweep); "sparsenm:fst_sptc_timed" = each layer times the tiles per GEMM at
+// construction (FstTilePolicy::timed). For each of them (and cuBLAS) a per-phase breakdown:
+// "<op>_phase:<L1|L2>.<phase>" rows (CUDA events between the phases of one step: apply, GEMMs,
+// bias, activation, MVUE, decay, colsum) and "<op>_phase:step" (their sum); the log line "gap"
+// compares the FST step with cuBLAS step / (in-situ GEMM speedup). SPARSENM_FST_BACKENDS=1 adds
+// the session-3 rows "sparsenm:fst" (automatic per-GEMM backend) and "sparsenm:fst_lt".
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -22,13 +26,18 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench.hpp"
 #include "cuda/common.cuh"
 #include "cuda/cusparselt/lt_gemm.hpp"
+#include "cuda/sptc/sptc.hpp"
+#include "cuda/train/fst_kernels.hpp"
 #include "event_timing.cuh"
 #include "sparsenm/fst.hpp"
 #include "sparsenm/train.hpp"
@@ -79,12 +88,47 @@ __global__ void gelu_bwd(const __half2* __restrict__ h, const __half2* __restric
 }
 unsigned ew_grid(std::size_t n) { return unsigned(std::min<std::size_t>((n + 255) / 256, 132 * 16)); }
 
+/// Per-phase breakdown (session 8): a CUDA event after each phase of one FFN step. The layers
+/// record theirs through the internal FstPhaseSink (fst_kernels.hpp); the FFN records "start" and
+/// its activation kernels. A phase's time = the gap between its event and the previous one.
+struct PhaseRecorder final : train::detail::FstPhaseSink {
+  std::string prefix;
+  std::vector<cudaEvent_t> ev;
+  std::vector<std::string> names;
+  std::size_t used = 0;
+  PhaseRecorder() : ev(64, nullptr) {
+    for (auto& e : ev) SPARSENM_CUDA_CHECK(cudaEventCreate(&e));
+  }
+  ~PhaseRecorder() override {
+    for (auto& e : ev) cudaEventDestroy(e);
+  }
+  PhaseRecorder(const PhaseRecorder&) = delete;
+  PhaseRecorder& operator=(const PhaseRecorder&) = delete;
+  void mark(const char* phase, cudaStream_t s) override {
+    if (used == ev.size()) throw Error("PhaseRecorder: more than 64 phase marks in one step");
+    SPARSENM_CUDA_CHECK(cudaEventRecord(ev[used], s));
+    if (names.size() <= used) names.resize(used + 1);
+    names[used] = prefix + phase;
+    ++used;
+  }
+};
+
 /// The FFN of one variant on one implementation (FST or dense), with its activations.
 struct Ffn {
   bool geglu;
   std::int64_t d, T, h;  // h = 4d
   train::FstLinear l1, l2;
   DeviceBuffer x, hbuf, a, y, dy, da, dh, dx;
+  PhaseRecorder* rec = nullptr;  // set while a breakdown runs
+  void pre(const char* layer) {
+    if (rec) rec->prefix = layer;
+  }
+  void mark(const char* phase) {
+    if (rec) {
+      rec->prefix.clear();
+      rec->mark(phase, nullptr);
+    }
+  }
 
   static train::FstConfig cfg(std::int64_t in, std::int64_t out, std::int64_t T, bool dense, train::FstBackends be) {
     train::FstConfig c;
@@ -121,11 +165,14 @@ struct Ffn {
     SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
   }
   void begin() {
+    pre("L1.");
     l1.begin_step();
+    pre("L2.");
     l2.begin_step();
   }
   void fwd_bwd() {
     const std::int64_t h1 = geglu ? 2 * h : h;
+    pre("L1.");
     l1.forward(x.get(), T, hbuf.get());
     if (geglu) {
       train::glu_forward(train::Gate::geglu, DType::f16, hbuf.get(), T, h, h1, h, a.get(), h);
@@ -134,6 +181,8 @@ struct Ffn {
                                                          std::size_t(T * h / 2));
       SPARSENM_CUDA_CHECK(cudaPeekAtLastError());
     }
+    mark("act_fwd");
+    pre("L2.");
     l2.forward(a.get(), T, y.get());
     l2.backward(a.get(), dy.get(), T, da.get());
     if (geglu) {
@@ -144,6 +193,8 @@ struct Ffn {
                                                          std::size_t(T * h / 2));
       SPARSENM_CUDA_CHECK(cudaPeekAtLastError());
     }
+    mark("act_bwd");
+    pre("L1.");
     l1.backward(x.get(), dh.get(), T, dx.get());
   }
   void step() {
@@ -177,15 +228,93 @@ std::string choices(const train::FstLinear& l) {
   return out;
 }
 
+/// Median time per phase of one FFN step (PhaseRecorder), over `reps` steps after `warmup`:
+/// each step is enqueued whole, then synchronised and its event gaps read.
+struct Breakdown {
+  std::vector<std::string> names;  ///< in step order
+  std::vector<double> ms;          ///< median per phase
+  double sum = 0;                  ///< median of the per-step sums
+  double gemm = 0, shared = 0, fst_only = 0;  ///< sums of the medians: GEMMs; bias/act/colsum; apply/refresh/MVUE/decay
+};
+Breakdown breakdown(Ffn& f, int warmup, int reps) {
+  PhaseRecorder rec;
+  Breakdown b;
+  std::vector<std::vector<double>> samples;
+  std::vector<double> sums;
+  train::detail::set_fst_phase_sink(&rec);
+  f.rec = &rec;
+  try {
+    for (int i = 0; i < warmup + reps; ++i) {
+      rec.used = 0;
+      rec.prefix.clear();
+      rec.mark("start", nullptr);
+      f.step();
+      SPARSENM_CUDA_CHECK(cudaEventSynchronize(rec.ev[rec.used - 1]));
+      if (i < warmup) continue;
+      if (b.names.empty()) {
+        b.names.assign(rec.names.begin() + 1, rec.names.begin() + std::ptrdiff_t(rec.used));
+        samples.resize(b.names.size());
+      }
+      if (rec.used - 1 != b.names.size()) throw Error("fst breakdown: the phase sequence changed between steps");
+      double sum = 0;
+      for (std::size_t j = 1; j < rec.used; ++j) {
+        float ms = 0;
+        SPARSENM_CUDA_CHECK(cudaEventElapsedTime(&ms, rec.ev[j - 1], rec.ev[j]));
+        samples[j - 1].push_back(ms);
+        sum += ms;
+      }
+      sums.push_back(sum);
+    }
+  } catch (...) {
+    train::detail::set_fst_phase_sink(nullptr);
+    f.rec = nullptr;
+    throw;
+  }
+  train::detail::set_fst_phase_sink(nullptr);
+  f.rec = nullptr;
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  for (std::size_t j = 0; j < b.names.size(); ++j) {
+    const double m = median(samples[j]);
+    b.ms.push_back(m);
+    const std::string& n = b.names[j];
+    if (n.find("gemm") != std::string::npos) b.gemm += m;
+    else if (n.find("apply") != std::string::npos || n.find("refresh") != std::string::npos ||
+             n.find("mvue") != std::string::npos || n.find("decay") != std::string::npos)
+      b.fst_only += m;
+    else b.shared += m;
+  }
+  b.sum = median(sums);
+  return b;
+}
+
+std::string describe(const Breakdown& b) {
+  std::string out;
+  char buf[96];
+  for (std::size_t j = 0; j < b.names.size(); ++j) {
+    std::snprintf(buf, sizeof buf, "%s%s %.4f", j ? ", " : "", b.names[j].c_str(), b.ms[j]);
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf, "; GEMMs %.4f, shared elementwise %.4f, FST-only %.4f, step %.4f ms", b.gemm, b.shared,
+                b.fst_only, b.sum);
+  return out + buf;
+}
+
 }  // namespace
 
 Suite fst_suite() {
   Suite s;
   s.name = "fst";
-  s.description = "FFN fwd+bwd with FST linear layers (2:4 GEMMs: automatic per-GEMM backend, sptc only, cuSPARSELt only; mask search amortised at l = 40) vs dense cuBLAS";
+  s.description =
+      "FFN fwd+bwd with FST linear layers (2:4 GEMMs on our sptc kernels: heuristic and timed tiles, tile sweeps, "
+      "per-phase breakdown; mask search amortised at l = 40) vs dense cuBLAS; SPARSENM_FST_BACKENDS=1 adds the "
+      "automatic / cuSPARSELt backend rows";
   s.needs_gpu = true;
   s.run = [](Context& ctx) {
     const int warmup = std::min(ctx.options.warmup, 10), reps = std::max(5, std::min(ctx.options.reps, 50));
+    const int bd_reps = std::max(5, std::min(ctx.options.reps, 30));
     std::vector<std::pair<std::int64_t, std::int64_t>> cases;  // (d, tokens)
     if (ctx.options.quick)
       cases = {{1280, 8192}};
@@ -193,9 +322,13 @@ Suite fst_suite() {
       cases = {{1280, 8192}, {1280, 16384}, {1600, 8192}, {1600, 16384}};
     const std::int64_t l = 40;
     const std::string lt_why = cuda::lt::unavailable_reason();
+    const char* env_be = std::getenv("SPARSENM_FST_BACKENDS");
+    const bool backend_rows = env_be && std::string(env_be) == "1";
+    namespace dt = train::detail;
     for (auto [d, T] : cases) {
       for (bool geglu : {false, true}) {
         const std::string op = geglu ? "ffn_geglu_fwdbwd" : "ffn_gelu_fwdbwd";
+        const std::string ph = geglu ? "ffn_geglu_phase:" : "ffn_gelu_phase:";
         const double flops = (geglu ? 72.0 : 48.0) * double(T) * double(d) * double(d);  // dense-equivalent
         auto row = [&](const std::string& opname, const std::string& impl, Timing t, double fl, const std::string& note) {
           Row r;
@@ -215,24 +348,146 @@ Suite fst_suite() {
           r.note = note;
           ctx.emit(r);
         };
-        Timing dense_t;
+        // one row per phase + a summary row ("<op>_phase:step"); printed as one line
+        auto emit_breakdown = [&](const std::string& impl, const Breakdown& b, const std::string& what) {
+          for (std::size_t j = 0; j < b.names.size(); ++j)
+            row(ph + b.names[j], impl, {b.ms[j], b.ms[j]}, 0,
+                "per-phase breakdown (" + what + "): CUDA events between the phases of one step, median of " +
+                    std::to_string(bd_reps) + " synchronised steps");
+          row(ph + "step", impl, {b.sum, b.sum}, 0, "sum of the phases (" + what + "): " + describe(b));
+          std::printf("  breakdown %s d=%lld T=%lld %s: %s\n", op.c_str(), (long long)d, (long long)T, impl.c_str(),
+                      describe(b).c_str());
+        };
+        // cuBLAS: plain (one stream, as in sessions 1-7) and with the backward fork (dW GEMM on a
+        // second stream, its own workspace); FST speedups are against the faster of the two
+        Timing dense_plain, dense_fork;
+        Breakdown dense_b;
         {
           Ffn f(geglu, d, T, true);
-          dense_t = time_calls([&] { f.step(); }, warmup, reps);
+          dt::set_fst_fork_backward(false);
+          dense_plain = time_calls([&] { f.step(); }, warmup, reps);
+          dt::set_fst_fork_backward(true);
+          dense_fork = time_calls([&] { f.step(); }, warmup, reps);
+          dense_b = breakdown(f, 3, bd_reps);
         }
-        char note[1024];
-        std::snprintf(note, sizeof note, "same FFN, dense cuBLAS GEMMs (FstLinear dense phase); TFLOPs %.0f",
-                      flops / (dense_t.median * 1e9));
-        row(op, "cublas", dense_t, flops, note);
+        const Timing dense_t = dense_fork.median < dense_plain.median ? dense_fork : dense_plain;
+        char note[2048];
+        std::snprintf(note, sizeof note, "same FFN, dense cuBLAS GEMMs (FstLinear dense phase), one stream; TFLOPs %.0f",
+                      flops / (dense_plain.median * 1e9));
+        row(op, "cublas", dense_plain, flops, note);
+        std::snprintf(note, sizeof note,
+                      "same FFN, dense cuBLAS GEMMs, backward forked (dW GEMM on a second stream, own workspace); TFLOPs "
+                      "%.0f; FST speedups below are against the faster cuBLAS row (%s, %.4f ms)",
+                      flops / (dense_fork.median * 1e9), dense_fork.median < dense_plain.median ? "forked" : "one stream",
+                      dense_t.median);
+        row(op, "cublas_fork", dense_fork, flops, note);
+        emit_breakdown("cublas", dense_b, "dense cuBLAS step, one stream");
         using train::FstBackend;
+        const train::FstBackends sptc_only{FstBackend::sptc, FstBackend::sptc, FstBackend::sptc};
+
+        // (1) every GEMM on our kernel, heuristic tiles (the layer before session 8) + tile sweeps
+        double amort = 0;
+        Breakdown heur_b;
+        {
+          dt::set_fst_tile_policy(dt::FstTilePolicy::heuristic);
+          Ffn f(geglu, d, T, false, sptc_only);
+          dt::set_fst_fork_backward(false);
+          const Timing serial_t = time_calls([&] { f.step(); }, warmup, reps);
+          dt::set_fst_fork_backward(true);
+          const Timing step_t = time_calls([&] { f.step(); }, warmup, reps);
+          const Timing apply_t = time_calls([&] { f.begin(); }, warmup, reps);
+          const Timing refresh_t = time_calls(
+              [&] {
+                f.force_refresh();
+                f.begin();
+              },
+              warmup, reps);
+          amort = std::max(0.0, refresh_t.median - apply_t.median) / double(l);
+          const double fst_ms = step_t.median + amort;
+          heur_b = breakdown(f, 3, bd_reps);
+          std::snprintf(note, sizeof note,
+                        "every GEMM on our sptc kernels, heuristic tiles; FST step (mask apply+compress, fwd, bwd) %.4f ms + "
+                        "mask search amortised over l=%lld %.4f ms; speedup vs cuBLAS %.3fx; TFLOPs dense-equivalent %.0f",
+                        step_t.median, (long long)l, amort, dense_t.median / fst_ms, flops / (fst_ms * 1e9));
+          row(op, "sparsenm:fst_sptc", {fst_ms, step_t.min + amort}, flops, note);
+          std::snprintf(note, sizeof note,
+                        "as sparsenm:fst_sptc but one stream (no backward fork: the layer before session 8); step %.4f ms + "
+                        "amortised search %.4f ms; speedup vs cuBLAS %.3fx (vs plain cuBLAS %.3fx)",
+                        serial_t.median, amort, dense_t.median / (serial_t.median + amort),
+                        dense_plain.median / (serial_t.median + amort));
+          row(op, "sparsenm:fst_sptc_serial", {serial_t.median + amort, serial_t.min + amort}, flops, note);
+          emit_breakdown("sparsenm:fst_sptc", heur_b, "sptc, heuristic tiles, one stream");
+          std::snprintf(note, sizeof note,
+                        "begin_step of both layers at a refresh step (transposable search + compress + repack); "
+                        "apply-only begin_step %.4f ms; per step amortised at l=%lld: %.4f ms",
+                        apply_t.median, (long long)l, amort);
+          row(geglu ? "fst_mask_refresh_geglu" : "fst_mask_refresh_gelu", "sparsenm:fst_sptc", refresh_t, 0, note);
+          // gap to "cuBLAS step / in-situ GEMM speedup" (the brief's yardstick)
+          const double sg = heur_b.gemm > 0 ? dense_b.gemm / heur_b.gemm : 0;
+          std::printf("  gap %s d=%lld T=%lld: GEMMs cuBLAS %.4f / FST %.4f ms = %.3fx; cuBLAS step / %.3f = %.4f ms; "
+                      "FST step %.4f ms; gap %.4f ms = FST-only %.4f + shared elementwise %.4f - cuBLAS shared / %.3f %.4f\n",
+                      op.c_str(), (long long)d, (long long)T, dense_b.gemm, heur_b.gemm, sg, sg, dense_b.sum / std::max(sg, 1e-9),
+                      heur_b.sum,
+                      heur_b.sum - dense_b.sum / std::max(sg, 1e-9), heur_b.fst_only, heur_b.shared, sg,
+                      dense_b.shared / std::max(sg, 1e-9));
+          const cuda::sptc::WgTile sweep[3] = {cuda::sptc::WgTile::m128n256, cuda::sptc::WgTile::m128n128,
+                                               cuda::sptc::WgTile::m64n128};
+          for (const auto t : sweep) {
+            dt::set_fst_tile_force(int(t));
+            try {
+              const Timing st = time_calls([&] { f.step(); }, warmup, reps);
+              const Breakdown b = breakdown(f, 3, bd_reps);
+              const std::string impl = std::string("sparsenm:fst_sptc_tile") + cuda::sptc::to_string(t);
+              std::snprintf(note, sizeof note,
+                            "every GEMM on our sptc kernels, all six on the %s tile (sweep); step %.4f ms + amortised search "
+                            "%.4f ms; speedup vs cuBLAS %.3fx",
+                            cuda::sptc::to_string(t), st.median, amort, dense_t.median / (st.median + amort));
+              row(op, impl, {st.median + amort, st.min + amort}, flops, note);
+              emit_breakdown(impl, b, std::string("all GEMMs on tile ") + cuda::sptc::to_string(t));
+            } catch (...) {
+              dt::set_fst_tile_force(-1);
+              throw;
+            }
+            dt::set_fst_tile_force(-1);
+          }
+        }
+        // (2) timed tiles (FstTilePolicy::timed): each layer times 3 tiles per GEMM at construction
+        {
+          dt::set_fst_tile_policy(dt::FstTilePolicy::timed);
+          const auto c0 = std::chrono::steady_clock::now();
+          std::optional<Ffn> fo;
+          try {
+            fo.emplace(geglu, d, T, false, sptc_only);
+          } catch (...) {
+            dt::set_fst_tile_policy(dt::FstTilePolicy::heuristic);
+            throw;
+          }
+          dt::set_fst_tile_policy(dt::FstTilePolicy::heuristic);
+          Ffn& f = *fo;
+          SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+          const double build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
+          const Timing st = time_calls([&] { f.step(); }, warmup, reps);
+          const Breakdown b = breakdown(f, 3, bd_reps);
+          const std::string t1 = dt::fst_timed_tiles(DType::f16, d, geglu ? 8 * d : 4 * d, T),
+                            t2 = dt::fst_timed_tiles(DType::f16, 4 * d, d, T);
+          std::snprintf(note, sizeof note,
+                        "every GEMM on our sptc kernels, tiles timed at construction; step %.4f ms + amortised search %.4f ms; "
+                        "speedup vs cuBLAS %.3fx; L1 %s; L2 %s; construction %.0f ms",
+                        st.median, amort, dense_t.median / (st.median + amort), t1.c_str(), t2.c_str(), build_ms);
+          row(op, "sparsenm:fst_sptc_timed", {st.median + amort, st.min + amort}, flops, note);
+          emit_breakdown("sparsenm:fst_sptc_timed", b, "sptc, timed tiles");
+          std::printf("  timed tiles %s d=%lld T=%lld: L1 %s\n  L2 %s\n", op.c_str(), (long long)d, (long long)T, t1.c_str(),
+                      t2.c_str());
+        }
+        if (!backend_rows) continue;
+        // (3) opt-in: the session-3 backend rows (automatic per-GEMM backend, cuSPARSELt only)
         struct Mode {
           const char* impl;
           train::FstBackends be;
           const char* what;
         };
-        const Mode modes[3] = {
+        const Mode modes[2] = {
             {"sparsenm:fst", {}, "automatic per-GEMM backends (layer's construction-time timing)"},
-            {"sparsenm:fst_sptc", {FstBackend::sptc, FstBackend::sptc, FstBackend::sptc}, "every GEMM on our sptc kernels"},
             {"sparsenm:fst_lt", {FstBackend::cusparselt, FstBackend::cusparselt, FstBackend::cusparselt},
              "every GEMM on cuSPARSELt (dense operand + compress per step)"}};
         for (const Mode& mode : modes) {
@@ -245,31 +500,13 @@ Suite fst_suite() {
           SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
           const double build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
           const Timing step_t = time_calls([&] { f.step(); }, warmup, reps);
-          const Timing apply_t = time_calls([&] { f.begin(); }, warmup, reps);
-          const Timing refresh_t = time_calls(
-              [&] {
-                f.force_refresh();
-                f.begin();
-              },
-              warmup, reps);
-          const double amort = std::max(0.0, refresh_t.median - apply_t.median) / double(l);
           const double fst_ms = step_t.median + amort;
           std::snprintf(note, sizeof note,
-                        "%s; FST step (mask apply+compress, fwd, bwd) %.4f ms + mask search amortised over l=%lld %.4f ms; "
-                        "speedup vs cuBLAS %.3fx; TFLOPs dense-equivalent %.0f; L1: %s; L2: %s; construction %.0f ms",
-                        mode.what, step_t.median, (long long)l, amort, dense_t.median / fst_ms, flops / (fst_ms * 1e9),
-                        choices(f.l1).c_str(), choices(f.l2).c_str(), build_ms);
-          Timing fst_t{fst_ms, step_t.min + amort};
-          row(op, mode.impl, fst_t, flops, note);
-          if (std::string(mode.impl) == "sparsenm:fst") {
-            std::printf("  %s %s d=%lld T=%lld backends:\n  L1 %s\n  L2 %s\n", op.c_str(), mode.impl, (long long)d, (long long)T,
-                        f.l1.backends().to_string().c_str(), f.l2.backends().to_string().c_str());
-            std::snprintf(note, sizeof note,
-                          "begin_step of both layers at a refresh step (transposable search + compress + repack); "
-                          "apply-only begin_step %.4f ms; per step amortised at l=%lld: %.4f ms",
-                          apply_t.median, (long long)l, amort);
-            row(geglu ? "fst_mask_refresh_geglu" : "fst_mask_refresh_gelu", mode.impl, refresh_t, 0, note);
-          }
+                        "%s; FST step %.4f ms + mask search amortised over l=%lld %.4f ms (from the sptc row); speedup vs "
+                        "cuBLAS %.3fx; L1: %s; L2: %s; construction %.0f ms",
+                        mode.what, step_t.median, (long long)l, amort, dense_t.median / fst_ms, choices(f.l1).c_str(),
+                        choices(f.l2).c_str(), build_ms);
+          row(op, mode.impl, {fst_ms, step_t.min + amort}, flops, note);
         }
       }
     }

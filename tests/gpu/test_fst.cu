@@ -16,6 +16,8 @@
 
 #include "cuda/cusparselt/lt_gemm.hpp"
 #include "cuda/sptc/layout.hpp"
+#include "cuda/sptc/sptc.hpp"
+#include "cuda/train/fst_kernels.hpp"
 #include "gpu/train_test_util.hpp"
 #include "sparsenm/error.hpp"
 #include "sparsenm/fst.hpp"
@@ -362,6 +364,210 @@ TEST(FstLinear, UnalignedInputTakesTheTransposingPath) {
   check_sparse_step(layer, W, b, X, dZ, 133, false, 0);
   layer.end_step();
   check_sparse_step(layer, W, b, X, dZ, 133, false, 2);
+}
+
+// ---- session 8: wgmma tiles (forced per call, timed at construction) and the phase marks ----
+
+/// Restores the process-wide tile / sink settings of fst_kernels.hpp when a test ends (also on failure).
+struct FstGlobalsGuard {
+  ~FstGlobalsGuard() {
+    train::detail::set_fst_tile_force(-1);
+    train::detail::set_fst_tile_policy(train::detail::FstTilePolicy::heuristic);
+    train::detail::set_fst_phase_sink(nullptr);
+  }
+};
+
+FstConfig tile_config(const Shape& s, DType t, std::int64_t max_tokens) {
+  FstConfig c;
+  c.in_features = s.in;
+  c.out_features = s.out;
+  c.max_tokens = max_tokens;
+  c.dtype = t;
+  c.bias = true;
+  c.decay = 0.01f;
+  c.seed = 77;
+  return c;
+}
+
+// Every tile the FST GEMMs may take (forced on all three GEMMs), on the fused (in % 8 == 0) and the
+// transposing / padded path (tails), against the fp64 reference of the layer's own mask and MVUE.
+TEST(FstLinear, EveryWgmmaTileEqualsReference) {
+  FST_REQUIRE_SM80();
+  FstGlobalsGuard guard;
+  const Shape shapes[2] = {{384, 256, 333}, {200, 130, 257}};
+  const cuda::sptc::WgTile tiles[3] = {cuda::sptc::WgTile::m128n256, cuda::sptc::WgTile::m128n128,
+                                       cuda::sptc::WgTile::m64n128};
+  for (const Shape& s : shapes)
+    for (const auto tile : tiles) {
+      SCOPED_TRACE("out " + std::to_string(s.out) + " in " + std::to_string(s.in) + " tile " + cuda::sptc::to_string(tile));
+      FstLinear layer(tile_config(s, DType::f16, s.tokens));
+      train::detail::set_fst_tile_force(int(tile));
+      const std::uint64_t seed = std::uint64_t(s.out * 31 + s.in * 7 + int(tile));
+      const HostMat W = random_mat(DType::f16, s.out, s.in, seed + 1), b = random_mat(DType::f16, 1, s.out, seed + 2),
+                    X = random_mat(DType::f16, s.tokens, s.in, seed + 3),
+                    dZ = random_mat(DType::f16, s.tokens, s.out, seed + 4, -2.f, 2.f);
+      check_sparse_step(layer, W, b, X, dZ, s.tokens, true);
+      train::detail::set_fst_tile_force(-1);
+    }
+}
+
+// FstTilePolicy::timed: the tiles are timed at construction on scratch data (which must not leak
+// into the layer's state: the first step still searches a mask), reported once per shape, and the
+// layer's steps at tokens = max_tokens (timed tiles) and fewer tokens (heuristic) equal the reference.
+TEST(FstLinear, TimedTilesEqualReference) {
+  FST_REQUIRE_SM80();
+  FstGlobalsGuard guard;
+  const Shape shapes[2] = {{512, 384, 640}, {200, 130, 257}};
+  for (const Shape& s : shapes) {
+    for (DType t : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE("out " + std::to_string(s.out) + " in " + std::to_string(s.in) + " " + std::string(to_string(t)));
+      train::detail::set_fst_tile_policy(train::detail::FstTilePolicy::timed);
+      FstLinear layer(tile_config(s, t, s.tokens));
+      train::detail::set_fst_tile_policy(train::detail::FstTilePolicy::heuristic);
+      const std::string report = train::detail::fst_timed_tiles(t, s.in, s.out, s.tokens);
+      if (cuda::sptc::device_cc() == 90) {
+        EXPECT_NE(report.find("fwd"), std::string::npos) << report;
+        EXPECT_NE(report.find("dW"), std::string::npos) << report;
+      } else {
+        EXPECT_TRUE(report.empty()) << report;
+      }
+      const std::uint64_t seed = std::uint64_t(s.out * 13 + s.in + int(t));
+      const HostMat W = random_mat(t, s.out, s.in, seed + 1), b = random_mat(t, 1, s.out, seed + 2),
+                    X = random_mat(t, s.tokens, s.in, seed + 3), dZ = random_mat(t, s.tokens, s.out, seed + 4, -2.f, 2.f);
+      check_sparse_step(layer, W, b, X, dZ, s.tokens, true);
+      layer.end_step();
+      const std::int64_t t2 = s.tokens - 61;
+      const HostMat X2 = random_mat(t, t2, s.in, seed + 5), dZ2 = random_mat(t, t2, s.out, seed + 6);
+      check_sparse_step(layer, W, b, X2, dZ2, t2, false);
+    }
+  }
+}
+
+// The phase marks the fst bench's breakdown reads: one per phase, in launch order, on the call's
+// stream; nothing when no sink is set.
+struct RecordingSink final : train::detail::FstPhaseSink {
+  std::vector<std::string> names;
+  void mark(const char* phase, cudaStream_t) override { names.emplace_back(phase); }
+};
+TEST(FstLinear, PhaseMarksFollowTheStep) {
+  FST_REQUIRE_SM80();
+  FstGlobalsGuard guard;
+  FstConfig c = tile_config(Shape{96, 64, 80}, DType::f16, 80);
+  c.schedule.total_steps = 3;
+  c.schedule.dense_fraction = 1.0 / 3.0;  // steps 0, 1 sparse, step 2 dense
+  FstLinear layer(c);
+  const HostMat W = random_mat(DType::f16, 96, 64, 901), X = random_mat(DType::f16, 80, 64, 902),
+                dZ = random_mat(DType::f16, 80, 96, 903);
+  to_device(layer.weight(), W);
+  auto dx = upload(X.bytes.data(), X.bytes.size()), dz = upload(dZ.bytes.data(), dZ.bytes.size());
+  auto z = poisoned(std::size_t(80 * 96) * 2), gx = poisoned(std::size_t(80 * 64) * 2);
+  RecordingSink sink;
+  const std::vector<std::string> sparse_tail = {"fwd_gemm", "bias_add", "dx_gemm", "mvue", "dw_gemm", "decay", "colsum"};
+  std::vector<std::vector<std::string>> expect = {{"refresh"}, {"apply"}, {}};
+  for (int i = 0; i < 2; ++i) expect[std::size_t(i)].insert(expect[std::size_t(i)].end(), sparse_tail.begin(), sparse_tail.end());
+  expect[2] = {"fwd_gemm", "bias_add", "dx_gemm", "dw_gemm", "colsum"};
+  for (int step = 0; step < 3; ++step) {
+    sink.names.clear();
+    train::detail::set_fst_phase_sink(&sink);
+    layer.begin_step();
+    layer.forward(dx.get(), 80, z.get());
+    layer.backward(dx.get(), dz.get(), 80, gx.get());
+    train::detail::set_fst_phase_sink(nullptr);
+    layer.end_step();
+    EXPECT_EQ(sink.names, expect[std::size_t(step)]) << "step " << step;
+  }
+  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+  sink.names.clear();
+  layer.set_step(0);
+  layer.begin_step();  // no sink: nothing recorded
+  EXPECT_TRUE(sink.names.empty());
+}
+
+// Backward fork (fst_kernels.hpp set_fst_fork_backward): the weight-gradient chain on the layer's
+// second stream must give bit-identical dX, dW, db to the one-stream order (same kernels, same MVUE
+// seeds), on the legacy stream and on a caller's stream, sparse and dense phase, and must be joined
+// before backward returns (the caller's stream sees dW without any other synchronisation).
+TEST(FstLinear, ForkedBackwardIsBitIdenticalToOneStream) {
+  FST_REQUIRE_SM80();
+  FstGlobalsGuard guard;
+  cudaStream_t user = nullptr;
+  SPARSENM_CUDA_CHECK(cudaStreamCreate(&user));
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() { cudaStreamDestroy(s); }
+  } sg{user};
+  for (const Shape& s : {Shape{384, 256, 333}, Shape{200, 130, 257}}) {
+    for (cudaStream_t st : {cudaStream_t(nullptr), user}) {
+      SCOPED_TRACE("out " + std::to_string(s.out) + " in " + std::to_string(s.in) + (st ? " user stream" : " legacy stream"));
+      FstConfig c = tile_config(s, DType::f16, s.tokens);
+      c.schedule.total_steps = 2;
+      c.schedule.dense_fraction = 0.5;  // step 0 sparse, step 1 dense
+      FstLinear one(c), two(c);
+      const std::uint64_t seed = std::uint64_t(s.out * 3 + s.in);
+      const HostMat W = random_mat(DType::f16, s.out, s.in, seed + 1), b = random_mat(DType::f16, 1, s.out, seed + 2),
+                    X = random_mat(DType::f16, s.tokens, s.in, seed + 3),
+                    dZ = random_mat(DType::f16, s.tokens, s.out, seed + 4, -2.f, 2.f);
+      auto dx_ = upload(X.bytes.data(), X.bytes.size()), dz_ = upload(dZ.bytes.data(), dZ.bytes.size());
+      for (FstLinear* l : {&one, &two}) {
+        to_device(l->weight(), W);
+        to_device(l->bias(), b);
+      }
+      SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+      for (int step = 0; step < 2; ++step) {
+        std::vector<std::vector<std::uint8_t>> got[2];
+        FstLinear* layers[2] = {&one, &two};
+        for (int k = 0; k < 2; ++k) {
+          train::detail::set_fst_fork_backward(k == 1);
+          FstLinear& l = *layers[k];
+          auto z = poisoned(std::size_t(s.tokens * s.out) * 2), gx = poisoned(std::size_t(s.tokens * s.in) * 2);
+          poison(l.weight_grad(), std::size_t(s.out * s.in) * 2);
+          poison(l.bias_grad(), std::size_t(s.out) * 2);
+          SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+          l.begin_step(st);
+          l.forward(dx_.get(), s.tokens, z.get(), st);
+          l.backward(dx_.get(), dz_.get(), s.tokens, gx.get(), st);
+          // read back through the caller's stream only: the join must order dW / db before these copies
+          auto read = [&](const void* p, std::size_t bytes) {
+            std::vector<std::uint8_t> h(bytes);
+            SPARSENM_CUDA_CHECK(cudaMemcpyAsync(h.data(), p, bytes, cudaMemcpyDeviceToHost, st));
+            return h;
+          };
+          got[k].push_back(read(gx.get(), std::size_t(s.tokens * s.in) * 2));
+          got[k].push_back(read(l.weight_grad(), std::size_t(s.out * s.in) * 2));
+          got[k].push_back(read(l.bias_grad(), std::size_t(s.out) * 2));
+          SPARSENM_CUDA_CHECK(cudaStreamSynchronize(st));
+          l.end_step();
+        }
+        const char* what[3] = {"dX", "dW", "db"};
+        for (int i = 0; i < 3; ++i) {
+          const auto& a = got[0][std::size_t(i)];
+          const auto& bb = got[1][std::size_t(i)];
+          if (step == 0) {  // sparse: our kernels, bit-identical
+            EXPECT_TRUE(a == bb) << what[i] << " differs, step " << step;
+            continue;
+          }
+          // dense: cuBLAS may pick another algorithm for another workspace / stream: f16 rounding apart
+          ASSERT_EQ(a.size(), bb.size());
+          double maxabs = 0;
+          for (std::size_t e = 0; e < a.size() / 2; ++e)
+            maxabs = std::max(maxabs, std::fabs(double(bits_to_float(DType::f16, std::uint16_t(a[2 * e] | a[2 * e + 1] << 8)))));
+          int bad = 0;
+          for (std::size_t e = 0; e < a.size() / 2; ++e) {
+            const double va = bits_to_float(DType::f16, std::uint16_t(a[2 * e] | a[2 * e + 1] << 8));
+            const double vb = bits_to_float(DType::f16, std::uint16_t(bb[2 * e] | bb[2 * e + 1] << 8));
+            bad += !(std::fabs(va - vb) <= std::ldexp(1.0, -9) * std::fabs(va) + 1e-3 * maxabs);
+          }
+          EXPECT_EQ(bad, 0) << what[i] << " differs beyond f16 rounding, dense step";
+        }
+        // and not poison: the dW of the forked layer holds finite values
+        const HostMat gw = from_device(two.weight_grad(), DType::f16, s.out, s.in);
+        int nonfinite = 0;
+        for (std::int64_t r = 0; r < s.out; ++r)
+          for (std::int64_t q = 0; q < s.in; ++q) nonfinite += !std::isfinite(gw.at(r, q));
+        EXPECT_EQ(nonfinite, 0) << "step " << step;
+      }
+    }
+  }
 }
 
 // ---- GEMM backends (FstConfig::backends, FstLinear::backends()) ----

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 
 #include "cuda/train/fst_layout.hpp"
 #include "sparsenm/dtype.hpp"
@@ -39,5 +40,43 @@ void fst_expand24(const void* values, const std::uint8_t* idx, std::int64_t rows
 /// Deterministic pseudo-random 16-bit values (f16 / bf16) uniform in [-scale, scale) (hash of the
 /// index and seed): scratch operands of the construction-time backend timing.
 void fst_fill_random(DType dtype, void* p, std::size_t elems, std::uint32_t seed, float scale, cudaStream_t s);
+
+/// Phase marks of the FST layer's step (the `fst` bench's per-phase breakdown; internal, not a
+/// public API). While a sink is set (process-wide; set it only while no other thread runs a
+/// layer), every FstLinear records mark(phase, stream) on its stream right after each phase of
+/// begin_step / forward / backward: "apply" / "refresh" (begin_step, sparse), "fwd_gemm",
+/// "bias_add", "dx_gemm", "mvue" (MVUE + operand repacks), "dw_gemm" (incl. the transposes of the
+/// transposing path), "decay", "colsum". Dense phase: the GEMM / bias names only. Null (the
+/// default): the layer records nothing.
+struct FstPhaseSink {
+  virtual ~FstPhaseSink() = default;
+  virtual void mark(const char* phase, cudaStream_t s) = 0;
+};
+void set_fst_phase_sink(FstPhaseSink* sink) noexcept;
+FstPhaseSink* fst_phase_sink() noexcept;
+
+/// Tile of the layer's sm_90 wgmma GEMMs (internal; the bench's sweeps and the tests).
+/// heuristic: the wave-count rule of FstLinear (the behaviour before session 8); timed: each layer
+/// times the tiles 128x256, 128x128, 64x128 on each of its three GEMMs at tokens = max_tokens at
+/// construction (scratch operands, once per process and shape) and uses the fastest for calls
+/// with tokens = max_tokens (others: heuristic). Read at construction.
+enum class FstTilePolicy : int { heuristic = 0, timed = 1 };
+void set_fst_tile_policy(FstTilePolicy p) noexcept;
+FstTilePolicy fst_tile_policy() noexcept;
+/// Forces one wgmma tile (sptc::WgTile as int) on every sparse GEMM of every layer, read at each
+/// call; -1 (default): the layer's own choice. For the bench's tile sweeps and the tests.
+void set_fst_tile_force(int tile) noexcept;
+int fst_tile_force() noexcept;
+/// Backward fork (session 8; default on): when backward computes dX, the weight-gradient chain
+/// (MVUE + operand, dW GEMM, masked decay; dense phase: the dW cuBLAS GEMM with its own workspace)
+/// runs on a second stream the layer owns, forked from and joined back to the caller's stream
+/// with events (no host synchronisation, nothing allocated per step). Off: one stream, the order of
+/// sessions 1-7. Never forks with a cuSPARSELt GEMM in the backward or while a phase sink is set.
+/// Read at each backward call.
+void set_fst_fork_backward(bool on) noexcept;
+bool fst_fork_backward() noexcept;
+/// The timed tile choice of layers of this shape in this process ("" when none was timed):
+/// per GEMM the time of each tile and the tile chosen.
+std::string fst_timed_tiles(DType dtype, std::int64_t in, std::int64_t out, std::int64_t max_tokens);
 
 }  // namespace sparsenm::train::detail

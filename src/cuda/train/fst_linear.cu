@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -119,7 +121,45 @@ std::string fmt_ms(double ms) {
 /// A cuSPARSELt choice must be at least this much faster than ours (noise-level ties keep ours).
 constexpr double kLtMargin = 0.01;
 
+std::atomic<detail::FstPhaseSink*> g_phase_sink{nullptr};
+std::atomic<int> g_tile_policy{int(detail::FstTilePolicy::heuristic)};
+std::atomic<int> g_tile_force{-1};
+std::atomic<bool> g_fork_backward{true};
+
+void mark(const char* phase, cudaStream_t s) {
+  if (detail::FstPhaseSink* k = g_phase_sink.load(std::memory_order_relaxed)) k->mark(phase, s);
+}
+
+/// Timed tile choices per process (FstTilePolicy::timed): device, dtype, in, out, max_tokens.
+using TileKey = std::tuple<int, int, std::int64_t, std::int64_t, std::int64_t>;
+std::mutex& tile_cache_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<TileKey, std::pair<std::array<int, 3>, std::string>>& tile_cache() {
+  static std::map<TileKey, std::pair<std::array<int, 3>, std::string>> c;
+  return c;
+}
+
 }  // namespace
+
+namespace detail {
+void set_fst_phase_sink(FstPhaseSink* sink) noexcept { g_phase_sink.store(sink); }
+FstPhaseSink* fst_phase_sink() noexcept { return g_phase_sink.load(); }
+void set_fst_tile_policy(FstTilePolicy p) noexcept { g_tile_policy.store(int(p)); }
+FstTilePolicy fst_tile_policy() noexcept { return FstTilePolicy(g_tile_policy.load()); }
+void set_fst_tile_force(int tile) noexcept { g_tile_force.store(tile); }
+int fst_tile_force() noexcept { return g_tile_force.load(); }
+void set_fst_fork_backward(bool on) noexcept { g_fork_backward.store(on); }
+bool fst_fork_backward() noexcept { return g_fork_backward.load(); }
+std::string fst_timed_tiles(DType dtype, std::int64_t in, std::int64_t out, std::int64_t max_tokens) {
+  int dev = 0;
+  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(tile_cache_mutex());
+  const auto it = tile_cache().find(TileKey{dev, int(dtype), in, out, max_tokens});
+  return it == tile_cache().end() ? std::string() : it->second.second;
+}
+}  // namespace detail
 
 struct FstLinear::Impl {
   FstConfig cfg;
@@ -142,8 +182,11 @@ struct FstLinear::Impl {
   bool flip_pending = false, flip_valid = false;
   std::int64_t flip_value = -1;
   cudaEvent_t flip_event = nullptr;
+  // backward fork (session 8): the weight-gradient chain on `aux`, joined back before backward returns
+  cudaStream_t aux = nullptr;
+  cudaEvent_t ev_fork = nullptr, ev_join = nullptr;
   cublasHandle_t cublas = nullptr;
-  DeviceBuffer cublas_ws;
+  DeviceBuffer cublas_ws, cublas_ws_aux;  // the dense dW GEMM on `aux` has its own workspace
 
   // GEMM backends (choose_backends at construction). lt_f / lt_d / lt_w: forward, dX, dW on cuSPARSELt.
   FstBackendReport report;
@@ -154,6 +197,10 @@ struct FstLinear::Impl {
   bool packed_fresh = true;   // packed S(W), S(W)^T hold this step's W (false: both weight GEMMs on cuSPARSELt)
   bool grad_packed = true;    // packed MVUE operand is the last backward's
   bool sw_dense_ok = false, grad_dense_ok = false;
+  // wgmma tile per GEMM (forward, dX, dW) for calls with tokens == max_tokens (-1: heuristic);
+  // set at construction under FstTilePolicy::timed (tune_tiles)
+  std::array<int, 3> tuned{-1, -1, -1};
+  std::string tile_report;
 
   explicit Impl(const FstConfig& c) : cfg(c) {
     require(c.dtype == DType::f16 || c.dtype == DType::bf16, "dtype",
@@ -203,15 +250,26 @@ struct FstLinear::Impl {
     flip = zeroed(sizeof(unsigned long long));
     SPARSENM_CUDA_CHECK(cudaEventCreateWithFlags(&flip_event, cudaEventDisableTiming));
     try {
+      SPARSENM_CUDA_CHECK(cudaStreamCreateWithFlags(&aux, cudaStreamNonBlocking));
+      SPARSENM_CUDA_CHECK(cudaEventCreateWithFlags(&ev_fork, cudaEventDisableTiming));
+      SPARSENM_CUDA_CHECK(cudaEventCreateWithFlags(&ev_join, cudaEventDisableTiming));
       choose_backends();
+      tune_tiles();
     } catch (...) {
-      cudaEventDestroy(flip_event);  // the destructor does not run for a throwing constructor
+      release();  // the destructor does not run for a throwing constructor
       throw;
     }
   }
-  ~Impl() {
+  ~Impl() { release(); }
+  void release() noexcept {
     if (flip_event) cudaEventDestroy(flip_event);
+    if (ev_fork) cudaEventDestroy(ev_fork);
+    if (ev_join) cudaEventDestroy(ev_join);
+    if (aux) cudaStreamDestroy(aux);
     if (cublas) cublasDestroy(cublas);
+    flip_event = ev_fork = ev_join = nullptr;
+    aux = nullptr;
+    cublas = nullptr;
   }
 
   FstPhase phase() const { return cfg.schedule.phase(step); }
@@ -235,8 +293,10 @@ struct FstLinear::Impl {
     if (tiles(128, 128) >= 0.75 * sms) return cs::WgTile::m128n128;
     return cs::WgTile::m64n128;
   }
+  /// which: 0 forward, 1 dX, 2 dW; at_T: the call has tokens == max_tokens; tile >= 0: this tile.
   void sparse_gemm(const PackGeom& g, const DeviceBuffer& vals, const DeviceBuffer& meta, const void* x, std::int64_t m,
-                   std::int64_t ldx, void* y, cudaStream_t s, bool trans = false) const {
+                   std::int64_t ldx, void* y, cudaStream_t s, int which, bool at_T, bool trans = false,
+                   int tile_override = -1) const {
     cs::DeviceA a;
     a.values = vals.get();
     a.meta = meta.as<std::uint32_t>();
@@ -255,7 +315,10 @@ struct FstLinear::Impl {
     p.x_trans = trans;  // x is x^T [k][ldx] and y is written as y^T [n][m] (sm_90 only)
     p.y_trans = trans;
     if (cc == 90) {
-      const cs::WgTile tile = choose_tile(g.rows, m);
+      int t = tile_override;
+      if (t < 0) t = detail::fst_tile_force();
+      if (t < 0 && at_T) t = tuned[std::size_t(which)];
+      const cs::WgTile tile = t >= 0 ? cs::WgTile(t) : choose_tile(g.rows, m);
       const CUtensorMap map = cs::make_values_map(a, cfg.dtype, tile);
       cs::run_sptc24_wgmma(a, map, tile, p, s);
     } else if (cc >= 80) {
@@ -290,14 +353,18 @@ struct FstLinear::Impl {
   void ensure_cublas() {
     if (cublas) return;
     cublas_ws = DeviceBuffer(std::size_t(cc >= 90 ? 32 : 4) << 20);
+    cublas_ws_aux = DeviceBuffer(std::size_t(cc >= 90 ? 32 : 4) << 20);
     FST_CUBLAS_CHECK(cublasCreate(&cublas));
   }
+  /// on_aux: the call runs on the fork stream `aux` (its own workspace, so it may overlap a call on s)
   void dense_gemm(cublasOperation_t ta, cublasOperation_t tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
-                  std::int64_t lda, const void* bm, std::int64_t ldb, void* c, std::int64_t ldc, cudaStream_t s) {
+                  std::int64_t lda, const void* bm, std::int64_t ldb, void* c, std::int64_t ldc, cudaStream_t s,
+                  bool on_aux = false) {
     ensure_cublas();
     require(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, "tokens/features", "dense GEMM dimensions must fit in int");
     FST_CUBLAS_CHECK(cublasSetStream(cublas, s));
-    FST_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_ws.get(), cublas_ws.size()));
+    const DeviceBuffer& ws = on_aux ? cublas_ws_aux : cublas_ws;
+    FST_CUBLAS_CHECK(cublasSetWorkspace(cublas, ws.get(), ws.size()));
     const cudaDataType_t t = cfg.dtype == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
     const float alpha = 1.f, beta = 0.f;
     FST_CUBLAS_CHECK(cublasGemmEx(cublas, ta, tb, int(m), int(n), int(k), &alpha, a, t, int(lda), bm, t, int(ldb), &beta, c, t,
@@ -368,6 +435,7 @@ struct FstLinear::Impl {
       }
       prep_lt_w(lt_f, lt_d, s);
       sw_dense_ok = lt_f || lt_d;
+      mark(info.mask_refreshed ? "refresh" : "apply", s);
     }
     prepared = step;
     return info;
@@ -382,7 +450,7 @@ struct FstLinear::Impl {
     if (!packed_fresh) apply_packed(s);
     std::int64_t ldx = 0;
     const void* xx = gemm_x(x, tokens, in, x_pad, ldx, s);
-    sparse_gemm(gw, w_vals, w_meta, xx, tokens, ldx, z, s);
+    sparse_gemm(gw, w_vals, w_meta, xx, tokens, ldx, z, s, 0, tokens == T);
   }
   // dX [tokens][in] = dZ [tokens][out] . (S(W)^T [in][out])^T
   void gemm_dx(bool use_lt, const void* dz, std::int64_t tokens, void* dx, cudaStream_t s) {
@@ -393,7 +461,7 @@ struct FstLinear::Impl {
     if (!packed_fresh) apply_packed(s);
     std::int64_t ldx = 0;
     const void* xx = gemm_x(dz, tokens, out, dz_pad, ldx, s);
-    sparse_gemm(gwt, wt_vals, wt_meta, xx, tokens, ldx, dx, s);
+    sparse_gemm(gwt, wt_vals, wt_meta, xx, tokens, ldx, dx, s, 1, tokens == T);
   }
   /// cuSPARSELt's MVUE operand: hw24 staged in the packed-values buffer (pitch tokens / 2, within
   /// its size; our path rewrites that buffer before its next use), expanded to the dense
@@ -403,16 +471,8 @@ struct FstLinear::Impl {
     detail::fst_expand24(g_vals.get(), g_idx.as<std::uint8_t>(), out, tokens, g_dense.get(), s);
     gem_w->compress(g_dense.get(), s);
   }
-  // MVUE(dZ^T) [out][tokens] (2:4 along tokens) and dW [out][in] = MVUE(dZ^T) . X
-  void gemm_dw(bool use_lt, const void* x, const void* dz, std::int64_t tokens, std::uint64_t seed, cudaStream_t s) {
-    gg = pack_geom(out, tokens);
-    if (use_lt) {
-      lt_dw_operand(dz, tokens, seed, s);
-      gem_w->run(x, dw.get(), s);
-      grad_packed = false;
-      grad_dense_ok = true;
-      return;
-    }
+  /// Our MVUE operand: MVUE(dZ^T) [out][tokens] as hw24, then the tensor-core repacks (gg set).
+  void grad_operand(const void* dz, std::int64_t tokens, std::uint64_t seed, cudaStream_t s) {
     void* hv = g_vals.get();
     if (!gg.direct()) {
       const std::size_t need = std::size_t(gg.rows * gg.hw_cols) * esz;
@@ -422,15 +482,29 @@ struct FstLinear::Impl {
     mvue24(cfg.dtype, dz, tokens, out, GradLayout::token_major, seed, {hv, g_idx.as<std::uint8_t>()}, s);
     if (!gg.direct()) detail::fst_repack_values(g_hw.get(), gg, g_vals.get(), s);
     detail::fst_repack_meta(g_idx.as<std::uint8_t>(), gg, g_meta.as<std::uint32_t>(), s);
+  }
+  // MVUE(dZ^T) [out][tokens] (2:4 along tokens) and dW [out][in] = MVUE(dZ^T) . X
+  void gemm_dw(bool use_lt, const void* x, const void* dz, std::int64_t tokens, std::uint64_t seed, cudaStream_t s) {
+    gg = pack_geom(out, tokens);
+    if (use_lt) {
+      lt_dw_operand(dz, tokens, seed, s);
+      mark("mvue", s);
+      gem_w->run(x, dw.get(), s);
+      grad_packed = false;
+      grad_dense_ok = true;
+      return;
+    }
+    grad_operand(dz, tokens, seed, s);
+    mark("mvue", s);
     if (fused_dw(x)) {
       // dW [out][in] = (X^T . MVUE(dZ^T)^T)^T: X [tokens][in] is X'^T of the m = in GEMM
-      sparse_gemm(gg, g_vals, g_meta, x, in, in, dw.get(), s, true);
+      sparse_gemm(gg, g_vals, g_meta, x, in, in, dw.get(), s, 2, tokens == T, true);
     } else {
       // X^T [in][ldt] (zero columns tokens..ldt-1), dW^T [in][out] = X^T . MVUE(dZ^T)^T, dW = (dW^T)^T
       const std::int64_t ldt = detail::fst_round_up(tokens, 8);
       ensure_transpose_buffers();  // allocated at construction unless only an unaligned X gets here
       detail::fst_transpose16(x, tokens, in, xt.get(), ldt, s);
-      sparse_gemm(gg, g_vals, g_meta, xt.get(), in, ldt, dwt.get(), s);
+      sparse_gemm(gg, g_vals, g_meta, xt.get(), in, ldt, dwt.get(), s, 2, tokens == T);
       detail::fst_transpose16(dwt.get(), in, out, dw.get(), in, s);
     }
     grad_packed = true;
@@ -448,7 +522,11 @@ struct FstLinear::Impl {
       // Z^T (out x tokens, col-major) = W (col-major in x out)^T . X^T (col-major in x tokens)
       dense_gemm(CUBLAS_OP_T, CUBLAS_OP_N, out, tokens, in, w.get(), in, x, in, z, out, s);
     }
-    if (cfg.bias) detail::fst_add_bias(cfg.dtype, z, tokens, out, b.get(), s);
+    mark("fwd_gemm", s);
+    if (cfg.bias) {
+      detail::fst_add_bias(cfg.dtype, z, tokens, out, b.get(), s);
+      mark("bias_add", s);
+    }
   }
 
   void backward(const void* x, const void* dz, std::int64_t tokens, void* dx, cudaStream_t s) {
@@ -456,19 +534,49 @@ struct FstLinear::Impl {
     require(x != nullptr, "x", "must be a device pointer (got null)");
     require(dz != nullptr, "dz", "must be a device pointer (got null)");
     check_prepared("backward");
-    if (phase() == FstPhase::sparse) {
-      if (dx) gemm_dx(lt_call(lt_d, tokens, {dz, dx}), dz, tokens, dx, s);
-      gemm_dw(lt_call(lt_w, tokens, {x, dz}), x, dz, tokens, seed_for(calls), s);
-      if (cfg.decay != 0.f)
-        masked_decay(cfg.dtype, dw.get(), w.get(), mask[cur].as<std::uint16_t>(), out, in, cfg.decay, s);
+    const bool sparse = phase() == FstPhase::sparse;
+    const bool lt_dx = sparse && dx && lt_call(lt_d, tokens, {dz, dx}), lt_dw = sparse && lt_call(lt_w, tokens, {x, dz});
+    // Fork (session 8): dX (+ the bias column sums) stay on s; the weight-gradient chain (MVUE,
+    // operand repack, dW GEMM, masked decay; dense phase: the dW GEMM) runs on `aux` after an event
+    // of s, and s waits for it before backward returns. The two chains share only reads (dZ, W, the
+    // mask), so their kernels fill each other's tail waves. Not with a cuSPARSELt GEMM in the
+    // backward, nor while a phase sink is set (the per-phase breakdown needs one ordered stream).
+    const bool fork = dx && detail::fst_fork_backward() && !lt_dx && !lt_dw && !g_phase_sink.load(std::memory_order_relaxed);
+    cudaStream_t sw = fork ? aux : s;
+    if (fork) {
+      SPARSENM_CUDA_CHECK(cudaEventRecord(ev_fork, s));
+      SPARSENM_CUDA_CHECK(cudaStreamWaitEvent(aux, ev_fork, 0));
+    }
+    if (sparse) {
+      if (dx) {
+        gemm_dx(lt_dx, dz, tokens, dx, s);
+        mark("dx_gemm", s);
+      }
+      gemm_dw(lt_dw, x, dz, tokens, seed_for(calls), sw);
+      mark("dw_gemm", sw);
+      if (cfg.decay != 0.f) {
+        masked_decay(cfg.dtype, dw.get(), w.get(), mask[cur].as<std::uint16_t>(), out, in, cfg.decay, sw);
+        mark("decay", sw);
+      }
       ++calls;
     } else {
       // dX^T (in x tokens) = W (col-major in x out) . dZ^T (col-major out x tokens)
-      if (dx) dense_gemm(CUBLAS_OP_N, CUBLAS_OP_N, in, tokens, out, w.get(), in, dz, out, dx, in, s);
+      if (dx) {
+        dense_gemm(CUBLAS_OP_N, CUBLAS_OP_N, in, tokens, out, w.get(), in, dz, out, dx, in, s);
+        mark("dx_gemm", s);
+      }
       // dW^T (in x out) = X^T (col-major in x tokens) . dZ (col-major out x tokens, transposed)
-      dense_gemm(CUBLAS_OP_N, CUBLAS_OP_T, in, out, tokens, x, in, dz, out, dw.get(), in, s);
+      dense_gemm(CUBLAS_OP_N, CUBLAS_OP_T, in, out, tokens, x, in, dz, out, dw.get(), in, sw, fork);
+      mark("dw_gemm", sw);
     }
-    if (cfg.bias) detail::fst_colsum(cfg.dtype, dz, tokens, out, partial.as<float>(), db.get(), s);
+    if (cfg.bias) {
+      detail::fst_colsum(cfg.dtype, dz, tokens, out, partial.as<float>(), db.get(), s);
+      mark("colsum", s);
+    }
+    if (fork) {
+      SPARSENM_CUDA_CHECK(cudaEventRecord(ev_join, aux));
+      SPARSENM_CUDA_CHECK(cudaStreamWaitEvent(s, ev_join, 0));
+    }
   }
 
   // ---- GEMM backends: decided once, at construction ----
@@ -717,6 +825,84 @@ struct FstLinear::Impl {
     ch[0]->backend = lt_f ? FstBackend::cusparselt : FstBackend::sptc;
     ch[1]->backend = lt_d ? FstBackend::cusparselt : FstBackend::sptc;
     ch[2]->backend = lt_w ? FstBackend::cusparselt : FstBackend::sptc;
+  }
+
+  // ---- wgmma tiles: timed once at construction under FstTilePolicy::timed ----
+  void tune_tiles() {
+    if (cc != 90 || detail::fst_tile_policy() != detail::FstTilePolicy::timed || cfg.schedule.dense_from() <= 0) return;
+    int dev = 0;
+    SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
+    const TileKey key{dev, int(cfg.dtype), in, out, T};
+    {
+      std::lock_guard<std::mutex> lock(tile_cache_mutex());
+      if (auto it = tile_cache().find(key); it != tile_cache().end()) {
+        tuned = it->second.first;
+        tile_report = it->second.second + " [reused from an identical layer timed earlier in this process]";
+        return;
+      }
+    }
+    SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());  // buffers zeroed on the legacy stream
+    cudaStream_t s = nullptr;
+    SPARSENM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    try {
+      time_tiles(s);
+      SPARSENM_CUDA_CHECK(cudaStreamSynchronize(s));
+    } catch (...) {
+      cudaStreamDestroy(s);
+      throw;
+    }
+    SPARSENM_CUDA_CHECK(cudaStreamDestroy(s));
+    // scratch mask and operands: the first sparse step searches anew
+    has_mask = false;
+    cur = 0;
+    packed_fresh = true;
+    grad_packed = true;
+    gg = pack_geom(out, T);
+    std::lock_guard<std::mutex> lock(tile_cache_mutex());
+    tile_cache().emplace(key, std::make_pair(tuned, tile_report));
+  }
+  void time_tiles(cudaStream_t s) {
+    DeviceBuffer xs(std::size_t(T * in) * esz), dzs(std::size_t(T * out) * esz), ys(std::size_t(T * std::max(in, out)) * esz);
+    detail::fst_fill_random(cfg.dtype, xs.get(), std::size_t(T * in), 21, 1.f, s);
+    detail::fst_fill_random(cfg.dtype, dzs.get(), std::size_t(T * out), 22, 1e-2f, s);
+    detail::fst_fill_random(cfg.dtype, w.get(), std::size_t(out * in), 23, 0.03f, s);
+    cur = 0;
+    transposable_mask24(cfg.dtype, w.get(), out, in, mask[0].as<std::uint16_t>(), view(w_vals, w_hw, w_idx, gw),
+                        view(wt_vals, wt_hw, wt_idx, gwt), s);
+    pack_w_values(s);
+    detail::fst_repack_meta(w_idx.as<std::uint8_t>(), gw, w_meta.as<std::uint32_t>(), s);
+    detail::fst_repack_meta(wt_idx.as<std::uint8_t>(), gwt, wt_meta.as<std::uint32_t>(), s);
+    gg = pack_geom(out, T);
+    grad_operand(dzs.get(), T, 0x711eull, s);
+    std::int64_t ldx_f = 0, ldx_d = 0;
+    const void* xf = gemm_x(xs.get(), T, in, x_pad, ldx_f, s);
+    const void* xd = gemm_x(dzs.get(), T, out, dz_pad, ldx_d, s);
+    const bool fused = fused_dw(xs.get());
+    const std::int64_t ldt = detail::fst_round_up(T, 8);
+    if (!fused) detail::fst_transpose16(xs.get(), T, in, xt.get(), ldt, s);
+    const cs::WgTile cands[3] = {cs::WgTile::m128n256, cs::WgTile::m128n128, cs::WgTile::m64n128};
+    const char* names[3] = {"fwd", "dX", "dW"};
+    tile_report = "timed at construction (tokens = " + std::to_string(T) + "):";
+    for (int which = 0; which < 3; ++which) {
+      double best = std::numeric_limits<double>::infinity();
+      int best_tile = -1;
+      tile_report += std::string(" ") + names[which];
+      for (const cs::WgTile t : cands) {
+        const int ti = int(t);
+        const double ms = time_ms(
+            [&] {
+              if (which == 0) sparse_gemm(gw, w_vals, w_meta, xf, T, ldx_f, ys.get(), s, 0, true, false, ti);
+              else if (which == 1) sparse_gemm(gwt, wt_vals, wt_meta, xd, T, ldx_d, ys.get(), s, 1, true, false, ti);
+              else if (fused) sparse_gemm(gg, g_vals, g_meta, xs.get(), in, in, dw.get(), s, 2, true, true, ti);
+              else sparse_gemm(gg, g_vals, g_meta, xt.get(), in, ldt, dwt.get(), s, 2, true, false, ti);
+            },
+            s);
+        tile_report += std::string(" ") + cs::to_string(t) + " " + fmt_ms(ms);
+        if (ms < best) best = ms, best_tile = ti;
+      }
+      tuned[std::size_t(which)] = best_tile;
+      tile_report += std::string(" -> ") + cs::to_string(cs::WgTile(best_tile)) + ";";
+    }
   }
 
   void sync_flip() {
