@@ -124,7 +124,7 @@ constexpr double kLtMargin = 0.01;
 std::atomic<detail::FstPhaseSink*> g_phase_sink{nullptr};
 std::atomic<int> g_tile_policy{int(detail::FstTilePolicy::heuristic)};
 std::atomic<int> g_tile_force{-1};
-std::atomic<bool> g_fork_backward{true};
+std::atomic<bool> g_fork_backward{false};  // measured a wash at 5517176 (docs/PERF-train.md, session 8)
 
 void mark(const char* phase, cudaStream_t s) {
   if (detail::FstPhaseSink* k = g_phase_sink.load(std::memory_order_relaxed)) k->mark(phase, s);
