@@ -16,8 +16,8 @@
 // stream); "sparsenm:fst_sptc_fork" = the same with the backward fork (opt-in); "sparsenm:fst_sptc_tile<BMxBN>" = all six GEMMs forced
 // on one tile (sweep); "sparsenm:fst_sptc_timed" = each layer times the tiles per GEMM at
 // construction (FstTilePolicy::timed). For each of them (and cuBLAS) a per-phase breakdown:
-// "<op>_phase:<L1|L2>.<phase>" rows (CUDA events between the phases of one step: apply, GEMMs,
-// bias, activation, MVUE, decay, colsum) and "<op>_phase:step" (their sum); the log line "gap"
+// "ffn_<act>_phase:<L1|L2>.<phase>" rows (CUDA events between the phases of one step: apply, GEMMs,
+// bias, activation, MVUE, decay, colsum) and "ffn_<act>_phase:step" (their sum); the log line "gap"
 // compares the FST step with cuBLAS step / (in-situ GEMM speedup). SPARSENM_FST_BACKENDS=1 adds
 // the session-3 rows "sparsenm:fst" (automatic per-GEMM backend) and "sparsenm:fst_lt".
 #include <cuda_fp16.h>

@@ -67,8 +67,8 @@ FstTilePolicy fst_tile_policy() noexcept;
 /// call; -1 (default): the layer's own choice. For the bench's tile sweeps and the tests.
 void set_fst_tile_force(int tile) noexcept;
 int fst_tile_force() noexcept;
-/// Backward fork (session 8; default OFF: measured -2.4 % to +1.6 % on the FFN step at 5517176,
-/// noise level, docs/PERF-train.md "FST layer, session 8"): when backward computes dX, the weight-gradient chain
+/// Backward fork (session 8; default OFF: the FFN step forked was -1.6 % to +2.4 % against one
+/// stream at 5517176, noise level, docs/PERF-train.md "FST layer, session 8"): when backward computes dX, the weight-gradient chain
 /// (MVUE + operand, dW GEMM, masked decay; dense phase: the dW cuBLAS GEMM with its own workspace)
 /// runs on a second stream the layer owns, forked from and joined back to the caller's stream
 /// with events (no host synchronisation, nothing allocated per step). Off: one stream, the order of
