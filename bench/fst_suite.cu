@@ -483,6 +483,38 @@ Suite fst_suite() {
           std::printf("  timed tiles %s d=%lld T=%lld: L1 %s\n  L2 %s\n", op.c_str(), (long long)d, (long long)T, t1.c_str(),
                       t2.c_str());
         }
+        // (3) the bias add of layer 1 (T x h1 outputs, the largest elementwise phase of the breakdown):
+        // variant 0 (element-wise, the default) vs 1 (16-byte vectors), same buffer, same process
+        {
+          const std::int64_t n1 = geglu ? 8 * d : 4 * d;
+          DeviceBuffer zb(std::size_t(T * n1) * 2), bb(std::size_t(n1) * 2);
+          fill(zb.get(), std::size_t(T * n1), 31, 1.f);
+          fill(bb.get(), std::size_t(n1), 32, 0.01f);
+          SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+          for (int v : {0, 1}) {
+            dt::set_fst_bias_variant(v);
+            const Timing bt = time_calls([&] { dt::fst_add_bias(DType::f16, zb.get(), T, n1, bb.get(), nullptr); }, warmup, reps);
+            dt::set_fst_bias_variant(0);
+            Row r;
+            r.suite = "fst";
+            r.op = "fst_bias_add";
+            r.format = "dense";
+            r.pattern = "dense";
+            r.dtype = "f16";
+            r.m = T;
+            r.n = n1;
+            r.k = 0;
+            r.impl = "sparsenm:bias_v" + std::to_string(v);
+            r.ms_median = bt.median;
+            r.ms_min = bt.min;
+            r.reps = reps;
+            r.bytes = 4.0 * double(T) * double(n1);
+            std::snprintf(note, sizeof note, "z [T][n] += b (layer 1 of the %s FFN), variant %d; %.0f GB/s", geglu ? "GEGLU" : "GELU",
+                          v, r.bytes / (bt.median * 1e6));
+            r.note = note;
+            ctx.emit(r);
+          }
+        }
         if (!backend_rows) continue;
         // (3) opt-in: the session-3 backend rows (automatic per-GEMM backend, cuSPARSELt only)
         struct Mode {

@@ -374,6 +374,8 @@ struct FstGlobalsGuard {
     train::detail::set_fst_tile_force(-1);
     train::detail::set_fst_tile_policy(train::detail::FstTilePolicy::heuristic);
     train::detail::set_fst_phase_sink(nullptr);
+    train::detail::set_fst_fork_backward(false);
+    train::detail::set_fst_bias_variant(0);
   }
 };
 
@@ -568,6 +570,45 @@ TEST(FstLinear, ForkedBackwardIsBitIdenticalToOneStream) {
       }
     }
   }
+}
+
+// Bias-add variants (fst_kernels.hpp set_fst_bias_variant): the vectorised kernel (out % 8 == 0,
+// 16-byte aligned z and b) and the element-wise fallback it takes otherwise must both equal the host
+// rule (fp32 add, one rounding to the dtype) bit for bit; the columns past `out` of a row never exist
+// (rows are contiguous), so a guard region after z must stay untouched.
+TEST(FstKernels, BiasAddVariantsEqualTheHostRule) {
+  FST_REQUIRE_SM80();
+  FstGlobalsGuard guard;
+  struct Case {
+    std::int64_t tokens, out;
+    std::size_t offset;  // bytes added to z's pointer (2: unaligned, the fallback)
+  };
+  const Case cases[] = {{37, 64, 0}, {300, 1280, 0}, {129, 8, 0}, {45, 70, 0}, {61, 264, 2}, {1, 2056, 0}, {200, 5120, 0}};
+  for (DType t : {DType::f16, DType::bf16})
+    for (const Case& c : cases)
+      for (int variant : {0, 1}) {
+        SCOPED_TRACE(std::string(to_string(t)) + " tokens " + std::to_string(c.tokens) + " out " + std::to_string(c.out) +
+                     " offset " + std::to_string(c.offset) + " variant " + std::to_string(variant));
+        const HostMat z = random_mat(t, c.tokens, c.out, 7000 + std::uint64_t(c.out + c.tokens), -3.f, 3.f);
+        const HostMat b = random_mat(t, 1, c.out, 7100 + std::uint64_t(c.out));
+        HostMat want = z;
+        for (std::int64_t r = 0; r < c.tokens; ++r)
+          for (std::int64_t o = 0; o < c.out; ++o) want.set(r, o, z.at(r, o) + b.at(0, o));
+        const std::size_t guard_bytes = 256;
+        auto store = poisoned(z.bytes.size() + c.offset + guard_bytes);
+        std::uint8_t* zp = static_cast<std::uint8_t*>(store.get()) + c.offset;
+        SPARSENM_CUDA_CHECK(cudaMemcpy(zp, z.bytes.data(), z.bytes.size(), cudaMemcpyHostToDevice));
+        auto bd = upload(b.bytes.data(), b.bytes.size());
+        train::detail::set_fst_bias_variant(variant);
+        train::detail::fst_add_bias(t, zp, c.tokens, c.out, bd.get(), nullptr);
+        SPARSENM_CUDA_CHECK(cudaGetLastError());
+        std::vector<std::uint8_t> got(z.bytes.size() + guard_bytes);
+        SPARSENM_CUDA_CHECK(cudaMemcpy(got.data(), zp, got.size(), cudaMemcpyDeviceToHost));
+        EXPECT_EQ(0, std::memcmp(got.data(), want.bytes.data(), want.bytes.size())) << "z + b differs from the host rule";
+        bool guard_ok = true;
+        for (std::size_t i = z.bytes.size(); i < got.size(); ++i) guard_ok = guard_ok && got[i] == 0xFF;
+        EXPECT_TRUE(guard_ok) << "bytes written past z";
+      }
 }
 
 // ---- GEMM backends (FstConfig::backends, FstLinear::backends()) ----

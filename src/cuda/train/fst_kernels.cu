@@ -3,6 +3,8 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 
 #include "cuda/common.cuh"
 #include "cuda/train/fst_kernels.hpp"
@@ -80,6 +82,30 @@ __global__ void add_bias_kernel(T* __restrict__ z, std::int64_t tokens, std::int
   const std::int64_t total = tokens * out;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < total; i += std::int64_t(gridDim.x) * blockDim.x)
     z[i] = from_f<T>(to_f(z[i]) + to_f(b[i % out]));
+}
+
+// Variant 1 (session 8): block (32, 8); thread x owns the 8 columns 8 * (32 * blockIdx.x + x) ..
+// + 7 of every row it visits (one 16-byte load / store per row, the bias in registers, no index
+// division); rows blockIdx.y * 8 + y, stride gridDim.y * 8. Needs out % 8 == 0 and 16-byte aligned
+// z and b. Same arithmetic per element as add_bias_kernel (fp32 add, one rounding): bit-identical.
+template <class T>
+__global__ void add_bias_vec8_kernel(T* __restrict__ z, std::int64_t tokens, std::int64_t out, const T* __restrict__ b) {
+  const std::int64_t c8 = std::int64_t(blockIdx.x) * 32 + threadIdx.x;  // 8-column group
+  if (c8 * 8 >= out) return;
+  const uint4 bv = reinterpret_cast<const uint4*>(b)[c8];
+  const T* bp = reinterpret_cast<const T*>(&bv);
+  float bf[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) bf[j] = to_f(bp[j]);
+  uint4* zv = reinterpret_cast<uint4*>(z);
+  const std::int64_t row8 = out / 8;
+  for (std::int64_t t = std::int64_t(blockIdx.y) * 8 + threadIdx.y; t < tokens; t += std::int64_t(gridDim.y) * 8) {
+    uint4 v = zv[t * row8 + c8];
+    T* e = reinterpret_cast<T*>(&v);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) e[j] = from_f<T>(to_f(e[j]) + bf[j]);
+    zv[t * row8 + c8] = v;
+  }
 }
 
 // Block (32, 8): column o = 32 * blockIdx.x + x, rows of chunk blockIdx.y, row lane y.
@@ -213,7 +239,31 @@ void fst_transpose16(const void* src, std::int64_t R, std::int64_t C, void* dst,
   SPARSENM_CUDA_CHECK_LAUNCH("transpose16_kernel");
 }
 
+namespace {
+std::atomic<int> g_bias_variant{0};
+}  // namespace
+void set_fst_bias_variant(int v) noexcept { g_bias_variant.store(v); }
+int fst_bias_variant() noexcept { return g_bias_variant.load(); }
+
 void fst_add_bias(DType dtype, void* z, std::int64_t tokens, std::int64_t out, const void* b, cudaStream_t s) {
+  if (dtype != DType::f16 && dtype != DType::bf16) throw InvalidArgument("dtype", "must be f16 or bf16");
+  const bool vec_ok = out % 8 == 0 && reinterpret_cast<std::uintptr_t>(z) % 16 == 0 &&
+                      reinterpret_cast<std::uintptr_t>(b) % 16 == 0;
+  if (g_bias_variant.load(std::memory_order_relaxed) == 1 && vec_ok) {
+    const std::int64_t groups = out / 8;
+    const unsigned gx = unsigned((groups + 31) / 32);
+    // about 16 blocks of 256 threads per SM in all; each thread visits >= 1 row
+    const std::int64_t gy_want = std::max<std::int64_t>(1, (132LL * 16) / std::int64_t(gx));
+    const unsigned gy = unsigned(std::min<std::int64_t>({gy_want, (tokens + 7) / 8, 65535}));
+    const dim3 grid(gx, gy), block(32, 8);
+    if (dtype == DType::f16)
+      add_bias_vec8_kernel<__half><<<grid, block, 0, s>>>(static_cast<__half*>(z), tokens, out, static_cast<const __half*>(b));
+    else
+      add_bias_vec8_kernel<__nv_bfloat16><<<grid, block, 0, s>>>(static_cast<__nv_bfloat16*>(z), tokens, out,
+                                                                 static_cast<const __nv_bfloat16*>(b));
+    SPARSENM_CUDA_CHECK_LAUNCH("add_bias_vec8_kernel");
+    return;
+  }
   const unsigned grid = grid_for(tokens * out, 256, 132LL * 16);
   if (dtype == DType::f16)
     add_bias_kernel<__half><<<grid, 256, 0, s>>>(static_cast<__half*>(z), tokens, out, static_cast<const __half*>(b));
