@@ -115,7 +115,8 @@ class Instance final : public detail::KernelInstance {
     static const char* const kNames[sv::kVariants] = {"staged",       "batched",        "pipelined", "pipelined short",
                                                       "row gather",   "transposed X",   "transposed X + PDL",
                                                       "streamed",     "cp.async ring",  "async gather + ring",
-                                                      "paired tiles",   "async gather + ring, fused reduce"};
+                                                      "paired tiles",   "async gather + ring, fused reduce",
+                                                      "async gather + ring, lean (hw24 direct)"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps";
