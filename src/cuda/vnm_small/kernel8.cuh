@@ -90,17 +90,25 @@ __global__ void __launch_bounds__(256, Tr::kRingMinBlocks) vnm_small_kernel_lean
   for (int r = 0; r < kRounds; ++r) {
     const int i = gi0 + r * kRowsPerRound;
     grow[r] = i < p.m;
-    gdst[r] = std::uint32_t(sv::direct_unit(i, gu, U)) * 16u;
+    // rounds 8 rows apart (NT >= 3) keep i % 8, so their offsets differ by a constant (immediates)
+    gdst[r] = kRowsPerRound % 8 == 0 ? std::uint32_t(sv::direct_unit(gi0, gu, U)) * 16u + std::uint32_t(r * kRowsPerRound * U * 16)
+                                     : std::uint32_t(sv::direct_unit(i, gu, U)) * 16u;
   }
   const std::uint16_t* x = static_cast<const std::uint16_t*>(p.x);
   const std::size_t kstride = std::size_t(kRowsPerRound) * std::size_t(p.k);  // elements per round
   std::int64_t gcol = pair0 * 64 + std::int64_t(gu) * 8;                     // column of the unit, chunk 0
   const std::uint16_t* gsrc = x + std::size_t(gi0 < p.m ? gi0 : 0) * std::size_t(p.k) + std::size_t(gcol);
   auto gather = [&](int b) {  // the next chunk's copies into buffer b, then advance one chunk
-    const bool ok = gcol < p.k;  // k % 8 == 0: a unit is whole or past the end
+    const std::uint32_t d = sbase + std::uint32_t(b) * kBuf;
+    if (gcol < p.k) {  // k % 8 == 0: a unit is whole or past the end
 #pragma unroll
-    for (int r = 0; r < kRounds; ++r)
-      if (grow[r]) cp_async16_zfill(sbase + std::uint32_t(b) * kBuf + gdst[r], ok ? gsrc + r * kstride : x, ok ? 16 : 0);
+      for (int r = 0; r < kRounds; ++r)
+        if (grow[r]) ring_cp16(d + gdst[r], gsrc + r * kstride);
+    } else {
+#pragma unroll
+      for (int r = 0; r < kRounds; ++r)
+        if (grow[r]) cp_async16_zfill(d + gdst[r], x, 0);  // past k: zeros (no bytes read)
+    }
     gcol += C * 64;
     gsrc += C * 64;
   };
