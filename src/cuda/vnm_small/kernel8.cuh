@@ -3,6 +3,13 @@
 // with direct X staging only (k % 8 == 0, 16-byte aligned X, 8 warps per 128-row group), written
 // so that the per-record instruction stream is close to the essential one. Read kernel6.cuh first.
 //
+// Status (H200 run 04e6c4d, PERF-vnm-small.md "Session 8 measured"): correct (every VnmSmallGpu
+// test, memcheck clean); 69 instructions per record at m = 32 (ncu; variant 9: 192), 39 at m = 8
+// (119). With the one-wave split rule (layout.hpp lean_direct) the 2:4 default at every m when
+// k % 8 == 0: 65.3 / 66.2 / 67.4 / 73.8 us at 28672 x 8192 m = 1 / 8 / 16 / 32 (cuSPARSELt ~70.4-71.3),
+// 47.8 / 48.8 / 50.9 / 55.5 at 12288^2 (cuSPARSELt ~48.0-48.5). Left at m = 32: MIO throttle (every
+// warp loads the same B fragments) and the chunk barrier.
+//
 // Why (PERF-vnm-small.md "Session 7d" / "Session 8"). At m = 32 variant 9 is bound by each SM's
 // instruction stream (ncu: ~265 warp instructions per 1152-byte record, DRAM 60 %): its inner loop
 // is ~103 instructions per record on the common path (the essential part is 2 NT LDSM + 2 NT
