@@ -31,6 +31,11 @@
 //    counter reached `tiles` read back (atomicExch, which also resets the workspace), written to Y,
 //    their counter reset. So the loop never waits on an L2 round trip; the end costs ~3. The
 //    workspace and counters are zero between launches.
+// Measured (H200, 7912d63, fp16 m = 8; docs/PERF.md session 8): 2:8 50.05 us (28672 x 8192) / 33.82 us
+//   (12288^2), 0.72 / 0.74 of the byte ratio over cuBLAS in the same process (tc_ring 52.5 / 39.2); 2:16
+//   40.1 / 29.9 (the fastest of ours); 1:8 and 1:16 slower than tc_bal / sk_mb. The weight streams at
+//   ~2.8 TB/s, and 1:8 / 2:16 / 1:16 take the same ~40 us at 28672 x 8192 whatever their bytes: the
+//   per-dense-column decode + mma work limits, not the stream.
 // Limits: f16 / bf16, N:M in {2:8, 1:8, 2:16, 1:16} (the PRMT decode), m <= 8 (padded to the n8 of the
 //   mma; the time is the same for every m), finite X (dense fragments: 0 x Inf at pruned positions,
 //   as ew_spmv_tc), one tile of X (8 x 64 M / N columns) must fit beside the rings.
