@@ -21,6 +21,10 @@
 // - mvue_tm_tile_mover / mvue_tm_lines_mover: token-major, variant 1 (128 x 128 tile, Tile24
 //   write-out) and variant 5 (256 x 64 tile, TileW64 write-out) geometry: the thread's 16 token
 //   rows of 8 B loaded, the tile's write-out addresses stored (no shared-memory transpose).
+// - mask_line_mover_kernel<kRP, kC, kPasses> (session 8, docs/PERF-train.md "Session 8"): "line"
+//   orders — a CTA walks kPasses passes of kRP rows down a kC-column tile, loads whole lines and
+//   writes every output as rows of consecutive 16-byte pieces (S(W)^T index rows after the strip);
+//   the train bench checks each one's coverage (every output word written, no byte past the ends).
 // - copy / read-only / write-only kernels over a byte count (grid-stride, 16-byte accesses).
 // Occupancy: each mover can be capped to the shipped kernel's resident CTAs per SM (dynamic
 // shared-memory padding, occupancy_cap_smem), so that it has the same warps per SM.

@@ -100,7 +100,7 @@ struct Shape {
 /// lean 16-bit search (mask24_lean.cuh, "Session 4c"), batched 16-bit search rows only (other
 /// calls fall back to the default kernel); 8 = variant 7 with staged whole-sector stores
 /// ("Session 5b"), same rows; 9 = variant 8 over 128-column strips ("Session 5c"; rows with
-/// cols % 128 == 0). SPARSENM_MASK_VARIANTS (comma list, e.g. "7,8") replaces the
+/// cols % 128 == 0); 10 = variant 9 with whole-line S(W)^T value rows per pass pair ("Session 8"). SPARSENM_MASK_VARIANTS (comma list, e.g. "7,8") replaces the
 /// batched list; SPARSENM_TRAIN_ONLY=maskb runs only the batched 16-bit mask rows.
 /// Session 8 line-order movers (bench/train_probe.cuh): label, stream mix, launcher.
 struct LineMover {
@@ -262,8 +262,10 @@ Suite train_suite() {
       ctx.emit(r);
     };
     const DType dt16 = DType::f16;
-    // SPARSENM_TRAIN_ONLY (comma list of mask, mvue, decay, flip, glu): run only those sections
-    // (e.g. SPARSENM_TRAIN_ONLY=mask: a short device run of the mask rows); unset: all.
+    // SPARSENM_TRAIN_ONLY (comma list of mask, maskb, mvue, probe, probem, probecheck, decay, flip,
+    // glu): run only those sections (e.g. SPARSENM_TRAIN_ONLY=mask: a short device run of the mask
+    // rows; probem: the mask movers of the probe only; probecheck: only the line movers' coverage
+    // check, for compute-sanitizer); unset: all but probecheck.
     const char* only = std::getenv("SPARSENM_TRAIN_ONLY");
     auto want = [&](const char* section) {
       if (!only || !*only) return true;

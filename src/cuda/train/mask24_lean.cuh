@@ -4,8 +4,10 @@
 // sectors, Mask24LeanStage: measured 0.69-0.71 of copy, 1.13-1.16x over variant 4: the default for
 // batched 16-bit searches that fit, "Session 5b") and 9 (variant 8 over 128-column strips of 8
 // warps, kCW = 4: fuller S(W) rows per store, measured 1.02-1.03x over 8, 0.70-0.71 of copy: the
-// default where cols % 128 == 0, "Session 5c"). The design notes of variant 7 ("Session 4c")
-// follow. Included by mask24.cuh after QuadTable / prmt / Mask24Geom (it uses them).
+// default where cols % 128 == 0, "Session 5c") and 10 (variant 9 writing S(W)^T values as whole
+// 128-byte lines per pass pair: measured 0.88-0.90x of 9, opt-in, "Session 8"). The design
+// notes of variant 7 ("Session 4c") follow. Included by mask24.cuh after QuadTable / prmt /
+// Mask24Geom (it uses them).
 //
 // Why (session 4, measured): the batched 16-bit search is instruction-issue bound: ~40 SASS
 // instructions per element at 74-76 % issue with 24-32 warps per SM reaches 0.60-0.61 of the
@@ -124,7 +126,9 @@ struct Mask24LeanStage {
 /// 4-row group, the deposits of a warp still hit each bank twice) are written out after each odd
 /// pass (and a 64-byte half after an even last pass); the per-pass buffers keep S(W) values, mask
 /// and S(W) index as in variant 9. 2 x 10.75 KB + 2 x 17 KB + 8 KB = 63.5 KB (+ 4 KB table) per
-/// CTA, 3 CTAs = 24 warps per SM kept.
+/// CTA, 3 CTAs = 24 warps per SM kept. Measured 0.88-0.90x of variant 9 (H200, 407d24b: 0.644 /
+/// 0.623 of copy, f16 / bf16 at 36 x 5120x1280): opt-in only. The whole W^T lines gain <= 0.015
+/// as a mover; the write-out burst every other pass and the larger stage cost more.
 template <int kCW>
 struct Mask24LeanStageLines;
 
