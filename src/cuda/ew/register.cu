@@ -98,6 +98,21 @@ cuda::DeviceBuffer zeroed(std::size_t bytes) {
   return b;
 }
 
+/// Points a kernel's argument block at its uploaded weight and sets the output dtype code.
+template <class Args>
+void bind_weight(Args& a, const cuda::DeviceBuffer& values, const cuda::DeviceBuffer& indices, DType y) {
+  a.values = values.get();
+  a.indices = indices.as<std::uint32_t>();
+  a.y_dtype = y_code(y);
+}
+
+/// Points a stream-K kernel's argument block at its split-k workspace and counters.
+template <class Args>
+void bind_workspace(Args& a, const cuda::DeviceBuffer& ws, const cuda::DeviceBuffer& cnt) {
+  a.ws = ws.as<float>();
+  a.cnt = cnt.as<unsigned>();
+}
+
 /// Checks shared by the EW candidates; "" when (w, desc) is an EW problem we can serve.
 std::string ew_common_unsupported(const CondensedMatrix& w, const MatmulDesc& d) {
   const auto kind = w.pattern().kind;
@@ -126,9 +141,7 @@ class EwInstance final : public KernelInstance {
     else
       cfg_ = cuda::ew::plan_spmv(p.layout, w.dtype, int(d.m), sm_count(), args_, 0,
                                  /*max_split=*/cluster_capable() ? 0 : 1);
-    args_.values = values_.get();
-    args_.indices = indices_.as<std::uint32_t>();
-    args_.y_dtype = y_code(d.y_dtype);
+    bind_weight(args_, values_, indices_, d.y_dtype);
     if constexpr (kSpmm)
       launch_ = cuda::ew::find_spmm(w.dtype, p.layout.bits, p.layout.n, p.layout.m, nullptr, v);
     else
@@ -200,11 +213,8 @@ class EwSkInstance final : public KernelInstance {
     upload_packed(p, values_, indices_);
     ws_ = zeroed(cuda::ew::spmv_sk_ws_bytes(p.layout));
     cnt_ = zeroed(cuda::ew::spmv_sk_cnt_bytes(p.layout));
-    args_.values = values_.get();
-    args_.indices = indices_.as<std::uint32_t>();
-    args_.ws = ws_.as<float>();
-    args_.cnt = cnt_.as<unsigned>();
-    args_.y_dtype = y_code(d.y_dtype);
+    bind_weight(args_, values_, indices_, d.y_dtype);
+    bind_workspace(args_, ws_, cnt_);
     launch_ = cuda::ew::find_spmv_sk(w.dtype, p.layout.n, p.layout.m, ring, vals_only, warps, grid);
     if (!launch_) throw Unsupported("ew_spmv_sk: no compiled instance for " + w.pattern().str());
   }
@@ -301,12 +311,9 @@ class VnmSkInstance final : public KernelInstance {
     ws_ = zeroed(cuda::ew::vnm_sk_ws_bytes(p.layout));
     cnt_ = zeroed(cuda::ew::vnm_sk_cnt_bytes(p.layout));
     cfg_ = cuda::ew::plan_vnm_sk(p.layout, w.dtype, sm_count(), ring, args_);
-    args_.values = values_.get();
-    args_.indices = indices_.as<std::uint32_t>();
+    bind_weight(args_, values_, indices_, d.y_dtype);
+    bind_workspace(args_, ws_, cnt_);
     args_.tab = table_.as<unsigned char>();
-    args_.ws = ws_.as<float>();
-    args_.cnt = cnt_.as<unsigned>();
-    args_.y_dtype = y_code(d.y_dtype);
     bytes_ = p.layout.total_bytes();
   }
   void run(const void* x, void* y, void* stream) const override {
@@ -370,11 +377,8 @@ class EwSkmInstance final : public KernelInstance {
     ws_ = zeroed(cuda::ew::spmv_skm_ws_bytes(p.layout, mb));
     cnt_ = zeroed(cuda::ew::spmv_skm_cnt_bytes(p.layout));
     cfg_ = cuda::ew::plan_spmv_skm(p.layout, w.dtype, int(d.m), sm_count(), min_chunks, args_);
-    args_.values = values_.get();
-    args_.indices = indices_.as<std::uint32_t>();
-    args_.ws = ws_.as<float>();
-    args_.cnt = cnt_.as<unsigned>();
-    args_.y_dtype = y_code(d.y_dtype);
+    bind_weight(args_, values_, indices_, d.y_dtype);
+    bind_workspace(args_, ws_, cnt_);
   }
   void run(const void* x, void* y, void* stream) const override {
     cuda::ew::SkmArgs a = args_;
@@ -429,9 +433,7 @@ class EwTcInstance final : public KernelInstance {
     upload_packed(p, values_, indices_);
     cfg_ = cuda::ew::plan_spmv_tc(p.layout, w.dtype, int(d.m), sm_count(), args_, 0,
                                   /*max_split=*/cluster_capable() ? 0 : 1, v);
-    args_.values = values_.get();
-    args_.indices = indices_.as<std::uint32_t>();
-    args_.y_dtype = y_code(d.y_dtype);
+    bind_weight(args_, values_, indices_, d.y_dtype);
     launch_ = cuda::ew::find_spmv_tc(w.dtype, p.layout.n, p.layout.m, v);
     if (!launch_)
       throw Unsupported(std::string(cuda::ew::spmv_tc_variant_name(v)) + ": no compiled instance for " + w.pattern().str());
@@ -494,11 +496,8 @@ class EwTcSkInstance final : public KernelInstance {
     upload_packed(p, values_, indices_);
     ws_ = zeroed(cuda::ew::spmv_tcsk_ws_bytes(p.layout));
     cnt_ = zeroed(cuda::ew::spmv_tcsk_cnt_bytes(p.layout));
-    args_.values = values_.get();
-    args_.indices = indices_.as<std::uint32_t>();
-    args_.ws = ws_.as<float>();
-    args_.cnt = cnt_.as<unsigned>();
-    args_.y_dtype = y_code(d.y_dtype);
+    bind_weight(args_, values_, indices_, d.y_dtype);
+    bind_workspace(args_, ws_, cnt_);
   }
   void run(const void* x, void* y, void* stream) const override {
     cuda::ew::TcSkArgs a = args_;
