@@ -103,7 +103,9 @@ struct Mask24Args {
   /// by 16-byte stores (docs/PERF-train.md "Session 5b"; the batched 16-bit default), where
   /// mask24_lean_staged_fits holds, else the non-lean default; 9 = variant 8 over 128-column
   /// strips of 8 warps (fewer, fuller L2 write requests; docs/PERF-train.md "Session 5c") where
-  /// mask24_lean_wide_fits holds, else variant 8.
+  /// mask24_lean_wide_fits holds, else variant 8; 10 = variant 9 with the S(W)^T values staged
+  /// over pass pairs and written as whole 128-byte lines ("Session 8"; opt-in: measured 0.88-0.90x
+  /// of variant 9), same fallback.
   /// Outputs are identical; the bench times the non-default ones in the same run.
   int variant = 0;
   /// Bench / profiling only (variants 4-6): at most this many CTAs resident per SM, by padding the
