@@ -650,7 +650,14 @@ struct TileW64;  // below (variant 3)
 /// PRMT selectors of the fast path carry a data dependency on the last Philox word: sel | (word &
 /// z) with z an opaque zero (the kernel runs for token-major calls only: z = token_major ? 0 : ~0),
 /// which makes every consumer of the loaded words wait for the chain. One LOP3 per selector.
-template <class T, int kMinBlocks = 0, bool kLines = false, int kAhead = 0>
+///
+/// kOpt (variants 21-23, docs/PERF-train.md "Session 8"), bits: kMvueTmFmaCvt: the bf16
+/// conversions on the FMA pipe (halves16_f<true, true>: IMAD.WIDE + IMAD.SHL instead of IMAD +
+/// LOP3); kMvueTmOneTest: the fast path's validity per group as FFMA + FSETP (mvue_lean_valid)
+/// instead of 2 FSETP + PLOP3; kMvueTmTokenX: blockIdx.x walks
+/// the token tiles, blockIdx.y the feature tiles (the launcher's grid is transposed to match).
+constexpr int kMvueTmFmaCvt = 1, kMvueTmOneTest = 2, kMvueTmTokenX = 4;
+template <class T, int kMinBlocks = 0, bool kLines = false, int kAhead = 0, int kOpt = 0>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_token_major_jit_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   static_assert(sizeof(Raw) == 2, "variants 15 - 17: 16-bit types");
@@ -659,7 +666,9 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
   __shared__ Tile tile;
   const std::int64_t T_ = args.tokens, N = args.features, windows = (T_ + 3) / 4;
   const int tid = threadIdx.x, fp = tid % kFp, tg = tid / kFp;
-  const std::int64_t f_tile = blockIdx.x, t_tile = blockIdx.y;
+  constexpr bool kTokenX = (kOpt & kMvueTmTokenX) != 0, kFmaCvt = (kOpt & kMvueTmFmaCvt) != 0,
+                 kOneTest = (kOpt & kMvueTmOneTest) != 0;
+  const std::int64_t f_tile = kTokenX ? blockIdx.y : blockIdx.x, t_tile = kTokenX ? blockIdx.x : blockIdx.y;
   const std::int64_t f0 = f_tile * kTileF + 4 * fp, t0 = t_tile * kTileT + 16 * tg;
   const bool fast = kMvueProbe || (args.aligned && (f_tile + 1) * kTileF <= N && (t_tile + 1) * kTileT <= T_);
   const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
@@ -705,8 +714,9 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
       ok = true;
 #pragma unroll
       for (int g2 = 0; g2 < 4; g2 += 2)
-        ok &= mvue_window16x2_lean<kIsBf16<T>>(w[2 * g2], w[2 * g2 + 1], rnd[g2], w[2 * g2 + 2], w[2 * g2 + 3], rnd[g2 + 1],
-                                               pair[g2], pair[g2 + 1], nibf, g2, g2 + 1);
+        ok &= mvue_window16x2_lean<kIsBf16<T>, kFmaCvt, kOneTest>(w[2 * g2], w[2 * g2 + 1], rnd[g2], w[2 * g2 + 2],
+                                                                  w[2 * g2 + 3], rnd[g2 + 1], pair[g2], pair[g2 + 1], nibf,
+                                                                  g2, g2 + 1);
       nibs = f32_bits(nibf) & 0xffffu;  // 0x4B00 above the nibbles
       if constexpr (kMvueProbe) nibs ^= ok ? 0u : 1u;
     }
@@ -1147,7 +1157,7 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
         SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");
         return;
       }
-      if (variant >= 15 && variant <= 20 && a.token_major) {  // Session 7b: variant 6 with short live ranges
+      if (variant >= 15 && variant <= 23 && a.token_major) {  // Session 7b: variant 6 with short live ranges
         const dim3 grid(unsigned((a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures),
                         unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
         const dim3 grid_lines(unsigned((a.features + 63) / 64), unsigned((a.tokens + 255) / 256));
@@ -1157,7 +1167,17 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
         // Session 7c: Philox words of the first features between the loads and their first use
         else if (variant == 18) go(mvue24_token_major_jit_kernel<T, 4, true, 1>, grid_lines, dim3(Traits::kThreads));
         else if (variant == 19) go(mvue24_token_major_jit_kernel<T, 4, true, 2>, grid_lines, dim3(Traits::kThreads));
-        else go(mvue24_token_major_jit_kernel<T, 0, false, 1>, grid, dim3(Traits::kThreads));
+        else if (variant == 20) go(mvue24_token_major_jit_kernel<T, 0, false, 1>, grid, dim3(Traits::kThreads));
+        // Session 8: 18 with the bf16 conversions on the FMA pipe (21), + the one-FSETP validity (22),
+        // 21 with the token tiles along blockIdx.x (23; 21 where the feature tiles exceed gridDim.y)
+        else if (variant == 21) go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt>, grid_lines, dim3(Traits::kThreads));
+        else if (variant == 22)
+          go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt | kMvueTmOneTest>, grid_lines, dim3(Traits::kThreads));
+        else if (grid_lines.x > 65535u)
+          go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt>, grid_lines, dim3(Traits::kThreads));
+        else
+          go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt | kMvueTmTokenX>, dim3(grid_lines.y, grid_lines.x),
+             dim3(Traits::kThreads));
         SPARSENM_CUDA_CHECK_LAUNCH("mvue24_token_major_jit_kernel");
         return;
       }
