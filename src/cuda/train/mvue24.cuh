@@ -14,7 +14,8 @@
 //   chunk-swizzled tile (Tile24, conflict-free), then the CTA writes 128 rows with 16-byte stores.
 // Variant 3 (whole-line stores: feature-major 16-token units per lane, token-major 256 x 64
 //   tiles) is the default for f32 feature-major and 16-bit token-major with n % 128 == 64;
-//   variant 5 (3 under a 64-register cap, 4 CTAs per SM) for f16 token-major c_fc shapes;
+//   variant 5 (3 under a 64-register cap, 4 CTAs per SM) for f16 token-major c_fc shapes until
+//   session 8 (now 23);
 //   variants 6 / 7 (1 / 5 with the ALU-lean fast path, mvue_window16x2_lean) for f16 / bf16
 //   feature-major with tokens % 32 != 0 (mvue24_default_variant, docs/PERF-train.md "Session 3c",
 //   "Session 4", "Session 5"); variant 10 for 16-bit feature-major with tokens % 32 == 0 ("Session 6b");
@@ -33,6 +34,10 @@
 //   Session 7c: variants 18 / 19 = 17 and 20 = 15 with the Philox words of the first 1 / 2 / 1
 //   features made between the loads' issue and their first use (kAhead); 18 replaces 17 as the
 //   bf16 token-major default (1.01-1.03x over 17); 19 / 20 opt-in.
+//   Session 8: variants 21-24 (kOpt of mvue24_token_major_jit_kernel: bf16 conversions on the FMA
+//   pipe, the one-FSETP validity, token tiles along blockIdx.x); 23 (for f16 = 18 with the token
+//   tiles along blockIdx.x) is the f16 token-major default for n % 128 == 0, n >= 4096 (1.004x /
+//   1.02x over variant 5); 21 / 22 measured slower for bf16, 24 (bf16) not yet measured.
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
@@ -1157,7 +1162,7 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
         SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");
         return;
       }
-      if (variant >= 15 && variant <= 23 && a.token_major) {  // Session 7b: variant 6 with short live ranges
+      if (variant >= 15 && variant <= 24 && a.token_major) {  // Session 7b: variant 6 with short live ranges
         const dim3 grid(unsigned((a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures),
                         unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
         const dim3 grid_lines(unsigned((a.features + 63) / 64), unsigned((a.tokens + 255) / 256));
@@ -1169,15 +1174,20 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
         else if (variant == 19) go(mvue24_token_major_jit_kernel<T, 4, true, 2>, grid_lines, dim3(Traits::kThreads));
         else if (variant == 20) go(mvue24_token_major_jit_kernel<T, 0, false, 1>, grid, dim3(Traits::kThreads));
         // Session 8: 18 with the bf16 conversions on the FMA pipe (21), + the one-FSETP validity (22),
-        // 21 with the token tiles along blockIdx.x (23; 21 where the feature tiles exceed gridDim.y)
+        // 21 / 18 with the token tiles along blockIdx.x (23 / 24; 21 / 18 where the feature tiles
+        // exceed gridDim.y). f16 has no bf16 conversions: its 21 is 18's code, its 23 is 24's.
         else if (variant == 21) go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt>, grid_lines, dim3(Traits::kThreads));
         else if (variant == 22)
           go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt | kMvueTmOneTest>, grid_lines, dim3(Traits::kThreads));
-        else if (grid_lines.x > 65535u)
+        else if (variant == 23 && grid_lines.x > 65535u)
           go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt>, grid_lines, dim3(Traits::kThreads));
-        else
+        else if (variant == 23)
           go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt | kMvueTmTokenX>, dim3(grid_lines.y, grid_lines.x),
              dim3(Traits::kThreads));
+        else if (grid_lines.x > 65535u)
+          go(mvue24_token_major_jit_kernel<T, 4, true, 1>, grid_lines, dim3(Traits::kThreads));
+        else
+          go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmTokenX>, dim3(grid_lines.y, grid_lines.x), dim3(Traits::kThreads));
         SPARSENM_CUDA_CHECK_LAUNCH("mvue24_token_major_jit_kernel");
         return;
       }
