@@ -365,7 +365,7 @@ TEST(TrainRules, MvueWindowsFastAndFullMatchTheReference) {
                                    : detail::mvue_window16x2_lean<false>(w01, w23, v, prev_w01, prev_w23, prev_v, la, lb, nibf, pos, pos ^ 1);
         bad_lean += okl != ok2;
         // the session-8 forms (variants 21-23): bf16 conversions on the FMA pipe (device only; the
-        // host emulation is the same arithmetic) and the one-FSETP validity (mvue_lean_valid)
+        // host emulation is the same arithmetic) and the one-FSETP validity (mvue_pick_lean<true>)
         std::uint32_t ma, mb;
         float nibm = detail::kMvueLeanNib0;
         const bool okm =

@@ -656,11 +656,12 @@ struct TileW64;  // below (variant 3)
 /// z) with z an opaque zero (the kernel runs for token-major calls only: z = token_major ? 0 : ~0),
 /// which makes every consumer of the loaded words wait for the chain. One LOP3 per selector.
 ///
-/// kOpt (variants 21-23, docs/PERF-train.md "Session 8"), bits: kMvueTmFmaCvt: the bf16
-/// conversions on the FMA pipe (halves16_f<true, true>: IMAD.WIDE + IMAD.SHL instead of IMAD +
-/// LOP3); kMvueTmOneTest: the fast path's validity per group as FFMA + FSETP (mvue_lean_valid)
-/// instead of 2 FSETP + PLOP3; kMvueTmTokenX: blockIdx.x walks
-/// the token tiles, blockIdx.y the feature tiles (the launcher's grid is transposed to match).
+/// kOpt (variants 21-24, docs/PERF-train.md "Session 8 (MVUE)"), bits: kMvueTmFmaCvt: the bf16
+/// conversions on the FMA pipe (halves16_f<true, true>: IMAD.WIDE.U32 + IMAD.U32 instead of
+/// IMAD.U32 + LOP3; measured 0.975-0.99x); kMvueTmOneTest: the fast path's validity per group in
+/// one FSETP (mvue_pick_lean<true>: the level made as fma(S, 0, c)) instead of 2 FSETP + PLOP3
+/// (spills 16 B here: 0.92-0.96x); kMvueTmTokenX: blockIdx.x walks the token tiles, blockIdx.y
+/// the feature tiles (the launcher's grid is transposed to match; +0.3-0.6 %).
 constexpr int kMvueTmFmaCvt = 1, kMvueTmOneTest = 2, kMvueTmTokenX = 4;
 template <class T, int kMinBlocks = 0, bool kLines = false, int kAhead = 0, int kOpt = 0>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_token_major_jit_kernel(Mvue24Args args) {

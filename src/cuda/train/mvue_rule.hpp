@@ -227,10 +227,10 @@ SPARSENM_HD float hi16_f(std::uint32_t w) {
   return lo16_f<kBf16>(w >> 16);
 #endif
 }
-/// Both halves of w as f32 (lo16_f, hi16_f). kFma (bf16, session 8, docs/PERF-train.md): without
-/// the ALU pipe's LOP3 of hi16_f: one mul.wide.u32 w * 2^16 (IMAD.WIDE.U32, FMA pipe: its low word
-/// is lo << 16, its high word w >> 16) and the high word * 2^16 (IMAD.SHL where ptxas balances it
-/// onto the FMA pipe). Same values.
+/// Both halves of w as f32 (lo16_f, hi16_f). kFma (bf16, docs/PERF-train.md "Session 8 (MVUE)"):
+/// without the ALU pipe's LOP3 of hi16_f: one mul.wide.u32 w * 2^16 (IMAD.WIDE.U32, FMA pipe: its
+/// low word is lo << 16, its high word w >> 16) and the high word * 2^16 (IMAD.U32 in the MVUE
+/// kernels). Same values; measured slower than the LOP3 form in the token-major kernel (variant 21).
 template <bool kBf16, bool kFma = false>
 SPARSENM_HD void halves16_f(std::uint32_t w, float& lo, float& hi) {
 #if defined(__CUDA_ARCH__)

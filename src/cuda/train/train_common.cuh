@@ -103,7 +103,9 @@ struct Mask24Args {
   /// by 16-byte stores (docs/PERF-train.md "Session 5b"; the batched 16-bit default), where
   /// mask24_lean_staged_fits holds, else the non-lean default; 9 = variant 8 over 128-column
   /// strips of 8 warps (fewer, fuller L2 write requests; docs/PERF-train.md "Session 5c") where
-  /// mask24_lean_wide_fits holds, else variant 8.
+  /// mask24_lean_wide_fits holds, else variant 8; 10 = variant 9 with the S(W)^T values staged
+  /// over pass pairs and written as whole 128-byte lines ("Session 8"; opt-in: measured 0.88-0.90x
+  /// of variant 9), same fallback.
   /// Outputs are identical; the bench times the non-default ones in the same run.
   int variant = 0;
   /// Bench / profiling only (variants 4-6): at most this many CTAs resident per SM, by padding the
@@ -195,7 +197,7 @@ struct Mvue24Args {
   /// ("Session 7c"; 18 is the bf16 token-major default for n % 128 == 0, n >= 4096; 19 / 20
   /// opt-in; the same fallbacks); 21 = 18 with the bf16 conversions on the FMA pipe (IMAD.WIDE
   /// instead of LOP3), 22 = 21 with the fast path's validity in one FSETP per group, 23 = 21 with
-  /// the token tiles along blockIdx.x, 24 = 18 with the token tiles along blockIdx.x ("Session 8";
+  /// the token tiles along blockIdx.x, 24 = 18 with the token tiles along blockIdx.x ("Session 8 (MVUE)";
   /// for f16, 21 is 18's code and 23 is 24's; 23 is the f16 token-major default for n % 128 == 0,
   /// n >= 4096; 21 / 22 measured slower, 24 not yet measured; the same fallbacks).
   /// Outputs are identical.
