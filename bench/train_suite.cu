@@ -432,7 +432,7 @@ Suite train_suite() {
             // session 6b: variant 9 (variant 6 with short live ranges, feature-major), 10 (9 at 40 warps)
             // session 7: 11 (10's chunk staged by cp.async, feature-major), 12 / 13 / 14 (token-major
             // 16-token x 2-feature threads; 13 staged by cp.async, 14 = 13 at 6 CTAs per SM)
-            // session 7b / 7c: 15-17, 18-20 (token-major only)
+            // session 7b / 7c: 15-17, 18-20 (token-major only); session 8: 21-24 (token-major only)
             std::vector<int> others{1, 3, 4, 5, -1, 6, 7, 8, 9, 10};
             if (const char* env = std::getenv("SPARSENM_MVUE_VARIANTS")) {
               others.clear();
@@ -472,6 +472,10 @@ Suite train_suite() {
                    : variant == 18 ? "mvue24:lines_lean_jit_tm_occ4_ahead1_kernel"
                    : variant == 19 ? "mvue24:lines_lean_jit_tm_occ4_ahead2_kernel"
                    : variant == 20 ? "mvue24:chunk_lean_jit_tm_ahead1_kernel"
+                   : variant == 21 ? "mvue24:lines_lean_jit_tm_occ4_ahead1_fmacvt_kernel"
+                   : variant == 22 ? "mvue24:lines_lean_jit_tm_occ4_ahead1_fmacvt_margin_kernel"
+                   : variant == 23 ? "mvue24:lines_lean_jit_tm_occ4_ahead1_fmacvt_tokenx_kernel"
+                   : variant == 24 ? "mvue24:lines_lean_jit_tm_occ4_ahead1_tokenx_kernel"
                                   : "mvue24:chunk_kernel_minus1cta",
                    time_calls(other, slots, warmup, reps),
                    bytes, slots, std::string(tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)") +
