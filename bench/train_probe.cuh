@@ -21,6 +21,10 @@
 // - mvue_tm_tile_mover / mvue_tm_lines_mover: token-major, variant 1 (128 x 128 tile, Tile24
 //   write-out) and variant 5 (256 x 64 tile, TileW64 write-out) geometry: the thread's 16 token
 //   rows of 8 B loaded, the tile's write-out addresses stored (no shared-memory transpose).
+// - mask_line_mover_kernel<kRP, kC, kPasses> (session 8, docs/PERF-train.md "Session 8"): "line"
+//   orders — a CTA walks kPasses passes of kRP rows down a kC-column tile, loads whole lines and
+//   writes every output as rows of consecutive 16-byte pieces (S(W)^T index rows after the strip);
+//   the train bench checks each one's coverage (every output word written, no byte past the ends).
 // - copy / read-only / write-only kernels over a byte count (grid-stride, 16-byte accesses).
 // Occupancy: each mover can be capped to the shipped kernel's resident CTAs per SM (dynamic
 // shared-memory padding, occupancy_cap_smem), so that it has the same warps per SM.
@@ -138,6 +142,152 @@ void launch_mask_mover(const Mask24Args& a, int max_ctas, cudaStream_t s = nullp
   const std::size_t smem = train::detail::occupancy_cap_smem(k, L::kThreads, max_ctas);
   k<<<grid, L::kThreads, smem, s>>>(a, g, st);
   SPARSENM_CUDA_CHECK_LAUNCH("mask_mover_kernel");
+}
+
+/// Session 8, the "line" orders (docs/PERF-train.md "Session 8"): a CTA of 256 threads owns a
+/// column tile of nc = kC columns of one matrix (the last tile of a matrix whose cols % kC != 0:
+/// the remaining cols % kC, a multiple of 64) and walks kPasses passes of kRP rows down it. Per
+/// pass it loads the kRP x nc W tile (16-byte loads, consecutive lanes along a row, all issued
+/// before any store) and writes, each as rows of consecutive 16-byte pieces (8 lanes = one whole
+/// 128-byte line where the row piece is >= 128 B):
+///   S(W) values  kRP rows x nc B         S(W)^T values  nc W^T rows x kRP B
+///   mask         kRP / 4 rows x nc / 2 B S(W) index     kRP rows x nc / 8 B
+/// and after the strip the S(W)^T index rows (nc W^T rows x kPasses kRP / 8 B, collected over the
+/// passes: a kernel would stage them in shared memory; here XOR accumulators in registers).
+/// kRP = kC = 128: every value row piece is a whole line; kC = 256: the S(W) index pieces are
+/// whole sectors too; kRP = 64: the S(W)^T value pieces are 64 B (the shipped lean order's size)
+/// with everything else as in 128 x 128. kApply: the mask rows are read instead of written.
+/// kPrefetch: the next pass's W tile is loaded before this pass's stores (two tiles in registers).
+/// One CTA's strip with a compile-time tile width kNC (kC, or the 64-column tail).
+template <int kRP, int kNC, int kPasses, bool kApply, bool kPrefetch>
+__device__ __forceinline__ void mask_line_strip(const Mask24Args& args, const Mask24Geom& g, std::int64_t col0, std::int64_t row_base) {
+  constexpr int kLd = kRP * kNC / 2048;                   // 16-byte W loads per thread and pass
+  constexpr int kLdRow = kNC / 8;                          // 16-byte pieces per W row of the tile
+  constexpr int kTvRow = kRP / 16;                         // pieces per S(W)^T row and pass
+  constexpr int kTiRow = kPasses * kRP / 8;                // bytes per S(W)^T index row of a full strip
+  constexpr int kAcc = kNC * kTiRow / 16 / 256;            // its 16-byte pieces per thread
+  static_assert(kLd >= 2 && kLd % 2 == 0 && kAcc >= 1 && 256 % kLdRow == 0 && 256 % kTvRow == 0, "tile shape");
+  const int t = threadIdx.x;
+  const int passes = int(min(std::int64_t(kPasses), (args.rows - row_base) / kRP));
+  const std::int64_t w_row = args.cols * 2, wv_row = g.wv_pitch * 2, tv_row = g.tv_pitch * 2;
+  // per-thread bases; piece j of a pass lies j * (rows per 256 pieces) rows further
+  const char* pw = static_cast<const char*>(args.w) + (row_base + t / kLdRow) * w_row + col0 * 2 + 16 * (t % kLdRow);
+  char* pv = static_cast<char*>(args.w_values) + (row_base + t / (kNC / 16)) * wv_row + col0 + 16 * (t % (kNC / 16));
+  char* pt = static_cast<char*>(args.wt_values) + (col0 + t / kTvRow) * tv_row + row_base + 16 * (t % kTvRow);
+  uint4 acc[kAcc];
+#pragma unroll
+  for (int j = 0; j < kAcc; ++j) acc[j] = make_uint4(0, 0, 0, 0);
+  uint4 x[kLd], y[kLd];
+  auto load = [&](uint4 (&dst)[kLd], const char* src) {
+#pragma unroll
+    for (int j = 0; j < kLd; ++j) dst[j] = __ldcs(reinterpret_cast<const uint4*>(src + j * (256 / kLdRow) * w_row));
+  };
+  load(x, pw);
+#pragma unroll 1
+  for (int p = 0; p < passes; ++p) {
+    if constexpr (kPrefetch) {
+      if (p + 1 < passes) load(y, pw + kRP * w_row);
+    }
+    const std::int64_t row0 = row_base + std::int64_t(p) * kRP;
+#pragma unroll
+    for (int j = 0; j < kLd / 2; ++j) {
+      const uint4 a = x4(x[2 * j], x[2 * j + 1]);
+      __stcs(reinterpret_cast<uint4*>(pv + j * (256 / (kNC / 16)) * wv_row), a);
+      __stcs(reinterpret_cast<uint4*>(pt + j * (256 / kTvRow) * tv_row), rot4(a));
+      acc[j % kAcc] = x4(acc[j % kAcc], a);
+    }
+    // mask: kRP / 4 rows x kNC / 2 B; S(W) index: kRP rows x kNC / 8 B
+    const uint4 m = x4(x[0], rot4(x[1]));
+    constexpr int kMask = kRP * kNC / 128, kMaskRow = kNC / 32;
+#pragma unroll
+    for (int f0 = 0; f0 < kMask; f0 += 256) {
+      const int f = f0 + t;
+      if (kMask % 256 == 0 || f < kMask) {
+        char* pm = reinterpret_cast<char*>(kApply ? const_cast<std::uint16_t*>(args.mask_in) : args.mask_out) +
+                   ((row0 / 4 + f / kMaskRow) * g.bcols + col0 / 4) * 2 + 16 * (f % kMaskRow);
+        if constexpr (kApply) acc[0] = x4(acc[0], __ldcs(reinterpret_cast<const uint4*>(pm)));
+        else __stcs(reinterpret_cast<uint4*>(pm), m);
+      }
+    }
+    const int ti = (t + 128) & 255;  // the index pieces start with the threads the mask leaves idle
+    if (kNC >= 128 && g.wi_pitch % 16 == 0) {  // 16-byte pieces
+      constexpr int kSi = kRP * kNC / 128, kSiRow = kNC / 128 > 0 ? kNC / 128 : 1;
+#pragma unroll
+      for (int f0 = 0; f0 < kSi; f0 += 256) {
+        const int f = f0 + ti;
+        if (kSi % 256 == 0 || f < kSi)
+          __stcs(reinterpret_cast<uint4*>(args.w_indices + (row0 + f / kSiRow) * g.wi_pitch + col0 / 8 + 16 * (f % kSiRow)), rot4(m));
+      }
+    } else {  // 8-byte pieces (S(W) index rows only 8-byte aligned, e.g. 1600 columns: 200 B rows)
+      constexpr int kSi = kRP * kNC / 64, kSiRow = kNC / 64;
+#pragma unroll
+      for (int f0 = 0; f0 < kSi; f0 += 256) {
+        const int f = f0 + ti;
+        if (kSi % 256 == 0 || f < kSi)
+          __stcs(reinterpret_cast<uint2*>(args.w_indices + (row0 + f / kSiRow) * g.wi_pitch + col0 / 8 + 8 * (f % kSiRow)),
+                 make_uint2(m.x ^ m.y, m.z ^ m.w));
+      }
+    }
+    pw += kRP * w_row;
+    pv += kRP * wv_row;
+    pt += kRP;
+    if constexpr (kPrefetch) {
+#pragma unroll
+      for (int j = 0; j < kLd; ++j) x[j] = y[j];
+    } else if (p + 1 < passes) {
+      load(x, pw);
+    }
+  }
+  // S(W)^T index rows of the strip: kNC rows x kTiRow B, of which passes kRP / 8 are valid
+  const int valid = passes * kRP / 8;
+#pragma unroll
+  for (int j = 0; j < kAcc; ++j) {
+    const int f = j * 256 + t, r = f / (kTiRow / 16), ch = f % (kTiRow / 16);
+    char* dst = reinterpret_cast<char*>(args.wt_indices) + (col0 + r) * g.ti_pitch + row_base / 8 + 16 * ch;
+    if (16 * ch + 16 <= valid) __stcs(reinterpret_cast<uint4*>(dst), acc[j]);
+    else if (16 * ch < valid) __stcs(reinterpret_cast<uint2*>(dst), make_uint2(acc[j].x, acc[j].y));
+  }
+}
+
+/// Session 8, the "line" orders (docs/PERF-train.md "Session 8"): a CTA of 256 threads owns a
+/// column tile of kC columns of one matrix (the last tile of a matrix whose cols % kC != 0: the
+/// 64-column tail) and walks kPasses passes of kRP rows down it. Per pass it loads the W tile
+/// (16-byte loads, consecutive lanes along a row, all issued before any store) and writes, each
+/// as rows of consecutive 16-byte pieces (8 lanes = one whole 128-byte line where the row piece
+/// is >= 128 B):
+///   S(W) values  kRP rows x kC B         S(W)^T values  kC W^T rows x kRP B
+///   mask         kRP / 4 rows x kC / 2 B S(W) index     kRP rows x kC / 8 B
+/// and after the strip the S(W)^T index rows (kC W^T rows x kPasses kRP / 8 B, collected over the
+/// passes: a kernel would stage them in shared memory; here XOR accumulators in registers).
+/// kRP = kC = 128: every value row piece is a whole line; kC = 256: the S(W) index pieces are
+/// whole sectors too; kRP = 64: the S(W)^T value pieces are 64 B (the shipped lean order's size)
+/// with everything else as in 128 x 128. kApply: the mask rows are read instead of written.
+/// kPrefetch: the next pass's W tile is loaded before this pass's stores (two tiles in registers).
+template <int kRP, int kC, int kPasses, bool kApply = false, bool kPrefetch = false>
+__global__ void __launch_bounds__(256, (kC == 256 || kPrefetch) ? 2 : 3) mask_line_mover_kernel(Mask24Args args, Mask24Geom g) {
+  static_assert(kC == 128 || kC == 256, "column tiles of 128 or 256 (tails of 64 or 128)");
+  train::detail::offset_to_matrix(args, g, blockIdx.z);
+  const std::int64_t col0 = std::int64_t(blockIdx.x) * kC;
+  const std::int64_t nc = min(std::int64_t(kC), args.cols - col0);
+  const std::int64_t row_base = std::int64_t(blockIdx.y) * (kRP * kPasses);
+  if (nc == kC) mask_line_strip<kRP, kC, kPasses, kApply, kPrefetch>(args, g, col0, row_base);
+  else if (kC == 256 && nc == 128) mask_line_strip<kRP, 128, kPasses, kApply, kPrefetch>(args, g, col0, row_base);
+  else mask_line_strip<kRP, 64, kPasses, kApply, kPrefetch>(args, g, col0, row_base);
+}
+
+/// Launches a line-order mover over a batch (rows % kRP == 0, cols % 64 == 0, the 16-bit
+/// outputs of transposable_mask24_batched, 16-byte aligned rows: rows % 128 == 0 for the S(W)^T
+/// index rows, cols % 128 == 0 or a 64-column tail for the S(W) index rows).
+template <int kRP, int kC, int kPasses, bool kApply = false, bool kPrefetch = false>
+void launch_mask_line_mover(const Mask24Args& a, cudaStream_t s = nullptr) {
+  const std::int64_t tail = a.cols % kC;
+  if (a.rows % 128 != 0 || a.cols % 64 != 0 || (tail != 0 && tail != 64 && tail != 128))
+    throw InvalidArgument("mask_line_mover", "rows % 128 == 0, cols % 64 == 0 and cols % kC in {0, 64, 128}");
+  const Mask24Geom g = train::detail::mask24_geom<std::uint16_t>(a);
+  const std::int64_t strip = std::int64_t(kRP) * kPasses;
+  const dim3 grid(unsigned((a.cols + kC - 1) / kC), unsigned((a.rows + strip - 1) / strip), unsigned(a.batch));
+  mask_line_mover_kernel<kRP, kC, kPasses, kApply, kPrefetch><<<grid, 256, 0, s>>>(a, g);
+  SPARSENM_CUDA_CHECK_LAUNCH("mask_line_mover_kernel");
 }
 
 /// The flat order: n32 = bytes of W / 32; per unit i: W[2i], W[2i+1] (16 B each) -> sv[i], tv[i]

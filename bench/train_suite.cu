@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -99,10 +100,78 @@ struct Shape {
 /// lean 16-bit search (mask24_lean.cuh, "Session 4c"), batched 16-bit search rows only (other
 /// calls fall back to the default kernel); 8 = variant 7 with staged whole-sector stores
 /// ("Session 5b"), same rows; 9 = variant 8 over 128-column strips ("Session 5c"; rows with
-/// cols % 128 == 0). SPARSENM_MASK_VARIANTS (comma list, e.g. "7,8") replaces the
+/// cols % 128 == 0); 10 = variant 9 with whole-line S(W)^T value rows per pass pair ("Session 8"). SPARSENM_MASK_VARIANTS (comma list, e.g. "7,8") replaces the
 /// batched list; SPARSENM_TRAIN_ONLY=maskb runs only the batched 16-bit mask rows.
+/// Session 8 line-order movers (bench/train_probe.cuh): label, stream mix, launcher.
+struct LineMover {
+  const char* label;
+  bool apply;
+  std::function<void(const train::detail::Mask24Args&)> launch;
+};
+const std::vector<LineMover>& line_movers() {
+  static const std::vector<LineMover> list = {
+      {"line_128x128_strip1024", false, [](const train::detail::Mask24Args& a) { probe::launch_mask_line_mover<128, 128, 8>(a); }},
+      {"line_128x128_strip1024_prefetch", false,
+       [](const train::detail::Mask24Args& a) { probe::launch_mask_line_mover<128, 128, 8, false, true>(a); }},
+      {"line_128x256_strip1024", false, [](const train::detail::Mask24Args& a) { probe::launch_mask_line_mover<128, 256, 8>(a); }},
+      {"line_64x128_strip1024", false, [](const train::detail::Mask24Args& a) { probe::launch_mask_line_mover<64, 128, 16>(a); }},
+      {"line_128x128_strip512", false, [](const train::detail::Mask24Args& a) { probe::launch_mask_line_mover<128, 128, 4>(a); }},
+      {"line_64x128_strip512", false, [](const train::detail::Mask24Args& a) { probe::launch_mask_line_mover<64, 128, 8>(a); }},
+      {"line_128x128_strip1024_apply", true,
+       [](const train::detail::Mask24Args& a) { probe::launch_mask_line_mover<128, 128, 8, true>(a); }},
+  };
+  return list;
+}
+
+/// Runs line mover `lm` once over `batch` matrices rows x cols into outputs poisoned with 0xFF
+/// bytes (4 KiB poisoned slack after each): every 16-bit word of every output must be written
+/// (the W fill keeps bit 14 of each 16-bit word clear, and every stored word is an XOR of such
+/// words: never 0xFFFF) and every slack byte left alone. Returns "ok" or what failed.
+std::string line_mover_coverage(const LineMover& lm, std::int64_t batch, std::int64_t rows, std::int64_t cols) {
+  constexpr std::size_t kSlack = 4096;
+  const std::size_t wb = std::size_t(batch * rows * cols) * 2, mb = std::size_t(batch * train::mask24_words(rows, cols)) * 2;
+  const std::size_t vb = std::size_t(batch * rows * train::hw24_value_cols(cols)) * 2,
+                    ib = std::size_t(batch * rows * train::hw24_index_row_bytes(cols));
+  const std::size_t tvb = std::size_t(batch * cols * train::hw24_value_cols(rows)) * 2,
+                    tib = std::size_t(batch * cols * train::hw24_index_row_bytes(rows));
+  const std::size_t sizes[6] = {wb, mb, vb, ib, tvb, tib};
+  std::vector<DeviceBuffer> buf;
+  for (std::size_t z : sizes) {
+    buf.emplace_back(z + kSlack);
+    SPARSENM_CUDA_CHECK(cudaMemset(buf.back().get(), 0xFF, z + kSlack));
+  }
+  fill(buf[0].get(), wb, 91u);
+  if (lm.apply) fill(buf[1].get(), mb, 93u);
+  train::detail::Mask24Args a;
+  a.w = buf[0].get();
+  a.rows = rows, a.cols = cols, a.batch = batch;
+  if (lm.apply) a.mask_in = buf[1].as<std::uint16_t>();
+  else a.mask_out = buf[1].as<std::uint16_t>();
+  a.w_values = buf[2].get(), a.w_indices = buf[3].as<std::uint8_t>();
+  a.wt_values = buf[4].get(), a.wt_indices = buf[5].as<std::uint8_t>();
+  a.aligned = true;
+  lm.launch(a);
+  SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+  static const char* names[6] = {"w", "mask", "w_values", "w_indices", "wt_values", "wt_indices"};
+  std::string bad;
+  for (int k = 1; k < 6; ++k) {
+    std::vector<std::uint16_t> h((sizes[k] + kSlack) / 2);
+    SPARSENM_CUDA_CHECK(cudaMemcpy(h.data(), buf[std::size_t(k)].get(), sizes[k] + kSlack, cudaMemcpyDeviceToHost));
+    std::size_t unwritten = 0, slack_hit = 0;
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      const bool in = i < sizes[k] / 2;
+      if (in && h[i] == 0xFFFFu) ++unwritten;  // (apply: the read mask, filled: must stay so)
+      if (!in && h[i] != 0xFFFFu) ++slack_hit;
+    }
+    if (unwritten || slack_hit)
+      bad += std::string(bad.empty() ? "" : ", ") + names[k] + ": " + std::to_string(unwritten) + " words unwritten, " +
+             std::to_string(slack_hit) + " slack words hit";
+  }
+  return bad.empty() ? "ok (batch " + std::to_string(batch) + ")" : "FAILED (" + bad + ")";
+}
+
 constexpr int kMaskVariants[] = {1, 2, 3, 4};
-constexpr int kMaskVariantsBatched[] = {1, 4, 5, 6, -4, 7, 8, 9};  ///< -4: variant 4 under the occupancy control
+constexpr int kMaskVariantsBatched[] = {1, 4, 5, 6, -4, 7, 8, 9, 10};  ///< -4: variant 4 under the occupancy control
 const char* mask24_variant_label(int v) {
   return v == 1   ? "session2_kernel"
          : v == 2 ? "session3_kernel"
@@ -113,6 +182,7 @@ const char* mask24_variant_label(int v) {
          : v == 7 ? "lean_kernel"
          : v == 8 ? "lean_staged_kernel"
          : v == 9 ? "lean_staged_wide_kernel"
+         : v == 10 ? "lean_staged_wide_lines_kernel"
                   : "lines_kernel_minus1cta";
 }
 
@@ -192,8 +262,10 @@ Suite train_suite() {
       ctx.emit(r);
     };
     const DType dt16 = DType::f16;
-    // SPARSENM_TRAIN_ONLY (comma list of mask, mvue, decay, flip, glu): run only those sections
-    // (e.g. SPARSENM_TRAIN_ONLY=mask: a short device run of the mask rows); unset: all.
+    // SPARSENM_TRAIN_ONLY (comma list of mask, maskb, mvue, probe, probem, probecheck, decay, flip,
+    // glu): run only those sections (e.g. SPARSENM_TRAIN_ONLY=mask: a short device run of the mask
+    // rows; probem: the mask movers of the probe only; probecheck: only the line movers' coverage
+    // check, for compute-sanitizer); unset: all but probecheck.
     const char* only = std::getenv("SPARSENM_TRAIN_ONLY");
     auto want = [&](const char* section) {
       if (!only || !*only) return true;
@@ -202,6 +274,12 @@ Suite train_suite() {
     };
 
     for (std::int64_t d : ds) {
+      // ---- probecheck: coverage of the session-8 line movers only (small: 2 matrices; for
+      //      compute-sanitizer), printed, no rows ----
+      if (only && want("probecheck"))
+        for (const auto& lm : line_movers())
+          std::printf("probecheck %s 2 x %lldx%lld: %s\n", lm.label, static_cast<long long>(4 * d), static_cast<long long>(d),
+                      line_mover_coverage(lm, 2, 4 * d, d).c_str());
       // ---- weights: c_fc W [4d][d] and c_proj W [d][4d] ----
       if (want("mask"))
       for (Shape w : {Shape{4 * d, d}, Shape{d, 4 * d}}) {
@@ -354,7 +432,7 @@ Suite train_suite() {
             // session 6b: variant 9 (variant 6 with short live ranges, feature-major), 10 (9 at 40 warps)
             // session 7: 11 (10's chunk staged by cp.async, feature-major), 12 / 13 / 14 (token-major
             // 16-token x 2-feature threads; 13 staged by cp.async, 14 = 13 at 6 CTAs per SM)
-            // session 7b / 7c: 15-17, 18-20 (token-major only)
+            // session 7b / 7c: 15-17, 18-20 (token-major only); session 8: 21-24 (token-major only)
             std::vector<int> others{1, 3, 4, 5, -1, 6, 7, 8, 9, 10};
             if (const char* env = std::getenv("SPARSENM_MVUE_VARIANTS")) {
               others.clear();
@@ -394,6 +472,10 @@ Suite train_suite() {
                    : variant == 18 ? "mvue24:lines_lean_jit_tm_occ4_ahead1_kernel"
                    : variant == 19 ? "mvue24:lines_lean_jit_tm_occ4_ahead2_kernel"
                    : variant == 20 ? "mvue24:chunk_lean_jit_tm_ahead1_kernel"
+                   : variant == 21 ? "mvue24:lines_lean_jit_tm_occ4_ahead1_fmacvt_kernel"
+                   : variant == 22 ? "mvue24:lines_lean_jit_tm_occ4_ahead1_fmacvt_margin_kernel"
+                   : variant == 23 ? "mvue24:lines_lean_jit_tm_occ4_ahead1_fmacvt_tokenx_kernel"
+                   : variant == 24 ? "mvue24:lines_lean_jit_tm_occ4_ahead1_tokenx_kernel"
                                   : "mvue24:chunk_kernel_minus1cta",
                    time_calls(other, slots, warmup, reps),
                    bytes, slots, std::string(tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)") +
@@ -406,7 +488,7 @@ Suite train_suite() {
       //      bytes, addresses, tile order and access widths of the shipped batched 16-bit mask
       //      search / apply and of the MVUE kernels at the bar's shapes, no compute; and the
       //      same total bytes as a 50/50 copy kernel, a read-only and a write-only pass ----
-      if (want("probe")) {
+      if (want("probe") || want("probem")) {  // probem: the mask movers only (no MVUE movers)
         // same-total-bytes movers: copy (bytes / 2 each way), read-only, write-only (bytes)
         auto byte_movers = [&](const std::string& op, std::int64_t m, std::int64_t n, std::int64_t k, double bytes,
                                const std::string& what) {
@@ -494,10 +576,18 @@ Suite train_suite() {
             emit("probe_mask24_search_batched", "f16", B, R, C, "mover:flat_linear_arrays", time_calls(call, slots, warmup, reps), bytes,
                  slots, what + "; search stream mix, every array written linearly, no compute");
           }
+          // session 8: the line orders (bench/train_probe.cuh mask_line_mover_kernel), uncapped
+          for (const auto& lm : line_movers()) {
+            auto call = [&](int i) { lm.launch(args(i, lm.apply)); };
+            emit(lm.apply ? "probe_mask24_apply_batched" : "probe_mask24_search_batched", "f16", B, R, C, std::string("mover:") + lm.label,
+                 time_calls(call, slots, warmup, reps), bytes, slots,
+                 what + (lm.apply ? "; apply stream mix (mask read)" : "; search stream mix") + ", line order " + lm.label +
+                     ", no compute; coverage " + line_mover_coverage(lm, B > 2 ? 2 : B, R, C));
+          }
           SPARSENM_CUDA_CHECK(cudaGetLastError());
           byte_movers("probe_mask24_bytes", B, R, C, bytes, what);
         }
-        {
+        if (want("probe")) {
           const std::int64_t T = tokens.back(), n = 4 * d;
           const std::size_t gb = std::size_t(T * n) * 2, vb = std::size_t(n * train::hw24_value_cols(T)) * 2,
                             ib = std::size_t(n * train::hw24_index_row_bytes(T));

@@ -673,5 +673,51 @@ TEST(VnmSmallLayout, BalancedSplitsAtFourN8Tiles) {
   EXPECT_EQ(sv::choose_geometry(tiny, 32, 132, sv::kAsyncVariant, 3).splits, sv::choose_geometry(tiny, 32, 132, sv::kRingVariant, 3).splits);
 }
 
+TEST(VnmSmallLayout, LeanVariantChunkFitsItsKernel) {
+  // Variant 12 (kernel8.cuh): the kernel's compile-time chunk C = lean_chunk_pairs(NT) must be a
+  // multiple of the ring depth (constant wait counts and slots over a chunk), 8 C must divide the
+  // 256 threads (a fixed unit per thread in the gather), and its buffers (2 x 8 NT rows x 8 C
+  // units of 16 B) plus the 8 warps' rings must fit the geometry's shared memory; the launcher
+  // takes the lean kernel only when the geometry's chunk equals C with 8 warps of one tile each.
+  // Splits (hw24, k % 8 == 0): at most one wave of resident blocks (session 8: the fastest forced
+  // split on both measured shapes at m = 1 / 8 / 16 / 32: 1 at 28672 x 8192, 4 at 12288^2).
+  for (int nt = 1; nt <= 4; ++nt) {
+    const int c = sv::lean_chunk_pairs(nt);
+    EXPECT_EQ(c % sv::kRingStages, 0);
+    EXPECT_EQ(256 % (8 * c), 0);
+    EXPECT_LE(c, 16 / nt) << "within variant 9's buffers";
+  }
+  for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{296, 64 * 37}, {130, 600}, {28672, 8192}, {12288, 12288}})
+    for (int m = 1; m <= 32; ++m) {
+      const sv::Layout l = sv::Layout::of(FormatLayout::of(Pattern::hw24(), n, k));
+      const sv::Geometry g = sv::choose_geometry(l, m, 132, sv::kLeanVariant, 3);
+      const sv::Geometry g9 = sv::choose_geometry(l, m, 132, sv::kAsyncVariant, 3);
+      const int c = sv::lean_chunk_pairs(g.n_tiles);
+      EXPECT_EQ(g.chunk_pairs, c);
+      EXPECT_EQ(g.warps, 8);
+      EXPECT_EQ(g.tiles_per_warp, 1);
+      EXPECT_EQ(g.tiles_per_group, 8);
+      EXPECT_TRUE(g.splits == 1 || g.groups * g.splits <= 132 * 3) << "one wave of 3 blocks per SM";
+      EXPECT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
+      EXPECT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs) << "every split non-empty";
+      if (n == 28672) EXPECT_EQ(g.splits, 1);
+      if (n == 12288) EXPECT_EQ(g.splits, 4);
+      if (n == 12288) EXPECT_EQ(g9.splits, m > 24 ? 4 : 6) << "variant 9 keeps its rules";
+      const std::size_t need = 2u * std::size_t(8 * g.n_tiles) * std::size_t(8 * c) * 16u + 8u * sv::kRingStages * sv::kRecordBytes;
+      EXPECT_GE(g.smem_bytes(), need);
+      EXPECT_LE(g.smem_bytes(), sv::max_smem_bytes(g.n_tiles));
+    }
+  // k % 8 != 0 (no direct staging) and venom: variant 12 is variant 9, geometry included
+  const sv::Layout odd = sv::Layout::of(FormatLayout::of(Pattern::hw24(), 28672, 8188));
+  for (int m : {1, 8, 17, 32}) {
+    const sv::Geometry a = sv::choose_geometry(odd, m, 132, sv::kLeanVariant, 3), b = sv::choose_geometry(odd, m, 132, sv::kAsyncVariant, 3);
+    EXPECT_EQ(a.chunk_pairs, b.chunk_pairs);
+    EXPECT_EQ(a.splits, b.splits);
+  }
+  const sv::Layout v = sv::Layout::of(FormatLayout::of(Pattern::venom(128, 8), 12288, 12288));
+  for (int m : {1, 8, 17, 32})
+    EXPECT_EQ(sv::choose_geometry(v, m, 132, sv::kLeanVariant, 3).chunk_pairs, sv::choose_geometry(v, m, 132, sv::kAsyncVariant, 3).chunk_pairs);
+}
+
 }  // namespace
 }  // namespace sparsenm

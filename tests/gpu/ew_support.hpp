@@ -106,6 +106,20 @@ inline std::vector<double> oracle(const DenseMatrix& x, const CondensedMatrix& w
   return y;
 }
 
+/// fp64 product of the dense expansion (what tensor cores on decoded fragments compute): 0 * Inf = NaN at pruned
+/// positions too.
+inline std::vector<double> dense_oracle(const DenseMatrix& x, const CondensedMatrix& w) {
+  const DenseMatrix d = expand(w);
+  std::vector<double> y(std::size_t(x.rows() * w.rows()), 0.0);
+  for (std::int64_t i = 0; i < x.rows(); ++i)
+    for (std::int64_t r = 0; r < w.rows(); ++r) {
+      double s = 0.0;
+      for (std::int64_t c = 0; c < w.cols(); ++c) s += double(d.at(r, c)) * double(x.at(i, c));
+      y[std::size_t(i * w.rows() + r)] = s;
+    }
+  return y;
+}
+
 struct Compare {
   double rel_err = 0;
   std::int64_t unwritten = 0;   ///< NaN where the oracle is finite (poison left)

@@ -450,20 +450,6 @@ TEST(EwSpmvTc, LargeShape) {
   check_case({Pattern::element(1, 16), 2100, 11008, 4, DType::bf16, DType::bf16}, 5002);
 }
 
-/// The dense product (what tensor cores on decoded fragments compute): 0 * Inf = NaN at pruned
-/// positions too.
-std::vector<double> dense_oracle(const DenseMatrix& x, const CondensedMatrix& w) {
-  const DenseMatrix d = expand(w);
-  std::vector<double> y(std::size_t(x.rows() * w.rows()), 0.0);
-  for (std::int64_t i = 0; i < x.rows(); ++i)
-    for (std::int64_t r = 0; r < w.rows(); ++r) {
-      double s = 0.0;
-      for (std::int64_t c = 0; c < w.cols(); ++c) s += double(d.at(r, c)) * double(x.at(i, c));
-      y[std::size_t(i * w.rows() + r)] = s;
-    }
-  return y;
-}
-
 TEST(EwSpmvTc, NanInfPropagateFromStoredSlots) {
   EW_REQUIRE_DEVICE();
   for (DType t : {DType::f16, DType::bf16})

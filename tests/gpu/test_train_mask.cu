@@ -364,8 +364,10 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
       // default kernel elsewhere) and (entry 9) variant 8, the lean search with staged
       // whole-sector stores (same shapes; 1088 rows: S(W)^T index rows of 136 B, the 8-byte
       // write-out path, and a last strip of one pass) and (entry 10) variant 9, variant 8 over
-      // 128-column strips (2048 x 1024; the other shapes run variant 8)
-      constexpr int kVariants = 10;
+      // 128-column strips (2048 x 1024; the other shapes run variant 8) and (entry 11) variant 10,
+      // variant 9 writing S(W)^T values as 128-byte lines per pass pair (1088 x 256: a one-pass,
+      // i.e. odd, last strip: the 64-byte half write-out)
+      constexpr int kVariants = 11;
       std::vector<std::uint16_t> masks[kVariants];
       std::vector<std::byte> vals[kVariants], tvals[kVariants];
       std::vector<std::uint8_t> idx[kVariants], tidx[kVariants];
@@ -427,6 +429,9 @@ TEST(Mask24Variants, LeanSearchMatchesTheCpuReference) {
   // 128-column strips (variant 9): 1088 rows = a one-pass last strip and 136-byte S(W)^T index rows
   cases.push_back(random_mat(DType::f16, 1088, 256, 4444));
   cases.push_back(random_mat(DType::bf16, 640, 384, 4545));
+  // variant 10: a 3-pass last strip (one pass pair + a lone pass) and two full strips
+  cases.push_back(random_mat(DType::f16, 704, 128, 4646));
+  cases.push_back(random_mat(DType::bf16, 1024, 256, 4747));
   for (DType t : {DType::f16, DType::bf16}) {
     HostMat w(t, 128, 128);
     std::mt19937 rng(3);
@@ -435,7 +440,7 @@ TEST(Mask24Variants, LeanSearchMatchesTheCpuReference) {
       for (std::int64_t c = 0; c < w.cols; ++c) w.set(r, c, r < 8 ? (r < 4 ? 0.f : 0.75f) : vals[rng() % 5]);
     cases.push_back(std::move(w));
   }
-  for (int variant : {7, 8, 9})  // 8: the same search with staged whole-sector stores; 9: over 128-column strips
+  for (int variant : {7, 8, 9, 10})  // 8: the same search with staged whole-sector stores; 9: over 128-column strips; 10: 9 with W^T line pairs
   for (const HostMat& w : cases) {
     const std::int64_t R = w.rows, C = w.cols;
     const std::size_t mw = std::size_t(train::mask24_words(R, C));
@@ -455,7 +460,7 @@ TEST(Mask24Variants, LeanSearchMatchesTheCpuReference) {
     a.aligned = true;
     a.variant = variant;
     ASSERT_TRUE(train::detail::mask24_lean_fits(a, w.esz(), true));
-    if (variant == 9) ASSERT_EQ(train::detail::mask24_lean_wide_fits(a, w.esz(), true), C % 128 == 0) << R << "x" << C;
+    if (variant >= 9) ASSERT_EQ(train::detail::mask24_lean_wide_fits(a, w.esz(), true), C % 128 == 0) << R << "x" << C;
     if (w.dtype == DType::f16) train::detail::launch_mask24<__half>(a, true, nullptr);
     else train::detail::launch_mask24<__nv_bfloat16>(a, true, nullptr);
     SPARSENM_CUDA_CHECK(cudaGetLastError());

@@ -55,7 +55,7 @@ HostMat transpose(const HostMat& m) {
   return t;
 }
 
-/// variant 0: the API (sparsenm::train::mvue24); 1 .. 20: that kernel variant (Mvue24Args::variant)
+/// variant 0: the API (sparsenm::train::mvue24); 1 .. 24: that kernel variant (Mvue24Args::variant)
 /// with the arguments the API builds; max_ctas: Mvue24Args::max_ctas_per_sm (the occupancy control);
 /// guarded: Mvue24Args::aligned forced off (every chunk / tile takes the guarded loads and stores);
 /// only: 1 = values alone (indices nullptr), 2 = indices alone (the other output stays poisoned).
@@ -122,7 +122,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Mvue24,
                                            Case{DType::f32, 128, 128}, Case{DType::f32, 50, 9}, Case{DType::f32, 48, 16},
                                            Case{DType::f16, 384, 260}, Case{DType::f16, 80, 12}, Case{DType::bf16, 512, 256},
                                            Case{DType::bf16, 208, 132}, Case{DType::f32, 256, 260}, Case{DType::f32, 96, 8},
-                                           // n % 128 == 0, n >= 4096: the API's token-major defaults 18 (bf16) / 5 (f16)
+                                           // n % 128 == 0, n >= 4096: the API's token-major defaults 18 (bf16) / 23 (f16, session 8)
                                            Case{DType::bf16, 512, 4096}, Case{DType::f16, 256, 4096}));
 
 /// Every kind of group the rule distinguishes, at the positions of both fast layouts (token_major
@@ -193,7 +193,7 @@ TEST(Mvue24Variants, EveryKernelBitExactBothLayouts) {
       const std::uint64_t seed = 0xabcdef01ull + std::uint64_t(N);
       const Hw24 ref = host_mvue24(g, seed);
       const HostMat gt = transpose(g);
-      for (int entry = 1; entry <= 21; ++entry) {  // variants 1-7; 8: variant 1 limited to 2 CTAs per SM; 9-21: variants 8-20
+      for (int entry = 1; entry <= 25; ++entry) {  // variants 1-7; 8: variant 1 limited to 2 CTAs per SM; 9-25: variants 8-24
         const int variant = entry <= 7 ? entry : entry == 8 ? 1 : entry - 1, max_ctas = entry == 8 ? 2 : 0;
         const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N) + " variant " +
                                  std::to_string(variant) + (max_ctas ? " (2 CTAs / SM)" : "") + (special ? " special" : "");
@@ -318,7 +318,10 @@ TEST(Mvue24Variants, PairKernelsMatchVariant6AndTheHostRule) {
   // tiles of 15 / 16: T % 128 == 0, N % 128 == 0: the 256 x 256 and 512 x 384 cases; of 17:
   // T % 256 == 0, N % 64 == 0; edge tiles elsewhere). Variants 18-20 (session 7c: 17 / 17 / 15
   // with the Philox words of the first 1 / 2 / 1 features made between the loads and their first
-  // use, the fast path's PRMT selectors data-dependent on them) the same way.
+  // use, the fast path's PRMT selectors data-dependent on them) the same way. Variants 21-23
+  // (session 8: 21 = 18 with the bf16 conversions on the FMA pipe; 22 = 21 with the validity in
+  // one FSETP per group; 23 = 21 with the token tiles along blockIdx.x) the same way, and 24 = 18
+  // with the token tiles along blockIdx.x.
   SPARSENM_REQUIRE_GPU();
   const Case cases[] = {Case{DType::bf16, 512, 192}, Case{DType::f16, 384, 320}, Case{DType::bf16, 160, 100},
                         Case{DType::f16, 256, 37},   Case{DType::bf16, 70, 130}, Case{DType::f16, 1024, 64},
@@ -345,7 +348,7 @@ TEST(Mvue24Variants, PairKernelsMatchVariant6AndTheHostRule) {
         const std::string what = std::string(to_string(t)) + " " + std::to_string(T) + "x" + std::to_string(N) + kMode[mode] +
                                  (guarded ? " guarded" : "");
         const auto [v6, i6] = run_gpu(g, train::GradLayout::token_major, T, N, seed, 6, 0, guarded);
-        for (int v : {12, 13, 14, 15, 16, 17, 18, 19, 20}) {
+        for (int v : {12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24}) {
           const std::string wv = what + " variant " + std::to_string(v);
           const auto [vv, iv] = run_gpu(g, train::GradLayout::token_major, T, N, seed, v, 0, guarded);
           expect_hw24_equal(ref, vv, iv, g.esz(), wv.c_str());
@@ -357,9 +360,9 @@ TEST(Mvue24Variants, PairKernelsMatchVariant6AndTheHostRule) {
           }
         }
       }
-      // feature-major: variants 12-20 run variant 6 there (f32: variant 1)
+      // feature-major: variants 12-24 run variant 6 there (f32: variant 1)
       const HostMat gt = transpose(g);
-      for (int v : {12, 14, 15, 16, 17, 18, 20}) {
+      for (int v : {12, 14, 15, 16, 17, 18, 20, 21, 22, 23, 24}) {
         const auto [vf, i_f] = run_gpu(gt, train::GradLayout::feature_major, T, N, seed, v);
         expect_hw24_equal(ref, vf, i_f, g.esz(), (std::string(to_string(t)) + " feature_major variant " + std::to_string(v)).c_str());
       }

@@ -204,6 +204,26 @@ TEST(VnmSmallGpu, TinyPipeline) {
   for (int splits : {1, 2}) run_and_check(ph, DType::f32, {splits, -1}, "hw24 splits=" + std::to_string(splits));
 }
 
+TEST(VnmSmallGpu, LeanDirectHw24) {
+  // Variant 12 (kernel8.cuh) on its own path, small enough for memcheck: hw24 with k % 8 == 0 and
+  // aligned X. n = 296 (the last group holds 3 of 8 row tiles: 5 warps stream tile 18's records
+  // and store nothing), 37 pairs (compile-time chunks of 16 / 8 / 4 pairs: a partial last chunk),
+  // k = 600 (the last pair half past k: zero-filled units), m across all four n8-tile counts and
+  // odd m (rows m.. zeroed), splits 0 (plan) / 1 / 3, f16 / bf16, fp32 / 16-bit y.
+  REQUIRE_DEVICE();
+  std::uint64_t seed = 12000;
+  for (DType t : {DType::f16, DType::bf16})
+    for (std::int64_t m : {1, 5, 8, 9, 16, 19, 24, 25, 32}) {
+      const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m);
+      Problem pa = make_problem(Pattern::hw24(), t, m, 296, 64 * 37, ++seed);
+      for (int splits : {0, 1, 3})
+        run_and_check_at(pa, DType::f32, {splits, vnm_small::kLeanVariant}, "lean n=296 splits=" + std::to_string(splits) + " " + tag, 0);
+      Problem pk = make_problem(Pattern::hw24(), t, m, 130, 600, ++seed);
+      run_and_check_at(pk, t, {0, vnm_small::kLeanVariant}, "lean k=600 " + tag, 0);
+      run_and_check_at(pk, DType::f32, {2, vnm_small::kLeanVariant}, "lean k=600 splits=2 " + tag, 0);
+    }
+}
+
 TEST(VnmSmallGpu, PrunedPositionsIgnoreInfInX) {
   REQUIRE_DEVICE();
   // Per FORMAT.md §8 only stored slots multiply X: put Inf in X where no stored slot of any row
@@ -299,9 +319,13 @@ TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
   // Variant 11 (the same kernel with the split reduction fused: last block per group, counters
   // reset by it; each case runs twice on one instance) takes every case too: partial last groups
   // (n = 296: 40 rows; the float4 path), n % 4 != 0 (130, odd venom n: the scalar path), 5 splits.
+  // Variant 12 (kernel8.cuh, lean direct hw24 kernel) takes every case: direct cases with idle
+  // warps in the last group (n = 296), several compile-time chunks with a partial last one (37
+  // pairs over 1 / 3 / 5 splits), a k tail inside the last pair (zero-filled units); the others
+  // run variant 9's kernel through it (misaligned X, k % 8 != 0, venom).
   REQUIRE_DEVICE();
   std::uint64_t seed = 9100;
-  for (const int v9 : {vnm_small::kAsyncVariant, vnm_small::kFusedVariant})
+  for (const int v9 : {vnm_small::kAsyncVariant, vnm_small::kFusedVariant, vnm_small::kLeanVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 17, 21, 24, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v9);

@@ -6,6 +6,7 @@
 // through registers; 8-warp CTAs / one 32-warp CTA per SM), "cuda:ew_spmv_skrg" / "_skwg" (skr / skw
 // on the weight stored in the order the planned grid consumes it: session 7b; "_skg", the register
 // form, opt-in),
+// "cuda:ew_spmv_tc_sk" (m <= 8, the tc tile and PRMT decode on the stream-K tile ring; session 8),
 // "cuda:ew_spmv_sk_mb" / "cuda:ew_spmv_sk_mb2" (m = 2..8, f16 / bf16, stream-K split, CUDA cores)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
@@ -27,6 +28,7 @@
 #include "cuda/ew/spmv_skm.hpp"
 #include "cuda/ew/spmv_skm_kernel.cuh"
 #include "cuda/ew/spmv_tc.hpp"
+#include "cuda/ew/spmv_tcsk.hpp"
 #include "cuda/ew/spmv_vnm_sk.hpp"
 #include "format/as_element.hpp"
 #include "format/vnm_sk_pack.hpp"
@@ -96,6 +98,21 @@ cuda::DeviceBuffer zeroed(std::size_t bytes) {
   return b;
 }
 
+/// Points a kernel's argument block at its uploaded weight and sets the output dtype code.
+template <class Args>
+void bind_weight(Args& a, const cuda::DeviceBuffer& values, const cuda::DeviceBuffer& indices, DType y) {
+  a.values = values.get();
+  a.indices = indices.as<std::uint32_t>();
+  a.y_dtype = y_code(y);
+}
+
+/// Points a stream-K kernel's argument block at its split-k workspace and counters.
+template <class Args>
+void bind_workspace(Args& a, const cuda::DeviceBuffer& ws, const cuda::DeviceBuffer& cnt) {
+  a.ws = ws.as<float>();
+  a.cnt = cnt.as<unsigned>();
+}
+
 /// Checks shared by the EW candidates; "" when (w, desc) is an EW problem we can serve.
 std::string ew_common_unsupported(const CondensedMatrix& w, const MatmulDesc& d) {
   const auto kind = w.pattern().kind;
@@ -124,9 +141,7 @@ class EwInstance final : public KernelInstance {
     else
       cfg_ = cuda::ew::plan_spmv(p.layout, w.dtype, int(d.m), sm_count(), args_, 0,
                                  /*max_split=*/cluster_capable() ? 0 : 1);
-    args_.values = values_.get();
-    args_.indices = indices_.as<std::uint32_t>();
-    args_.y_dtype = y_code(d.y_dtype);
+    bind_weight(args_, values_, indices_, d.y_dtype);
     if constexpr (kSpmm)
       launch_ = cuda::ew::find_spmm(w.dtype, p.layout.bits, p.layout.n, p.layout.m, nullptr, v);
     else
@@ -198,11 +213,8 @@ class EwSkInstance final : public KernelInstance {
     upload_packed(p, values_, indices_);
     ws_ = zeroed(cuda::ew::spmv_sk_ws_bytes(p.layout));
     cnt_ = zeroed(cuda::ew::spmv_sk_cnt_bytes(p.layout));
-    args_.values = values_.get();
-    args_.indices = indices_.as<std::uint32_t>();
-    args_.ws = ws_.as<float>();
-    args_.cnt = cnt_.as<unsigned>();
-    args_.y_dtype = y_code(d.y_dtype);
+    bind_weight(args_, values_, indices_, d.y_dtype);
+    bind_workspace(args_, ws_, cnt_);
     launch_ = cuda::ew::find_spmv_sk(w.dtype, p.layout.n, p.layout.m, ring, vals_only, warps, grid);
     if (!launch_) throw Unsupported("ew_spmv_sk: no compiled instance for " + w.pattern().str());
   }
@@ -299,12 +311,9 @@ class VnmSkInstance final : public KernelInstance {
     ws_ = zeroed(cuda::ew::vnm_sk_ws_bytes(p.layout));
     cnt_ = zeroed(cuda::ew::vnm_sk_cnt_bytes(p.layout));
     cfg_ = cuda::ew::plan_vnm_sk(p.layout, w.dtype, sm_count(), ring, args_);
-    args_.values = values_.get();
-    args_.indices = indices_.as<std::uint32_t>();
+    bind_weight(args_, values_, indices_, d.y_dtype);
+    bind_workspace(args_, ws_, cnt_);
     args_.tab = table_.as<unsigned char>();
-    args_.ws = ws_.as<float>();
-    args_.cnt = cnt_.as<unsigned>();
-    args_.y_dtype = y_code(d.y_dtype);
     bytes_ = p.layout.total_bytes();
   }
   void run(const void* x, void* y, void* stream) const override {
@@ -368,11 +377,8 @@ class EwSkmInstance final : public KernelInstance {
     ws_ = zeroed(cuda::ew::spmv_skm_ws_bytes(p.layout, mb));
     cnt_ = zeroed(cuda::ew::spmv_skm_cnt_bytes(p.layout));
     cfg_ = cuda::ew::plan_spmv_skm(p.layout, w.dtype, int(d.m), sm_count(), min_chunks, args_);
-    args_.values = values_.get();
-    args_.indices = indices_.as<std::uint32_t>();
-    args_.ws = ws_.as<float>();
-    args_.cnt = cnt_.as<unsigned>();
-    args_.y_dtype = y_code(d.y_dtype);
+    bind_weight(args_, values_, indices_, d.y_dtype);
+    bind_workspace(args_, ws_, cnt_);
   }
   void run(const void* x, void* y, void* stream) const override {
     cuda::ew::SkmArgs a = args_;
@@ -427,9 +433,7 @@ class EwTcInstance final : public KernelInstance {
     upload_packed(p, values_, indices_);
     cfg_ = cuda::ew::plan_spmv_tc(p.layout, w.dtype, int(d.m), sm_count(), args_, 0,
                                   /*max_split=*/cluster_capable() ? 0 : 1, v);
-    args_.values = values_.get();
-    args_.indices = indices_.as<std::uint32_t>();
-    args_.y_dtype = y_code(d.y_dtype);
+    bind_weight(args_, values_, indices_, d.y_dtype);
     launch_ = cuda::ew::find_spmv_tc(w.dtype, p.layout.n, p.layout.m, v);
     if (!launch_)
       throw Unsupported(std::string(cuda::ew::spmv_tc_variant_name(v)) + ": no compiled instance for " + w.pattern().str());
@@ -470,6 +474,75 @@ KernelCandidate ew_tc_candidate(cuda::ew::SpmvTcVariant v) {
   return c;
 }
 
+/// "cuda:ew_spmv_tc_sk": the tc-layout weight stored in the planned unit order (chunk-major), the fp32
+/// workspace and per-row-block counters (zeroed once; every launch leaves them zero).
+class EwTcSkInstance final : public KernelInstance {
+ public:
+  EwTcSkInstance(const CondensedMatrix& w0, const MatmulDesc& d) {
+    std::optional<CondensedMatrix> hold;
+    const CondensedMatrix& w = ew_weight(w0, hold);
+    note_ = ew_repack_note(w0);
+    launch_ = cuda::ew::find_spmv_tcsk(w.dtype, w.pattern().n, w.pattern().m);
+    if (!launch_) throw Unsupported("ew_spmv_tc_sk: no compiled instance for " + w.pattern().str());
+    cuda::ew::SpmvTcPacked p = cuda::ew::pack_spmv_tc(w);
+    cfg_ = cuda::ew::plan_spmv_tcsk(p.layout, int(d.m), sm_count(), smem_optin(), args_);
+    {
+      std::vector<std::byte> v;
+      std::vector<std::uint32_t> i;
+      cuda::ew::reorder_spmv_tcsk(p, args_.kc, v, i);
+      p.values.swap(v);
+      p.indices.swap(i);
+    }
+    upload_packed(p, values_, indices_);
+    ws_ = zeroed(cuda::ew::spmv_tcsk_ws_bytes(p.layout));
+    cnt_ = zeroed(cuda::ew::spmv_tcsk_cnt_bytes(p.layout));
+    bind_weight(args_, values_, indices_, d.y_dtype);
+    bind_workspace(args_, ws_, cnt_);
+  }
+  void run(const void* x, void* y, void* stream) const override {
+    cuda::ew::TcSkArgs a = args_;
+    a.x = x;
+    a.y = y;
+    a.x_vec = cuda::ew::spmv_tc_x_vec(x, a.k);
+    launch_(a, cfg_, static_cast<cudaStream_t>(stream));
+  }
+  std::size_t workspace_bytes() const override { return ws_.size() + cnt_.size(); }
+  std::string describe() const override {
+    return join_notes(std::to_string(cfg_.grid) + " CTAs x " + std::to_string(args_.cta_warps) + " warps, " +
+                          std::to_string(args_.chunks) + " k chunk(s) of " + std::to_string(args_.kc) + " tiles, " +
+                          std::to_string(cfg_.smem_bytes) + " B of shared memory per CTA",
+                      note_);
+  }
+
+ private:
+  std::string note_;
+  cuda::DeviceBuffer values_, indices_, ws_, cnt_;
+  cuda::ew::TcSkArgs args_;
+  cuda::ew::TcSkConfig cfg_;
+  cuda::ew::TcSkLaunchFn launch_ = nullptr;
+};
+
+KernelCandidate ew_tcsk_candidate() {
+  KernelCandidate c;
+  c.name = "cuda:ew_spmv_tc_sk";
+  c.backend = Backend::cuda;
+  c.unsupported = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+    if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmv_tc_sk " + why;
+    if (auto why = cuda::ew::spmv_tcsk_unsupported(ew_layout(w), w.dtype, d.m); !why.empty()) return why;
+    try {  // one tile of X beside the rings and the table must fit the device's shared memory
+      cuda::ew::TcSkArgs a;
+      (void)cuda::ew::plan_spmv_tcsk(cuda::ew::SpmvTcLayout::of(ew_layout(w), w.dtype), int(d.m), sm_count(), smem_optin(), a);
+    } catch (const InvalidArgument& e) {
+      return e.what();
+    }
+    return needs_finite_x(d, "multiplies X by explicit zeros at pruned positions (dense tensor-core fragments)");
+  };
+  c.create = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwTcSkInstance>(w, d);
+  };
+  return c;
+}
+
 }  // namespace
 
 void register_ew_kernels(KernelRegistry& r) {
@@ -490,6 +563,7 @@ void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::balanced));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::prmt));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::ring));
+  r.add(ew_tcsk_candidate());
   r.add(ew_candidate<true>());
   r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async));
   r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async16));

@@ -527,10 +527,12 @@ template <class T>
 void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
   constexpr std::size_t kRawSize = sizeof(typename Elem<T>::Raw);
   int variant = a.variant != 0 ? a.variant : mask24_default_variant(kRawSize, search, a.batch, a.rows, a.cols);
-  if (variant == 9) {  // the lean staged search over 128-column strips (mask24_lean.cuh, kCW = 4) where it fits, else variant 8
+  if (variant == 9 || variant == 10) {  // the lean staged search over 128-column strips (mask24_lean.cuh, kCW = 4; 10: W^T rows
+                                        // written as whole lines per pass pair) where it fits, else variant 8
     if constexpr (kRawSize == 2) {
       if (mask24_lean_wide_fits(a, kRawSize, search)) {
-        launch_mask24_lean<T, 4>(a, true, s);
+        if (variant == 10) launch_mask24_lean<T, 4, true>(a, true, s);
+        else launch_mask24_lean<T, 4>(a, true, s);
         return;
       }
     }

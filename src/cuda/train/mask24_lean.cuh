@@ -4,8 +4,10 @@
 // sectors, Mask24LeanStage: measured 0.69-0.71 of copy, 1.13-1.16x over variant 4: the default for
 // batched 16-bit searches that fit, "Session 5b") and 9 (variant 8 over 128-column strips of 8
 // warps, kCW = 4: fuller S(W) rows per store, measured 1.02-1.03x over 8, 0.70-0.71 of copy: the
-// default where cols % 128 == 0, "Session 5c"). The design notes of variant 7 ("Session 4c")
-// follow. Included by mask24.cuh after QuadTable / prmt / Mask24Geom (it uses them).
+// default where cols % 128 == 0, "Session 5c") and 10 (variant 9 writing S(W)^T values as whole
+// 128-byte lines per pass pair: measured 0.88-0.90x of 9, opt-in, "Session 8"). The design
+// notes of variant 7 ("Session 4c") follow. Included by mask24.cuh after QuadTable / prmt /
+// Mask24Geom (it uses them).
 //
 // Why (session 4, measured): the batched 16-bit search is instruction-issue bound: ~40 SASS
 // instructions per element at 74-76 % issue with 24-32 warps per SM reaches 0.60-0.61 of the
@@ -117,6 +119,19 @@ struct Mask24LeanStage {
   } buf[2];
   std::uint32_t tidx[kTvRows * 16];
 };
+/// Variant 10 (kLines, kCW = 4; docs/PERF-train.md "Session 8"): variant 9 with the S(W)^T
+/// values staged over pass PAIRS, so that every W^T row piece leaves as one whole 128-byte line
+/// (two passes = 128 W rows = 64 values) instead of two 64-byte halves a pass apart: the pair
+/// buffers tv[(p >> 1) & 1] (128 W^T rows x 32 words, lean_row_base<32>: 8 words of skew per
+/// 4-row group, the deposits of a warp still hit each bank twice) are written out after each odd
+/// pass (and a 64-byte half after an even last pass); the per-pass buffers keep S(W) values, mask
+/// and S(W) index as in variant 9. 2 x 10.75 KB + 2 x 17 KB + 8 KB = 63.5 KB (+ 4 KB table) per
+/// CTA, 3 CTAs = 24 warps per SM kept. Measured 0.88-0.90x of variant 9 (H200, 407d24b: 0.644 /
+/// 0.623 of copy, f16 / bf16 at 36 x 5120x1280): opt-in only. The whole W^T lines gain <= 0.015
+/// as a mover; the write-out burst every other pass and the larger stage cost more.
+template <int kCW>
+struct Mask24LeanStageLines;
+
 template <int kPitch = 16>
 constexpr int lean_row_base_c(int row) { return row * kPitch + 8 * ((row >> 2) & 3) + 32 * (row >> 4); }
 /// Word offset of staged row `row` (kPitch words each, 8 words of skew per 4-row group, 32 of padding per 16 rows).
@@ -124,13 +139,30 @@ template <int kPitch = 16>
 __device__ __forceinline__ int lean_row_base(int row) { return lean_row_base_c<kPitch>(row); }
 __device__ __forceinline__ int lean_tidx_word(int row, int word) { return row * 16 + (word ^ (((row >> 2) & 7) << 1)); }
 
-template <class T, bool kStaged = false, int kCW = 2>
+template <int kCW>
+struct Mask24LeanStageLines {
+  static_assert(kCW == 4, "128-column strips only");
+  using Base = Mask24LeanStage<kCW>;
+  static constexpr int kSvPitch = Base::kSvPitch, kSvWords = Base::kSvWords, kTvRows = Base::kTvRows, kMaskPitch = Base::kMaskPitch;
+  static constexpr int kTvPitch = 32;                                     ///< words per staged W^T row (two passes)
+  static constexpr int kTvWords = lean_row_base_c<kTvPitch>(kTvRows);    ///< 128 rows + skew + padding
+  struct Buf {
+    uint4 sv[kSvWords / 4];
+    std::uint32_t mask[16 * kMaskPitch];
+    std::uint32_t sidx[64 * 4];
+  } buf[2];
+  uint4 tv[2][kTvWords / 4];  ///< per pass pair
+  std::uint32_t tidx[kTvRows * 16];
+};
+
+template <class T, bool kStaged = false, int kCW = 2, bool kLines = false>
 __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTraits<kCW>::kMinBlocks)
     mask24_lean_kernel(Mask24Args args, Mask24Geom g, Mask24LeanSteps st) {
   using L = Mask24LeanTraits<kCW>;
-  using Stage = Mask24LeanStage<kCW>;
+  using Stage = std::conditional_t<kLines, Mask24LeanStageLines<kCW>, Mask24LeanStage<kCW>>;
   static_assert(sizeof(T) == 2, "16-bit types only");
   static_assert(kStaged || kCW == 2, "128-column strips are staged only");
+  static_assert(!kLines || (kStaged && kCW == 4), "variant 10: staged 128-column strips");
   __shared__ QuadTable table;
   // kCW = 4: the stage (48.4 KB) lives in dynamic shared memory (static shared memory stops at 48 KB)
   __shared__ std::conditional_t<kStaged && kCW == 2, Stage, char> stage_static;
@@ -175,7 +207,8 @@ __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTra
   if constexpr (kStaged) {
     using B = typename Stage::Buf;
     o_sv = int(offsetof(B, sv)) + 4 * lean_row_base<Stage::kSvPitch>(rl) + 8 * hv;
-    o_tv = int(offsetof(B, tv)) + 4 * lean_row_base(tl) + 8 * ht;
+    if constexpr (kLines) o_tv = 4 * lean_row_base<32>(tl) + 8 * ht;  // in the pair buffer (+ 64 B in odd passes)
+    else o_tv = int(offsetof(B, tv)) + 4 * lean_row_base(tl) + 8 * ht;
     // S(W) index words swizzled by row group: kCW 2: word wc ^ bit 4 of the row; 4: wc ^ bits 3-4
     const int si_swz = kCW == 2 ? ((rl >> 4) & 1) : ((rl >> 3) & 3);
     o_si = int(offsetof(B, sidx)) + kSiRow * rl + 4 * (wc ^ si_swz) + xl;
@@ -183,10 +216,12 @@ __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTra
     o_td = 64 * tl + 4 * wr + (yl >> 1);
     s_td = (tl >> 2) & 7;
     o_rd = 4 * lean_row_base<Stage::kSvPitch>(orow) + 16 * och;
-    o_rt = int(offsetof(B, tv)) + 4 * lean_row_base(trow) + 16 * tch;
+    if constexpr (kLines) o_rt = 4 * lean_row_base<32>(tid >> 3) + 16 * (tid & 7);  // in the pair buffer
+    else o_rt = int(offsetof(B, tv)) + 4 * lean_row_base(trow) + 16 * tch;
     const std::int64_t col0 = std::int64_t(blockIdx.x) * L::kTileCols;
     ov = static_cast<char*>(args.w_values) + row_base * st.wv_row + col0 + 16 * och + orow * st.wv_row;
-    ot = static_cast<char*>(args.wt_values) + (col0 + trow) * st.tv_row + row_base + 16 * tch;
+    if constexpr (kLines) ot = static_cast<char*>(args.wt_values) + (col0 + (tid >> 3)) * st.tv_row + row_base + 16 * (tid & 7);
+    else ot = static_cast<char*>(args.wt_values) + (col0 + trow) * st.tv_row + row_base + 16 * tch;
     if (tid < 16 * kCW) {
       oq = reinterpret_cast<char*>(args.mask_out) + ((row_base / 4 + tid / kCW) * g.bcols + col0 / 4) * 2 + 16 * (tid % kCW);
       oq_pass = st.mask_pass;
@@ -247,7 +282,12 @@ __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTra
       const std::uint32_t v1 = prmt(__byte_perm(x[0][k1], x[1][k1], hs), __byte_perm(x[2][k1], x[3][k1], hs), e.y);
       const std::uint32_t recv = __shfl_xor_sync(0xffffffffu, top ? v1 : v0, 4);
       const uint2 tvv = top ? make_uint2(v0, recv) : make_uint2(recv, v1);
-      if constexpr (kStaged) *reinterpret_cast<uint2*>(sb + o_tv + 64 * c) = tvv;
+      if constexpr (kLines) {
+        char* tp = reinterpret_cast<char*>(&stage_sm.tv[(p >> 1) & 1][0]) + 64 * (p & 1);
+        *reinterpret_cast<uint2*>(tp + o_tv + 128 * c) = tvv;
+      } else if constexpr (kStaged) {
+        *reinterpret_cast<uint2*>(sb + o_tv + 64 * c) = tvv;
+      }
       else __stcs(reinterpret_cast<uint2*>(pt + c * st.tv_row), tvv);
       zw |= (e.z & 0xffu) << (8 * c);
     });
@@ -274,7 +314,20 @@ __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTra
         constexpr int kHalf = 4 * (lean_row_base_c<Stage::kSvPitch>(32) - lean_row_base_c<Stage::kSvPitch>(0));  // row + 32 lies this many bytes further
         constexpr int kHalfT = 4 * (lean_row_base_c(16 * kCW) - lean_row_base_c(0));  // W^T row + 16 kCW
         __stcs(reinterpret_cast<uint4*>(ov + k * 32 * st.wv_row), *reinterpret_cast<const uint4*>(sb + o_rd + k * kHalf));
-        __stcs(reinterpret_cast<uint4*>(ot + k * (16 * kCW) * st.tv_row), *reinterpret_cast<const uint4*>(sb + o_rt + k * kHalfT));
+        if constexpr (!kLines) __stcs(reinterpret_cast<uint4*>(ot + k * (16 * kCW) * st.tv_row), *reinterpret_cast<const uint4*>(sb + o_rt + k * kHalfT));
+      }
+      if constexpr (kLines) {
+        // the pass pair's S(W)^T values: 128 W^T rows x 128 B (one line per 8 lanes), or after an
+        // even last pass its 64-byte first half
+        const char* tp = reinterpret_cast<const char*>(&stage_sm.tv[(p >> 1) & 1][0]);
+        constexpr int kRow32 = 4 * (lean_row_base_c<32>(32) - lean_row_base_c<32>(0));  // W^T row + 32 lies this many bytes further
+        // ot: W^T row tid / 8 (+ 32 k), chunk tid % 8, advanced 64 B per pass: the pair starts 64 B back in odd passes
+        if ((p & 1) || (p == passes - 1 && (tid & 4) == 0)) {
+          char* dst = ot - 64 * (p & 1);
+#pragma unroll
+          for (int k = 0; k < 4; ++k)
+            __stcs(reinterpret_cast<uint4*>(dst + k * 32 * st.tv_row), *reinterpret_cast<const uint4*>(tp + o_rt + k * kRow32));
+        }
       }
       if (tid < 16 * kCW) {
         const auto* m = reinterpret_cast<const std::uint32_t*>(sb + offsetof(typename Stage::Buf, mask));
@@ -328,7 +381,7 @@ __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTra
 }
 
 /// Launches variant 7, or with staged whole-sector stores 8 (the caller checked mask24_lean_fits).
-template <class T, int kCW = 2>
+template <class T, int kCW = 2, bool kLines = false>
 void launch_mask24_lean(const Mask24Args& a, bool staged, cudaStream_t s) {
   using L = Mask24LeanTraits<kCW>;
   const Mask24Geom g = mask24_geom<typename Elem<T>::Raw>(a);
@@ -345,10 +398,13 @@ void launch_mask24_lean(const Mask24Args& a, bool staged, cudaStream_t s) {
   const std::int64_t strip = std::int64_t(L::kTileRows) * L::kPasses;
   const dim3 grid(unsigned(a.cols / L::kTileCols), unsigned((a.rows + strip - 1) / strip), unsigned(a.batch));
   if constexpr (kCW != 2) {
-    constexpr int kDyn = int(sizeof(Mask24LeanStage<kCW>));
+    constexpr int kDyn = int(sizeof(std::conditional_t<kLines, Mask24LeanStageLines<kCW>, Mask24LeanStage<kCW>>));
     // every launch (per device, ~1 us on the host: the kernel runs ~0.1-1 ms)
-    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(mask24_lean_kernel<T, true, kCW>, cudaFuncAttributeMaxDynamicSharedMemorySize, kDyn));
-    mask24_lean_kernel<T, true, kCW><<<grid, L::kThreads, kDyn, s>>>(a, g, st);
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(mask24_lean_kernel<T, true, kCW, kLines>, cudaFuncAttributeMaxDynamicSharedMemorySize, kDyn));
+    if constexpr (kLines)  // 3 x 67.5 KB per SM: ask for the largest shared-memory carveout
+      SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(mask24_lean_kernel<T, true, kCW, kLines>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                               int(cudaSharedmemCarveoutMaxShared)));
+    mask24_lean_kernel<T, true, kCW, kLines><<<grid, L::kThreads, kDyn, s>>>(a, g, st);
   }
   else if (staged) mask24_lean_kernel<T, true><<<grid, L::kThreads, 0, s>>>(a, g, st);
   else mask24_lean_kernel<T, false><<<grid, L::kThreads, 0, s>>>(a, g, st);

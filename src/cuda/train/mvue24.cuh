@@ -14,7 +14,8 @@
 //   chunk-swizzled tile (Tile24, conflict-free), then the CTA writes 128 rows with 16-byte stores.
 // Variant 3 (whole-line stores: feature-major 16-token units per lane, token-major 256 x 64
 //   tiles) is the default for f32 feature-major and 16-bit token-major with n % 128 == 64;
-//   variant 5 (3 under a 64-register cap, 4 CTAs per SM) for f16 token-major c_fc shapes;
+//   variant 5 (3 under a 64-register cap, 4 CTAs per SM) for f16 token-major c_fc shapes until
+//   session 8 (now 23);
 //   variants 6 / 7 (1 / 5 with the ALU-lean fast path, mvue_window16x2_lean) for f16 / bf16
 //   feature-major with tokens % 32 != 0 (mvue24_default_variant, docs/PERF-train.md "Session 3c",
 //   "Session 4", "Session 5"); variant 10 for 16-bit feature-major with tokens % 32 == 0 ("Session 6b");
@@ -33,6 +34,10 @@
 //   Session 7c: variants 18 / 19 = 17 and 20 = 15 with the Philox words of the first 1 / 2 / 1
 //   features made between the loads' issue and their first use (kAhead); 18 replaces 17 as the
 //   bf16 token-major default (1.01-1.03x over 17); 19 / 20 opt-in.
+//   Session 8: variants 21-24 (kOpt of mvue24_token_major_jit_kernel: bf16 conversions on the FMA
+//   pipe, the one-FSETP validity, token tiles along blockIdx.x); 23 (for f16 = 18 with the token
+//   tiles along blockIdx.x) is the f16 token-major default for n % 128 == 0, n >= 4096 (1.004x /
+//   1.02x over variant 5); 21 / 22 measured slower for bf16, 24 (bf16) not yet measured.
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
@@ -650,7 +655,15 @@ struct TileW64;  // below (variant 3)
 /// PRMT selectors of the fast path carry a data dependency on the last Philox word: sel | (word &
 /// z) with z an opaque zero (the kernel runs for token-major calls only: z = token_major ? 0 : ~0),
 /// which makes every consumer of the loaded words wait for the chain. One LOP3 per selector.
-template <class T, int kMinBlocks = 0, bool kLines = false, int kAhead = 0>
+///
+/// kOpt (variants 21-24, docs/PERF-train.md "Session 8 (MVUE)"), bits: kMvueTmFmaCvt: the bf16
+/// conversions on the FMA pipe (halves16_f<true, true>: IMAD.WIDE.U32 + IMAD.U32 instead of
+/// IMAD.U32 + LOP3; measured 0.975-0.99x); kMvueTmOneTest: the fast path's validity per group in
+/// one FSETP (mvue_pick_lean<true>: the level made as fma(S, 0, c)) instead of 2 FSETP + PLOP3
+/// (spills 16 B here: 0.92-0.96x); kMvueTmTokenX: blockIdx.x walks the token tiles, blockIdx.y
+/// the feature tiles (the launcher's grid is transposed to match; +0.3-0.6 %).
+constexpr int kMvueTmFmaCvt = 1, kMvueTmOneTest = 2, kMvueTmTokenX = 4;
+template <class T, int kMinBlocks = 0, bool kLines = false, int kAhead = 0, int kOpt = 0>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_token_major_jit_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   static_assert(sizeof(Raw) == 2, "variants 15 - 17: 16-bit types");
@@ -659,7 +672,9 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
   __shared__ Tile tile;
   const std::int64_t T_ = args.tokens, N = args.features, windows = (T_ + 3) / 4;
   const int tid = threadIdx.x, fp = tid % kFp, tg = tid / kFp;
-  const std::int64_t f_tile = blockIdx.x, t_tile = blockIdx.y;
+  constexpr bool kTokenX = (kOpt & kMvueTmTokenX) != 0, kFmaCvt = (kOpt & kMvueTmFmaCvt) != 0,
+                 kOneTest = (kOpt & kMvueTmOneTest) != 0;
+  const std::int64_t f_tile = kTokenX ? blockIdx.y : blockIdx.x, t_tile = kTokenX ? blockIdx.x : blockIdx.y;
   const std::int64_t f0 = f_tile * kTileF + 4 * fp, t0 = t_tile * kTileT + 16 * tg;
   const bool fast = kMvueProbe || (args.aligned && (f_tile + 1) * kTileF <= N && (t_tile + 1) * kTileT <= T_);
   const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
@@ -705,8 +720,9 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
       ok = true;
 #pragma unroll
       for (int g2 = 0; g2 < 4; g2 += 2)
-        ok &= mvue_window16x2_lean<kIsBf16<T>>(w[2 * g2], w[2 * g2 + 1], rnd[g2], w[2 * g2 + 2], w[2 * g2 + 3], rnd[g2 + 1],
-                                               pair[g2], pair[g2 + 1], nibf, g2, g2 + 1);
+        ok &= mvue_window16x2_lean<kIsBf16<T>, kFmaCvt, kOneTest>(w[2 * g2], w[2 * g2 + 1], rnd[g2], w[2 * g2 + 2],
+                                                                  w[2 * g2 + 3], rnd[g2 + 1], pair[g2], pair[g2 + 1], nibf,
+                                                                  g2, g2 + 1);
       nibs = f32_bits(nibf) & 0xffffu;  // 0x4B00 above the nibbles
       if constexpr (kMvueProbe) nibs ^= ok ? 0u : 1u;
     }
@@ -1147,7 +1163,7 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
         SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");
         return;
       }
-      if (variant >= 15 && variant <= 20 && a.token_major) {  // Session 7b: variant 6 with short live ranges
+      if (variant >= 15 && variant <= 24 && a.token_major) {  // Session 7b: variant 6 with short live ranges
         const dim3 grid(unsigned((a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures),
                         unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
         const dim3 grid_lines(unsigned((a.features + 63) / 64), unsigned((a.tokens + 255) / 256));
@@ -1157,7 +1173,22 @@ void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
         // Session 7c: Philox words of the first features between the loads and their first use
         else if (variant == 18) go(mvue24_token_major_jit_kernel<T, 4, true, 1>, grid_lines, dim3(Traits::kThreads));
         else if (variant == 19) go(mvue24_token_major_jit_kernel<T, 4, true, 2>, grid_lines, dim3(Traits::kThreads));
-        else go(mvue24_token_major_jit_kernel<T, 0, false, 1>, grid, dim3(Traits::kThreads));
+        else if (variant == 20) go(mvue24_token_major_jit_kernel<T, 0, false, 1>, grid, dim3(Traits::kThreads));
+        // Session 8: 18 with the bf16 conversions on the FMA pipe (21), + the one-FSETP validity (22),
+        // 21 / 18 with the token tiles along blockIdx.x (23 / 24; 21 / 18 where the feature tiles
+        // exceed gridDim.y). f16 has no bf16 conversions: its 21 is 18's code, its 23 is 24's.
+        else if (variant == 21) go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt>, grid_lines, dim3(Traits::kThreads));
+        else if (variant == 22)
+          go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt | kMvueTmOneTest>, grid_lines, dim3(Traits::kThreads));
+        else if (variant == 23 && grid_lines.x > 65535u)
+          go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt>, grid_lines, dim3(Traits::kThreads));
+        else if (variant == 23)
+          go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt | kMvueTmTokenX>, dim3(grid_lines.y, grid_lines.x),
+             dim3(Traits::kThreads));
+        else if (grid_lines.x > 65535u)
+          go(mvue24_token_major_jit_kernel<T, 4, true, 1>, grid_lines, dim3(Traits::kThreads));
+        else
+          go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmTokenX>, dim3(grid_lines.y, grid_lines.x), dim3(Traits::kThreads));
         SPARSENM_CUDA_CHECK_LAUNCH("mvue24_token_major_jit_kernel");
         return;
       }

@@ -103,7 +103,9 @@ struct Mask24Args {
   /// by 16-byte stores (docs/PERF-train.md "Session 5b"; the batched 16-bit default), where
   /// mask24_lean_staged_fits holds, else the non-lean default; 9 = variant 8 over 128-column
   /// strips of 8 warps (fewer, fuller L2 write requests; docs/PERF-train.md "Session 5c") where
-  /// mask24_lean_wide_fits holds, else variant 8.
+  /// mask24_lean_wide_fits holds, else variant 8; 10 = variant 9 with the S(W)^T values staged
+  /// over pass pairs and written as whole 128-byte lines ("Session 8"; opt-in: measured 0.88-0.90x
+  /// of variant 9), same fallback.
   /// Outputs are identical; the bench times the non-default ones in the same run.
   int variant = 0;
   /// Bench / profiling only (variants 4-6): at most this many CTAs resident per SM, by padding the
@@ -193,7 +195,11 @@ struct Mvue24Args {
   /// feature-major runs variant 6, f32 variant 1); 18 / 19 = 17 and 20 = 15 with the Philox
   /// words of the first 1 / 2 / 1 features made between the loads' issue and their first use
   /// ("Session 7c"; 18 is the bf16 token-major default for n % 128 == 0, n >= 4096; 19 / 20
-  /// opt-in; the same fallbacks).
+  /// opt-in; the same fallbacks); 21 = 18 with the bf16 conversions on the FMA pipe (IMAD.WIDE
+  /// instead of LOP3), 22 = 21 with the fast path's validity in one FSETP per group, 23 = 21 with
+  /// the token tiles along blockIdx.x, 24 = 18 with the token tiles along blockIdx.x ("Session 8 (MVUE)";
+  /// for f16, 21 is 18's code and 23 is 24's; 23 is the f16 token-major default for n % 128 == 0,
+  /// n >= 4096; 21 / 22 measured slower, 24 not yet measured; the same fallbacks).
   /// Outputs are identical.
   int variant = 0;
   /// Bench / profiling only (variants 1, 3, 4, 5): at most this many CTAs resident per SM, by
@@ -224,7 +230,10 @@ struct Mvue24Args {
 ///   both bench processes; 15 / 16 1.04-1.08x; f16: 0.96-0.97x of variant 5, not used); session
 ///   7c: variant 18 (17 with feature 0's Philox words made between the loads and their first
 ///   use) replaces 17 there (1.01x / 1.03x over 17 at 16384 x 5120 / 6400 in both processes;
-///   f16: 0.998x / 1.02x of variant 5, not used).
+///   f16: 0.998x / 1.02x of variant 5, not used); session 8: variant 23 (for f16: 18 with the
+///   token tiles along blockIdx.x) replaces 5 for f16 with n % 128 == 0 and n >= 4096 (1.004x /
+///   1.02x over 5 at 16384 x 5120 / 6400 in all three bench processes); bf16 keeps 18 (21 / 23:
+///   0.975-0.994x of 18).
 /// Returns the variant that really runs for (dtype, layout, tokens, features), fallbacks included,
 /// so that callers comparing against "the default" (bench/train_suite.cu) compare like with like.
 inline int mvue24_default_variant(DType dtype, bool token_major, std::int64_t tokens, std::int64_t features) {
@@ -234,7 +243,7 @@ inline int mvue24_default_variant(DType dtype, bool token_major, std::int64_t to
     return tokens % 32 == 0 ? 10 : (dtype == DType::bf16 ? 7 : 6);
   }
   if (dtype != DType::f32 && features % 128 != 0 && features % 64 == 0) return 3;
-  if (dtype != DType::f32 && features % 128 == 0 && features >= 4096) return dtype == DType::f16 ? 5 : 18;
+  if (dtype != DType::f32 && features % 128 == 0 && features >= 4096) return dtype == DType::f16 ? 23 : 18;
   return 1;
 }
 

@@ -13,6 +13,7 @@
 #include "cuda/vnm_small/kernel5.cuh"
 #include "cuda/vnm_small/kernel6.cuh"
 #include "cuda/vnm_small/kernel7.cuh"
+#include "cuda/vnm_small/kernel8.cuh"
 #include "cuda/vnm_small/vnm_small.hpp"
 
 namespace sparsenm::cuda::vnm_small {
@@ -27,7 +28,8 @@ const void* kernel_of(int variant) {
     case 7: return reinterpret_cast<const void*>(&vnm_small_kernel_stream<Tr, false>);  // venom: same resources
     case 8: return reinterpret_cast<const void*>(&vnm_small_kernel_ring<Tr, 2>);  // the larger of the two
     case 9:
-    case 11: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
+    case 11:
+    case 12: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
     case 10: return reinterpret_cast<const void*>(&vnm_small_kernel_pair<Tr, false>);
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
     default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
@@ -54,6 +56,11 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
                          reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 1, true, true>)};
     const int nk = variant == sparsenm::vnm_small::kFusedVariant ? 6 : 3;  // 11: its own instances too
     int best = 1 << 30;
+    if (variant == sparsenm::vnm_small::kLeanVariant) {  // 12: the lean kernel besides variant 9's
+      const void* f = reinterpret_cast<const void*>(&vnm_small_kernel_lean<Tr>);
+      SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
+      SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&best, f, threads, smem_bytes));
+    }
     for (int i = 0; i < nk; ++i) {
       const void* f = ks[i];
       if (f != k) SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
@@ -175,6 +182,21 @@ void launch_async(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
   }
 }
 
+/// Variant 12: the lean kernel (kernel8.cuh) where it applies — direct X (hw24, k % 8 == 0, aligned
+/// X), 8 warps of one row tile each, the kernel's compile-time chunk — otherwise variant 9.
+template <class Tr>
+void launch_lean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
+  constexpr int NT = Tr::kNTiles;
+  if (direct_x(p) && g.warps == 8 && g.tiles_per_warp == 1 && p.tiles_per_group == 8 &&
+      g.chunk_pairs == sparsenm::vnm_small::lean_chunk_pairs(NT)) {
+    vnm_small_kernel_lean<Tr><<<dim3(unsigned(groups), unsigned(g.splits)), dim3(256), g.smem_bytes(), stream>>>(p);
+    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_lean");
+    if (g.splits > 1) launch_reduce(p, stream);
+  } else {
+    launch_async_impl<Tr, false>(p, g, groups, stream);
+  }
+}
+
 /// Variant 10 (paired tiles): the staging choice of variant 9.
 template <class Tr>
 void launch_pair(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
@@ -255,6 +277,9 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
     case 9:
     case 11:
       launch_async<Tr>(p, g, groups, stream);
+      break;
+    case 12:
+      launch_lean<Tr>(p, g, groups, stream);
       break;
     case 10:
       launch_pair<Tr>(p, g, groups, stream);

@@ -202,11 +202,20 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 8192: 91.8 / 120.9 against 74.9 / 101.3 us at m = 8 / 32); opt-in.
 /// Variants 1/2 split k into at most one wave of resident blocks (floor(slots / groups)) and
 /// size chunks so a block has ~3 of them.
-inline constexpr int kVariants = 12;
+///  12 lean (kernel8.cuh; session 8) - variant 9 for hw24 with direct X staging, rewritten for a
+///                 short per-record instruction stream: compile-time chunk (lean_chunk_pairs), the
+///                 record loop unrolled over a chunk, constant cp.async wait counts, one record
+///                 pointer per warp, a division-free gather; hw24 with k % 8 == 0: chunk
+///                 lean_chunk_pairs and the one-wave split rule (lean_direct), elsewhere variant
+///                 9's geometry; venom / misaligned X / k % 8 != 0 run variant 9's kernel.
+///                 Measured (04e6c4d, session 8): the 2:4 default at every m when k % 8 == 0
+///                 (1.05-1.08x cuSPARSELt at 28672 x 8192 m <= 16; 0.87-1.005x at 12288^2).
+inline constexpr int kVariants = 13;
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
 inline constexpr int kFusedVariant = 11;  ///< variant 9 + last-block split reduction
+inline constexpr int kLeanVariant = 12;   ///< variant 9, lean hw24 direct kernel (kernel8.cuh)
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)
@@ -214,7 +223,13 @@ inline constexpr int kPairMinChunk = 3;        ///< variant 10: pairs per chunk 
 inline constexpr int kStreamMaxSplits = 8;     ///< portable cluster size
 inline constexpr int kStreamHwTiles = 16;      ///< hw24 row tiles per block (256 rows, 8 warps)
 /// Variants that run the async-gather kernel (kernel6.cuh): 9, and 11 with the fused reduction.
-constexpr bool async_variant(int v) { return v == kAsyncVariant || v == kFusedVariant; }
+constexpr bool async_variant(int v) { return v == kAsyncVariant || v == kFusedVariant || v == kLeanVariant; }
+/// Variant 12 (kernel8.cuh): pairs per staged chunk, a compile-time constant of the kernel
+/// (a multiple of kRingStages, 8 x it divides 256; <= 16 / n_tiles so it fits variant 9's buffers).
+SPARSENM_VS_HD constexpr int lean_chunk_pairs(int n_tiles) { return n_tiles == 1 ? 16 : n_tiles == 2 ? 8 : 4; }
+/// Variant 12 takes its own kernel (and geometry) where X can be staged directly: hw24 with
+/// k % 8 == 0 (X alignment is checked at launch; misaligned X runs variant 9 in this geometry).
+inline bool lean_direct(const Layout& l, int variant) { return variant == kLeanVariant && !l.venom && l.k % 8 == 0; }
 /// Variants with two staged-X buffers and the gather interleaved with the record batches.
 constexpr bool pipelined_variant(int v) { return v == 2 || v == 3; }
 /// Variants that stage X from the transposed workspace (xt_unit layout, cp.async, ldmatrix).
@@ -350,6 +365,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
   g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X per buffer for every m
   if (async_variant(variant) || variant == kPairVariant) g.chunk_pairs = 16 / g.n_tiles;  // 2 x ~17 KB + rings
+  if (lean_direct(l, variant)) g.chunk_pairs = lean_chunk_pairs(g.n_tiles);  // the kernel's constant
   if (g.warps <= 2) g.chunk_pairs = std::max(1, g.chunk_pairs / 2);
   if (variant == kPairVariant) g.chunk_pairs = std::max(kPairMinChunk, g.chunk_pairs);  // pair_ring_wait_newer
   g.buffers = two_buffer_variant(variant) ? 2 : 1;
@@ -360,7 +376,16 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   cap = std::min<std::int64_t>(cap, std::max<std::int64_t>(1, std::int64_t(0.25 * 4.5 * double(l.windows) / (8.0 * m))));
   cap = std::min<std::int64_t>(cap, 16);
   std::int64_t splits = 1;
-  if (run1_geometry(variant)) {
+  if (lean_direct(l, variant)) {
+    // Variant 12, direct staging: at most one wave of resident blocks, the most splits with
+    // groups * splits <= slots (1 when the groups alone fill a wave). Session 8 (H200, 04e6c4d,
+    // forced splits 1 / 2 / 3 / 4 / 6 at m = 1 / 8 / 16 / 32): the fastest split count on both 2:4
+    // shapes at every m is this one — 28672 x 8192 (224 groups, 396 slots) 1 split: 65.3 / 66.2 /
+    // 67.4 / 73.8 us against 70.6 / 72.8 / 77.3 / 89.0 with the run-1 / balanced rules; 12288^2
+    // (96 groups) 4 splits: 47.8 / 48.8 / 50.9 / 55.5 (2 splits, a partial second wave: up to 1.3x).
+    const std::int64_t slots = std::int64_t(std::max(1, sms)) * std::max(1, blocks_per_sm);
+    splits = std::min(cap, std::max<std::int64_t>(1, slots / l.groups));
+  } else if (run1_geometry(variant)) {
     // Run-1 rule: enough warps for ~4 blocks of 8 warps per SM.
     // Variant 10 counts row tiles (two per warp) as variant 9's warps: the same splits, so its fp32
     // partials (m x 4 bytes per row and split) do not double with its halved warps.

@@ -115,7 +115,8 @@ class Instance final : public detail::KernelInstance {
     static const char* const kNames[sv::kVariants] = {"staged",       "batched",        "pipelined", "pipelined short",
                                                       "row gather",   "transposed X",   "transposed X + PDL",
                                                       "streamed",     "cp.async ring",  "async gather + ring",
-                                                      "paired tiles",   "async gather + ring, fused reduce"};
+                                                      "paired tiles",   "async gather + ring, fused reduce",
+                                                      "async gather + ring, lean (hw24 direct)"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps";
@@ -175,7 +176,14 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // at m = 32 variant 9 with the SM-balanced splits (layout.hpp balanced_splits, 4 splits on both
   // 2:4 shapes) beats variant 6 on 2:4 (92.7 against 97.9 us at 28672 x 8192, 60.2 against 74.9
   // at 12288^2); variant 11 (fused split reduce) is slower everywhere: not taken.
+  // s8v24 (session 8, bench/results/NVIDIA_H200-vnm_small-2026-11-22-04e6c4d-s8v24.jsonl): variant
+  // 12 (kernel8.cuh, the lean direct-staging kernel, ~3x fewer instructions per record) with its
+  // one-wave split rule is the fastest 2:4 row at m = 1 / 8 / 16 / 32 on both shapes (28672 x 8192:
+  // 65.3 / 66.2 / 67.4 / 73.8 us against the defaults 70.9 / 73.8 / 78.0 / 93.7; 12288^2: 47.8 /
+  // 48.8 / 50.9 / 55.5 against 50.6 / 52.1 / 57.8 / 60.1). So 12 for hw24 with k % 8 == 0 at every
+  // m (X misaligned at run time: variant 9's kernel in that geometry); k % 8 != 0: as before.
   const Pattern& p = w.pattern();
+  if (p.kind == Granularity::hw24 && w.cols() % 8 == 0) return sv::kLeanVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 24) return sv::kAsyncVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 8) return 6;  // 6 falls back to 5 below sm_90 (geometry_for)
   if (p.kind == Granularity::venom && p.m >= 32 && m > 24) return 5;

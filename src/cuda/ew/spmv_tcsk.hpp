@@ -1,0 +1,73 @@
+// sparsenm — EW-N:M tensor-core SpMV on the stream-K ring (cuda:ew_spmv_tc_sk, m = 1..8; docs/PERF.md
+// session 8): the tensor-core tile and PRMT decode of ew_spmv_tc_ring, streamed the way the m = 1
+// stream-K ring kernels stream (per-warp contiguous unit ranges, a 3-stage shared-memory tile ring
+// per warp filled by 16-byte cp.async, the weight stored in the order the ranges consume it).
+// Host-side arguments, plan and dispatch; the kernel is spmv_tcsk_kernel.cuh.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cuda/ew/spmv_tc_layout.hpp"
+
+namespace sparsenm::cuda::ew {
+
+/// Arguments of one launch (sizes in elements; pointers on the device).
+struct TcSkArgs {
+  const void* values = nullptr;            ///< tiles in unit order (reorder_spmv_tcsk)
+  const std::uint32_t* indices = nullptr;  ///< index words in unit order
+  const void* x = nullptr;                 ///< [m][k], weight dtype
+  void* y = nullptr;                       ///< [m][n], y_dtype
+  float* ws = nullptr;                     ///< [row_blocks * 16][8] fp32, zero between launches
+  unsigned* cnt = nullptr;                 ///< [row_blocks] tiles added, zero between launches
+  int n = 0, k = 0, m = 0;
+  int tiles = 0, row_blocks = 0;           ///< tiles per row block, ceil(n / 16)
+  int kc = 0, chunks = 0;                  ///< tiles per k chunk, ceil(tiles / kc)
+  long long units = 0;                     ///< row_blocks * tiles
+  int cta_warps = 16;                      ///< warps per CTA (1..16)
+  int warps_total = 0;                     ///< grid * cta_warps
+  int pitch = 0;                           ///< bytes of one staged X row (spmv_tc_pitch of the widest CTA span)
+  int x_off = 0;                           ///< byte offset of the staged X (after the selector table)
+  int ring_off = 0;                        ///< byte offset of the warps' tile rings
+  int y_dtype = 0;                         ///< 0 f32, 1 f16, 2 bf16
+  int x_vec = 0;                           ///< 1: k % 8 == 0 and x 16-byte aligned (set per run)
+};
+
+struct TcSkConfig {
+  int grid = 0;        ///< CTAs (one per SM by default)
+  int smem_bytes = 0;  ///< dynamic shared memory per CTA
+};
+
+using TcSkLaunchFn = void (*)(const TcSkArgs&, const TcSkConfig&, cudaStream_t);
+
+constexpr int kTcSkRing = 3;       ///< ring stages per warp
+constexpr int kTcSkMaxWarps = 16;  ///< warps per CTA (launch bound)
+
+/// The compiled instance (f16 / bf16; 2:8, 1:8, 2:16, 1:16), or null.
+TcSkLaunchFn find_spmv_tcsk(DType dtype, int pn, int pm);
+
+/// Why (layout, dtype, m) cannot run on ew_spmv_tc_sk ("" if it can).
+std::string spmv_tcsk_unsupported(const FormatLayout& f, DType dtype, long long m);
+
+/// Chunk of unit u (units in chunk-major order: every chunk but the last holds row_blocks * kc units).
+inline long long tcsk_chunk_of(long long u, long long row_blocks, long long kc) { return u / (row_blocks * kc); }
+
+/// Plan: grid (default: one CTA per SM), warps per CTA (default kTcSkMaxWarps), the largest k chunk
+/// whose widest CTA span of X fits the shared memory left by the selector table and the rings.
+/// `smem_limit`: the device's opt-in bytes per CTA. Overrides (> 0) for tests: grid, warps, kc.
+/// Throws InvalidArgument if even one tile of X does not fit. Fills every field of `a` but the
+/// pointers, y_dtype and x_vec.
+TcSkConfig plan_spmv_tcsk(const SpmvTcLayout& l, int m, int sms, int smem_limit, TcSkArgs& a, int grid_override = 0,
+                          int warps_override = 0, int kc_override = 0);
+
+/// The tc-layout tiles (pack_spmv_tc) stored in unit order for kc: unit u = (chunk c, row block rb,
+/// tile tt of the chunk) at slot u, c-major, then rb, then tt. Plan time, once.
+void reorder_spmv_tcsk(const SpmvTcPacked& p, int kc, std::vector<std::byte>& values, std::vector<std::uint32_t>& indices);
+
+/// Bytes of the fp32 workspace and of the counters (zeroed once; every launch leaves them zero).
+inline std::size_t spmv_tcsk_ws_bytes(const SpmvTcLayout& l) { return std::size_t(l.row_blocks) * 16 * 8 * 4; }
+inline std::size_t spmv_tcsk_cnt_bytes(const SpmvTcLayout& l) { return std::size_t(l.row_blocks) * 4; }
+
+}  // namespace sparsenm::cuda::ew

@@ -1,0 +1,124 @@
+// sparsenm — ew_spmv_tc_sk: instance table, plan-time configuration and the unit-order reorder.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "cuda/ew/spmv_tc_traits.cuh"
+#include "cuda/ew/spmv_tcsk.hpp"
+#include "sparsenm/error.hpp"
+
+namespace sparsenm::cuda::ew {
+
+template <class Tr>
+void launch_spmv_tcsk(const TcSkArgs& a, const TcSkConfig& cfg, cudaStream_t stream);  // spmv_tcsk_launch.cuh
+template <class T, int NN, int MM>
+struct TcSkTraits;  // spmv_tcsk_kernel.cuh
+
+namespace {
+
+template <class T>
+TcSkLaunchFn find_typed(int pn, int pm) {
+  if (pn == 2 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 2, 8>>;
+  if (pn == 1 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 1, 8>>;
+  if (pn == 2 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 2, 16>>;
+  if (pn == 1 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 1, 16>>;
+  return nullptr;
+}
+
+long long round128(long long b) { return (b + 127) / 128 * 128; }
+
+}  // namespace
+
+TcSkLaunchFn find_spmv_tcsk(DType dtype, int pn, int pm) {
+  switch (dtype) {
+    case DType::f16: return find_typed<__half>(pn, pm);
+    case DType::bf16: return find_typed<__nv_bfloat16>(pn, pm);
+    default: return nullptr;
+  }
+}
+
+std::string spmv_tcsk_unsupported(const FormatLayout& f, DType dtype, long long m) {
+  if (m < 1 || m > 8) return "ew_spmv_tc_sk serves m = 1..8 (got m = " + std::to_string(m) + ")";
+  if (auto why = SpmvTcLayout::why_not(f, dtype); !why.empty()) return why;
+  if (!find_spmv_tcsk(dtype, f.pattern.n, f.pattern.m))
+    return "ew_spmv_tc_sk: pattern " + f.pattern.str() + " is not compiled (2:8, 1:8, 2:16, 1:16 are)";
+  if (f.rows > (1ll << 30) || f.cols > (1ll << 30)) return "ew_spmv_tc_sk: rows and cols must be < 2^30";
+  return {};
+}
+
+TcSkConfig plan_spmv_tcsk(const SpmvTcLayout& l, int m, int sms, int smem_limit, TcSkArgs& a, int grid_override,
+                          int warps_override, int kc_override) {
+  const int cw = warps_override > 0 ? warps_override : kTcSkMaxWarps;
+  if (cw > kTcSkMaxWarps)
+    throw InvalidArgument("warps_override", "ew_spmv_tc_sk: at most " + std::to_string(kTcSkMaxWarps) + " warps per CTA");
+  const int grid = grid_override > 0 ? grid_override : std::max(1, sms);
+  if (kc_override > l.tiles) throw InvalidArgument("kc_override", "ew_spmv_tc_sk: more tiles per chunk than the row has");
+  a.n = int(l.rows);
+  a.k = int(l.cols);
+  a.m = m;
+  a.tiles = int(l.tiles);
+  a.row_blocks = int(l.row_blocks);
+  a.units = l.row_blocks * l.tiles;
+  a.cta_warps = cw;
+  a.warps_total = grid * cw;
+  const long long table = spmv_tc_table_bytes(kDecPrmt, l.n, l.m);
+  const long long tile_bytes = 2048 + 128ll * l.bits;
+  const long long rings = (long long)cw * kTcSkRing * tile_bytes;
+  const long long U = a.units, W = a.warps_total;
+  // The widest X span (in tiles) of any CTA for chunks of kc tiles.
+  auto widest = [&](long long kc) {
+    long long best = 0;
+    const long long rk = l.row_blocks * kc;
+    for (long long b = 0; b < grid; ++b) {
+      const long long lo = b * cw * U / W, hi = (b + 1) * cw * U / W;
+      if (lo >= hi) continue;
+      const long long t0 = lo / rk * kc, t1 = std::min<long long>(l.tiles, ((hi - 1) / rk + 1) * kc);
+      best = std::max(best, t1 - t0);
+    }
+    return std::max<long long>(best, 1);
+  };
+  for (long long kc = kc_override > 0 ? kc_override : l.tiles; kc >= 1; --kc) {
+    const long long pitch = spmv_tc_pitch(int(widest(kc) * l.tile_cols), l.m);
+    const long long xb = round128(8 * pitch);
+    const long long total = table + xb + rings;
+    if (total > smem_limit && kc_override <= 0) continue;
+    if (total > smem_limit)
+      throw InvalidArgument("kc_override", "ew_spmv_tc_sk: " + std::to_string(total) + " B of shared memory needed, " +
+                                               std::to_string(smem_limit) + " allowed");
+    a.kc = int(kc);
+    a.chunks = int((l.tiles + kc - 1) / kc);
+    a.pitch = int(pitch);
+    a.x_off = int(table);
+    a.ring_off = int(table + xb);
+    TcSkConfig cfg;
+    cfg.grid = grid;
+    cfg.smem_bytes = int(total);
+    return cfg;
+  }
+  throw InvalidArgument("smem_limit", "ew_spmv_tc_sk: the selector table, the tile rings and one tile of X need more than " +
+                                          std::to_string(smem_limit) + " B of shared memory");
+}
+
+void reorder_spmv_tcsk(const SpmvTcPacked& p, int kc, std::vector<std::byte>& values, std::vector<std::uint32_t>& indices) {
+  const SpmvTcLayout& l = p.layout;
+  if (kc < 1 || kc > l.tiles) throw InvalidArgument("kc", "reorder_spmv_tcsk: must be 1..tiles");
+  const std::size_t vb = 2048, iw = std::size_t(l.bits) * 32;
+  if (p.values.size() != std::size_t(l.row_blocks * l.tiles) * vb || p.indices.size() != std::size_t(l.row_blocks * l.tiles) * iw)
+    throw InvalidArgument("p", "reorder_spmv_tcsk: packed sizes do not match the layout");
+  values.resize(p.values.size());
+  indices.resize(p.indices.size());
+  std::size_t u = 0;
+  for (std::int64_t t0 = 0; t0 < l.tiles; t0 += kc) {
+    const std::int64_t tcn = std::min<std::int64_t>(kc, l.tiles - t0);
+    for (std::int64_t rb = 0; rb < l.row_blocks; ++rb)
+      for (std::int64_t tt = 0; tt < tcn; ++tt, ++u) {
+        const std::size_t src = std::size_t(rb * l.tiles + t0 + tt);
+        std::memcpy(values.data() + u * vb, p.values.data() + src * vb, vb);
+        std::memcpy(indices.data() + u * iw, p.indices.data() + src * iw, iw * 4);
+      }
+  }
+}
+
+}  // namespace sparsenm::cuda::ew

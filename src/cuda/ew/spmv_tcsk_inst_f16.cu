@@ -1,0 +1,6 @@
+// sparsenm — ew_spmv_tc_sk instances (f16): the PRMT-decode patterns.
+#include "cuda/ew/spmv_tcsk_launch.cuh"
+SPARSENM_EW_SPMV_TCSK_INSTANCE(__half, 2, 8)
+SPARSENM_EW_SPMV_TCSK_INSTANCE(__half, 1, 8)
+SPARSENM_EW_SPMV_TCSK_INSTANCE(__half, 2, 16)
+SPARSENM_EW_SPMV_TCSK_INSTANCE(__half, 1, 16)
