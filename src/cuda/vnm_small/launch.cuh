@@ -14,6 +14,7 @@
 #include "cuda/vnm_small/kernel6.cuh"
 #include "cuda/vnm_small/kernel7.cuh"
 #include "cuda/vnm_small/kernel8.cuh"
+#include "cuda/vnm_small/kernel9.cuh"
 #include "cuda/vnm_small/vnm_small.hpp"
 
 namespace sparsenm::cuda::vnm_small {
@@ -29,7 +30,8 @@ const void* kernel_of(int variant) {
     case 8: return reinterpret_cast<const void*>(&vnm_small_kernel_ring<Tr, 2>);  // the larger of the two
     case 9:
     case 11:
-    case 12: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
+    case 12:
+    case 13: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
     case 10: return reinterpret_cast<const void*>(&vnm_small_kernel_pair<Tr, false>);
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
     default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
@@ -58,6 +60,11 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
     int best = 1 << 30;
     if (variant == sparsenm::vnm_small::kLeanVariant) {  // 12: the lean kernel besides variant 9's
       const void* f = reinterpret_cast<const void*>(&vnm_small_kernel_lean<Tr>);
+      SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
+      SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&best, f, threads, smem_bytes));
+    }
+    if (variant == sparsenm::vnm_small::kLean2Variant) {  // 13: the lean paired kernel besides variant 9's
+      const void* f = reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr>);
       SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
       SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&best, f, threads, smem_bytes));
     }
@@ -197,6 +204,27 @@ void launch_lean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::i
   }
 }
 
+/// Variant 13: the lean paired kernel (kernel9.cuh) — 4 warps of two row tiles each, the kernel's
+/// compile-time chunk — when X is 16-byte aligned; otherwise X -> Xt and variant 9's transposed
+/// kernel with two tiles per warp in this geometry (geometry_for sends every other shape to 12).
+template <class Tr>
+void launch_lean2(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
+  constexpr int NT = Tr::kNTiles;
+  if (g.warps != 4 || g.tiles_per_warp != 2 || p.tiles_per_group != 8 || p.sel != nullptr ||
+      g.chunk_pairs != sparsenm::vnm_small::lean_chunk_pairs(NT))
+    throw std::logic_error("vnm_small: variant 13 geometry is not the lean paired kernel's");
+  const dim3 grid(unsigned(groups), unsigned(g.splits));
+  if (direct_x(p)) {
+    vnm_small_kernel_lean2<Tr><<<grid, dim3(128), g.smem_bytes(), stream>>>(p);
+    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_lean2");
+  } else {
+    launch_transpose<NT>(p, stream);
+    launch_dependent(vnm_small_kernel_async<Tr, 2, false, false>, grid, dim3(128), g, p, stream);
+    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_async");
+  }
+  if (g.splits > 1) launch_reduce(p, stream);
+}
+
 /// Variant 10 (paired tiles): the staging choice of variant 9.
 template <class Tr>
 void launch_pair(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
@@ -280,6 +308,9 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
       break;
     case 12:
       launch_lean<Tr>(p, g, groups, stream);
+      break;
+    case 13:
+      launch_lean2<Tr>(p, g, groups, stream);
       break;
     case 10:
       launch_pair<Tr>(p, g, groups, stream);

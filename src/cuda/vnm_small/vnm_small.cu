@@ -116,7 +116,8 @@ class Instance final : public detail::KernelInstance {
                                                       "row gather",   "transposed X",   "transposed X + PDL",
                                                       "streamed",     "cp.async ring",  "async gather + ring",
                                                       "paired tiles",   "async gather + ring, fused reduce",
-                                                      "async gather + ring, lean (hw24 direct)"};
+                                                      "async gather + ring, lean (hw24 direct)",
+                                                      "async gather + ring, lean, two tiles per warp (hw24 direct)"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps";
@@ -196,6 +197,7 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
     throw InvalidArgument("options.variant", "must be -1 (plan's choice) or 0.." + std::to_string(sv::kVariants - 1));
   const sv::Layout l = sv::Layout::of(w.layout);
   int variant = opt.variant >= 0 ? opt.variant : default_variant(w, desc.m);
+  variant = sv::lean2_or_lean(l, variant);  // 13 only where its kernel applies (hw24, k % 8 == 0)
   if (variant == 6 && device_major() < 9) variant = 5;  // programmatic dependent launch: sm_90+
   if (variant == sv::kStreamVariant && device_major() < 9) variant = 4;  // clusters, distributed shared memory: sm_90+
   if (sv::async_variant(variant) && device_major() < 9) variant = 4;  // programmatic dependent launch: sm_90+
