@@ -741,12 +741,23 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
       EXPECT_EQ(g.ring_bytes, 4u * sv::kRingStages * 2u * sv::kRecordBytes);
       EXPECT_EQ(g.smem_bytes(), g12.smem_bytes()) << "the same shared memory as variant 12";
       EXPECT_LE(g.smem_bytes(), sv::max_smem_bytes(g.n_tiles));
+      // variant 14: variant 13 with at most 8 splits (one portable cluster), every split non-empty
+      const sv::Geometry c = sv::choose_geometry(l, m, 132, sv::kLean2ClusterVariant, 3);
+      EXPECT_EQ(c.variant, sv::kLean2ClusterVariant);
+      EXPECT_EQ(c.warps, 4);
+      EXPECT_EQ(c.chunk_pairs, g.chunk_pairs);
+      EXPECT_EQ(c.splits, std::min(g.splits, sv::kStreamMaxSplits));
+      EXPECT_LT(std::int64_t(c.splits - 1) * c.pairs_per_split, l.pairs);
+      EXPECT_EQ(c.smem_bytes(), g.smem_bytes());
+      const sv::Geometry c1 = sv::choose_geometry(l, m, 1320, sv::kLean2ClusterVariant, 3);  // many SMs: capped
+      EXPECT_LE(c1.splits, sv::kStreamMaxSplits);
     }
   const sv::Layout odd = sv::Layout::of(FormatLayout::of(Pattern::hw24(), 28672, 8188));
   const sv::Layout v = sv::Layout::of(FormatLayout::of(Pattern::venom(128, 8), 12288, 12288));
   for (int m : {1, 8, 17, 32})
     for (const sv::Layout* l : {&odd, &v}) {
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2Variant), sv::kLeanVariant);
+      EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2ClusterVariant), sv::kLeanVariant);
       const sv::Geometry a = sv::choose_geometry(*l, m, 132, sv::kLean2Variant, 3), b = sv::choose_geometry(*l, m, 132, sv::kLeanVariant, 3);
       EXPECT_EQ(a.variant, sv::kLeanVariant);
       EXPECT_EQ(a.warps, b.warps);

@@ -19,12 +19,20 @@
 // per SM of variant 12). The gather is variant 12's with 128 threads (twice the rounds per thread).
 // Launched by launch_lean2 (launch.cuh) only when X is 16-byte aligned; otherwise variant 9's
 // transposed kernel (two tiles per warp) runs in this geometry.
+//
+// kCluster (variant 14): the k splits of a group form one thread-block cluster (1, splits, 1) and are
+// summed through distributed shared memory at the end (variant 7's reduction): no fp32 partials in
+// global memory, no reduce launch. Each block writes its 128 x 8 NT accumulators to its own shared
+// memory (the X buffers, free after the last chunk), cluster barrier, block z sums rows
+// [z 128 / S, (z + 1) 128 / S) over the S blocks in split order and stores y, cluster barrier.
 #pragma once
+#include <cooperative_groups.h>
+
 #include "cuda/vnm_small/kernel8.cuh"
 
 namespace sparsenm::cuda::vnm_small {
 
-template <class Tr>
+template <class Tr, bool kCluster>
 __global__ void __launch_bounds__(128, 3) vnm_small_kernel_lean2(const Params p) {
   using T = typename Tr::T;
   namespace sv = sparsenm::vnm_small;
@@ -178,8 +186,50 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_lean2(const Params p)
   }
   ring_wait<0>();  // no copy may still target the block's shared memory at exit
 
-  if (has0) store_tile<Tr, NT>(p, acc0, rt0 * 16 + (lane >> 2), lane & 3);
-  if (has1) store_tile<Tr, NT>(p, acc1, (rt0 + 1) * 16 + (lane >> 2), lane & 3);
+  if constexpr (!kCluster) {
+    if (has0) store_tile<Tr, NT>(p, acc0, rt0 * 16 + (lane >> 2), lane & 3);
+    if (has1) store_tile<Tr, NT>(p, acc1, (rt0 + 1) * 16 + (lane >> 2), lane & 3);
+  } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    // The group's partial sums [8 NT][128 (+ 4)] floats at the start of shared memory (X buffers:
+    // 2 kBuf >= 32 KB > 8 NT x 132 x 4 B); lanes (g, t) write banks g + 8 t: conflict free.
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    constexpr int kPitch = 128 + 4;
+    static_assert(std::uint32_t(8 * NT * kPitch * 4) <= 2 * kBuf, "lean2: partials fit the X buffers");
+    float* part = reinterpret_cast<float*>(smem_u4);
+    __syncthreads();  // every warp is done with the X buffers (no copies outstanding: ring_wait<0>)
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int a = 0; a < 2; ++a) {
+      const int rl = (2 * warp + a) * 16 + g;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int i = nt * 8 + 2 * t;
+        const float(&ac)[4] = a ? acc1[nt] : acc0[nt];
+        part[i * kPitch + rl] = ac[0];
+        part[(i + 1) * kPitch + rl] = ac[1];
+        part[i * kPitch + rl + 8] = ac[2];
+        part[(i + 1) * kPitch + rl + 8] = ac[3];
+      }
+    }
+    cluster.sync();
+    const int z = int(cluster.block_rank()), S = int(cluster.num_blocks());
+    const int slice = (128 + S - 1) / S, rbeg = z * slice, rend = min(128, rbeg + slice);
+    const int span = max(0, rend - rbeg);
+    const std::int64_t row0 = std::int64_t(blockIdx.x) * p.tiles_per_group * 16;
+    for (int idx = tid; idx < p.m * span; idx += kThreads) {
+      const int i = idx / span, rl = rbeg + (idx - i * span);
+      const std::int64_t r = row0 + rl;
+      float sum = 0.0f;
+      for (int q = 0; q < S; ++q) sum += cluster.map_shared_rank(part, q)[i * kPitch + rl];
+      if (r < p.n) store_y(p.y, p.y_dtype, std::size_t(i) * std::size_t(p.n) + std::size_t(r), sum);
+    }
+    cluster.sync();  // no block leaves while another still reads its shared memory
+#else
+    __trap();  // sm_90+ only (clusters); the plan maps variant 14 to 4 below sm_90 (geometry_for)
+#endif
+  }
 }
 
 }  // namespace sparsenm::cuda::vnm_small

@@ -117,7 +117,8 @@ class Instance final : public detail::KernelInstance {
                                                       "streamed",     "cp.async ring",  "async gather + ring",
                                                       "paired tiles",   "async gather + ring, fused reduce",
                                                       "async gather + ring, lean (hw24 direct)",
-                                                      "async gather + ring, lean, two tiles per warp (hw24 direct)"};
+                                                      "async gather + ring, lean, two tiles per warp (hw24 direct)",
+                                                      "async gather + ring, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps";
@@ -209,7 +210,7 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   const int blocks = prep(variant, 32 * g.warps, g.smem_bytes());
   if (blocks < 1) throw InvalidArgument("weight", std::string(kName) + ": kernel does not fit on this device");
   g = sv::choose_geometry(l, int(desc.m), sms, variant, blocks);
-  if (variant == sv::kStreamVariant && opt.force_splits <= 0) {
+  if ((variant == sv::kStreamVariant || g.variant == sv::kLean2ClusterVariant) && opt.force_splits <= 0) {
     // The split rule fills one wave of blocks; the clusters must fit in it too (run dd6d33a: one
     // cluster of 5 left for a second wave cost 1.45x). Halve the splits until they do.
     const ClustersFn clusters =
@@ -218,7 +219,8 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   }
   if (opt.force_splits > 0) {
     std::int64_t s = std::min<std::int64_t>(opt.force_splits, l.pairs);
-    if (g.variant == sv::kStreamVariant) s = std::min<std::int64_t>(s, sv::kStreamMaxSplits);  // one cluster
+    if (g.variant == sv::kStreamVariant || g.variant == sv::kLean2ClusterVariant)
+      s = std::min<std::int64_t>(s, sv::kStreamMaxSplits);  // one cluster
     g.pairs_per_split = (l.pairs + s - 1) / s;
     g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
   }
