@@ -2,6 +2,14 @@
 // every warp owning two row tiles of the block's 128-row group, so each B fragment loaded from
 // shared memory feeds two mma.sp (variant 10's idea, in the lean form). Read kernel8.cuh first.
 //
+// Status (H200 run aa971bd, PERF-vnm-small.md "Session 8b measured"): correct (every VnmSmallGpu
+// test, memcheck clean). 2:4 28672 x 8192 m = 32 (1 split): 69.3 us against variant 12's 73.7
+// (cuSPARSELt 70.5; ncu: shared wavefronts per record 46.8 -> 28.8, MIO throttle 2.97 -> 0.15, DRAM
+// 77 -> 83 %); m <= 16 within 1 % of 12. 12288^2: variant 13 (4 splits + reduce kernel) ties 12;
+// variant 14 (cluster reduce) 45.1 / 46.3 / 48.2 / 53.1 us at m = 1 / 8 / 16 / 32 with 2 splits,
+// 44.2 / 45.1 / 47.1 / 52.4 with 3 (cuSPARSELt 46.8-47.7). Default (vnm_small.cu): 14 for hw24 with
+// k % 8 == 0 except one-split geometries at m <= 16 (12 there).
+//
 // Why (PERF-vnm-small.md "Session 8" / "Session 8b"). At m = 32 variant 12 is limited by the
 // shared-memory instruction path (ncu: MIO throttle 4.3 per issue, DRAM 73 %): per 1152-byte record
 // a warp issues 2 NT ldmatrix.x4 of X fragments (every warp of the block loads the same ones),

@@ -219,6 +219,10 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 group as one thread-block cluster (1, splits, 1) summed through distributed
 ///                 shared memory (no fp32 partials, no reduce launch); splits <= 8 (portable
 ///                 cluster), fewer when the clusters do not all fit at once (geometry_for).
+///                 Measured (aa971bd, session 8b): 13 = 1.06x of 12 at 2:4 28672 x 8192 m = 32
+///                 (1.018x cuSPARSELt), within 1 % at m <= 16; 14 at 12288^2 1.03-1.08x of 12 at
+///                 every m (3 splits: 1.003-1.06x cuSPARSELt at m <= 16, 0.91x at m = 32). The
+///                 2:4 default for k % 8 == 0 is 14, or 12 where 14 would run one split at m <= 16.
 inline constexpr int kVariants = 15;
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
