@@ -125,15 +125,16 @@ TEST(VnmSmallLayout, LayoutAndGeometryValues) {
   for (int m : {1, 8, 9, 17, 32})
     for (int variant = 0; variant < sv::kVariants; ++variant) {
       const sv::Geometry g = sv::choose_geometry(l, m, 132, variant);
-      EXPECT_EQ(g.variant, variant);
+      const int want = sv::lean2_or_lean(l, variant);  // venom: variant 13 is 12
+      EXPECT_EQ(g.variant, want);
       EXPECT_EQ(g.n_tiles, (m + 7) / 8);
       if (variant == sv::kStreamVariant)  // row-major X read by ldmatrix: pitch 16 mod 128 bytes
         EXPECT_EQ(g.smem_words_per_row % 32, 4) << "bank-conflict-free ldmatrix stride";
       else
         EXPECT_EQ(g.smem_words_per_row % 32, 16) << "bank-conflict-free stride";
-      EXPECT_EQ(g.buffers, sv::two_buffer_variant(variant) ? 2 : 1);
+      EXPECT_EQ(g.buffers, sv::two_buffer_variant(want) ? 2 : 1);
       EXPECT_LE((g.smem_bytes() - g.ring_bytes) / std::size_t(g.buffers), 48u * 1024u);
-      EXPECT_EQ(g.ring_bytes, sv::ring_variant(variant) ? std::size_t(g.warps) * sv::ring_stages(variant) * sv::kRecordBytes : 0u);
+      EXPECT_EQ(g.ring_bytes, sv::ring_variant(want) ? std::size_t(g.warps) * sv::ring_stages(want) * sv::kRecordBytes : 0u);
       EXPECT_LE(g.smem_bytes(), 227u * 1024u / 2) << "two blocks per SM";
       EXPECT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
       EXPECT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
@@ -717,6 +718,52 @@ TEST(VnmSmallLayout, LeanVariantChunkFitsItsKernel) {
   const sv::Layout v = sv::Layout::of(FormatLayout::of(Pattern::venom(128, 8), 12288, 12288));
   for (int m : {1, 8, 17, 32})
     EXPECT_EQ(sv::choose_geometry(v, m, 132, sv::kLeanVariant, 3).chunk_pairs, sv::choose_geometry(v, m, 132, sv::kAsyncVariant, 3).chunk_pairs);
+}
+
+TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
+  // Variant 13 (kernel9.cuh): variant 12's chunk, splits and shared memory with 4 warps of two
+  // row tiles each; the kernel's 128 threads gather rows of 8 C units (128 % (8 C) == 0), its ring
+  // is 4 warps x kRingStages slots of two records (ring_stages counts records). Elsewhere
+  // (k % 8 != 0, venom) it is variant 12, geometry included.
+  for (int nt = 1; nt <= 4; ++nt) EXPECT_EQ(128 % (8 * sv::lean_chunk_pairs(nt)), 0);
+  for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{296, 64 * 37}, {130, 600}, {28672, 8192}, {12288, 12288}})
+    for (int m = 1; m <= 32; ++m) {
+      const sv::Layout l = sv::Layout::of(FormatLayout::of(Pattern::hw24(), n, k));
+      const sv::Geometry g = sv::choose_geometry(l, m, 132, sv::kLean2Variant, 3);
+      const sv::Geometry g12 = sv::choose_geometry(l, m, 132, sv::kLeanVariant, 3);
+      EXPECT_EQ(g.variant, sv::kLean2Variant);
+      EXPECT_EQ(g.warps, 4);
+      EXPECT_EQ(g.tiles_per_warp, 2);
+      EXPECT_EQ(g.tiles_per_group, 8);
+      EXPECT_EQ(g.chunk_pairs, sv::lean_chunk_pairs(g.n_tiles));
+      EXPECT_EQ(g.splits, g12.splits);
+      EXPECT_EQ(g.pairs_per_split, g12.pairs_per_split);
+      EXPECT_EQ(g.ring_bytes, 4u * sv::kRingStages * 2u * sv::kRecordBytes);
+      EXPECT_EQ(g.smem_bytes(), g12.smem_bytes()) << "the same shared memory as variant 12";
+      EXPECT_LE(g.smem_bytes(), sv::max_smem_bytes(g.n_tiles));
+      // variant 14: variant 13 with at most 8 splits (one portable cluster), every split non-empty
+      const sv::Geometry c = sv::choose_geometry(l, m, 132, sv::kLean2ClusterVariant, 3);
+      EXPECT_EQ(c.variant, sv::kLean2ClusterVariant);
+      EXPECT_EQ(c.warps, 4);
+      EXPECT_EQ(c.chunk_pairs, g.chunk_pairs);
+      EXPECT_EQ(c.splits, std::min(g.splits, sv::kStreamMaxSplits));
+      EXPECT_LT(std::int64_t(c.splits - 1) * c.pairs_per_split, l.pairs);
+      EXPECT_EQ(c.smem_bytes(), g.smem_bytes());
+      const sv::Geometry c1 = sv::choose_geometry(l, m, 1320, sv::kLean2ClusterVariant, 3);  // many SMs: capped
+      EXPECT_LE(c1.splits, sv::kStreamMaxSplits);
+    }
+  const sv::Layout odd = sv::Layout::of(FormatLayout::of(Pattern::hw24(), 28672, 8188));
+  const sv::Layout v = sv::Layout::of(FormatLayout::of(Pattern::venom(128, 8), 12288, 12288));
+  for (int m : {1, 8, 17, 32})
+    for (const sv::Layout* l : {&odd, &v}) {
+      EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2Variant), sv::kLeanVariant);
+      EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2ClusterVariant), sv::kLeanVariant);
+      const sv::Geometry a = sv::choose_geometry(*l, m, 132, sv::kLean2Variant, 3), b = sv::choose_geometry(*l, m, 132, sv::kLeanVariant, 3);
+      EXPECT_EQ(a.variant, sv::kLeanVariant);
+      EXPECT_EQ(a.warps, b.warps);
+      EXPECT_EQ(a.chunk_pairs, b.chunk_pairs);
+      EXPECT_EQ(a.splits, b.splits);
+    }
 }
 
 }  // namespace

@@ -309,6 +309,32 @@ TEST(VnmSmallGpu, RingCrossesChunksTilesAndSplits) {
     }
 }
 
+TEST(VnmSmallGpu, LeanPairedDirectHw24) {
+  // Variant 13 (kernel9.cuh) on its own path, small enough for memcheck: hw24 with k % 8 == 0 and
+  // aligned X. n = 296 (last group: 3 of 8 row tiles, so warp 1 owns one tile and streams the last
+  // tile's records for the other, warps 2 / 3 none), n = 130 (9 tiles: one in the last group), 37
+  // pairs (compile-time chunks of 16 / 8 / 4 pairs: a partial last chunk), k = 600 (the last pair
+  // half past k: zero-filled units), m over all four n8-tile counts and odd m, splits 0 (plan) / 1
+  // / 3 / 2, f16 / bf16, fp32 / 16-bit y; X misaligned by 2 bytes (variant 9's transposed kernel,
+  // two tiles per warp, in variant 13's geometry). Variant 14 takes every case: clusters of 2 / 3 /
+  // 5 / 8 blocks (forced splits; 8 = the portable maximum, 37 pairs: 5 per split) reduced through
+  // distributed shared memory, odd m (rows past m not stored), tail groups (rows past n not stored).
+  REQUIRE_DEVICE();
+  std::uint64_t seed = 13000;
+  for (const int v : {vnm_small::kLean2Variant, vnm_small::kLean2ClusterVariant})
+  for (DType t : {DType::f16, DType::bf16})
+    for (std::int64_t m : {1, 7, 9, 16, 19, 25, 32}) {
+      const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
+      Problem pa = make_problem(Pattern::hw24(), t, m, 296, 64 * 37, ++seed);
+      for (int splits : {0, 1, 3, 5, 8})
+        run_and_check_at(pa, DType::f32, {splits, v}, "lean2 n=296 splits=" + std::to_string(splits) + " " + tag, 0);
+      run_and_check_at(pa, t, {3, v}, "lean2 n=296 misaligned X splits=3 " + tag, 2);
+      Problem pk = make_problem(Pattern::hw24(), t, m, 130, 600, ++seed);
+      run_and_check_at(pk, t, {0, v}, "lean2 k=600 " + tag, 0);
+      run_and_check_at(pk, t, {2, v}, "lean2 k=600 splits=2 " + tag, 0);
+    }
+}
+
 TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
   // Variant 9 (kernel6.cuh): the asynchronous, double-buffered X gather with the record ring.
   // Chunks of 16 / NT pairs, so several chunks per split with a partial last chunk; k tails
@@ -325,7 +351,12 @@ TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
   // run variant 9's kernel through it (misaligned X, k % 8 != 0, venom).
   REQUIRE_DEVICE();
   std::uint64_t seed = 9100;
-  for (const int v9 : {vnm_small::kAsyncVariant, vnm_small::kFusedVariant, vnm_small::kLeanVariant})
+  // Variant 13 (kernel9.cuh, two tiles per warp) likewise: its own kernel on the direct cases (a
+  // last group of 5 tiles: warp 2 has one tile), variant 9's transposed kernel with two tiles per
+  // warp in its geometry on misaligned X, variant 12 on k % 8 != 0 and venom.
+  // Variant 14 (the same with the splits reduced in a cluster): non-power-of-two clusters (3, 5).
+  for (const int v9 : {vnm_small::kAsyncVariant, vnm_small::kFusedVariant, vnm_small::kLeanVariant, vnm_small::kLean2Variant,
+                       vnm_small::kLean2ClusterVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 17, 21, 24, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v9);

@@ -14,6 +14,7 @@
 #include "cuda/vnm_small/kernel6.cuh"
 #include "cuda/vnm_small/kernel7.cuh"
 #include "cuda/vnm_small/kernel8.cuh"
+#include "cuda/vnm_small/kernel9.cuh"
 #include "cuda/vnm_small/vnm_small.hpp"
 
 namespace sparsenm::cuda::vnm_small {
@@ -29,7 +30,9 @@ const void* kernel_of(int variant) {
     case 8: return reinterpret_cast<const void*>(&vnm_small_kernel_ring<Tr, 2>);  // the larger of the two
     case 9:
     case 11:
-    case 12: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
+    case 12:
+    case 13:
+    case 14: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
     case 10: return reinterpret_cast<const void*>(&vnm_small_kernel_pair<Tr, false>);
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
     default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
@@ -60,6 +63,16 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
       const void* f = reinterpret_cast<const void*>(&vnm_small_kernel_lean<Tr>);
       SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
       SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&best, f, threads, smem_bytes));
+    }
+    if (sparsenm::vnm_small::lean2_variant(variant)) {  // 13 / 14: the lean paired kernels besides variant 9's
+      const void* fs[2] = {reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, false>),
+                           reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, true>)};
+      for (const void* f : fs) {
+        SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
+        int b = 0;
+        SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, threads, smem_bytes));
+        best = std::min(best, b);
+      }
     }
     for (int i = 0; i < nk; ++i) {
       const void* f = ks[i];
@@ -197,6 +210,47 @@ void launch_lean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::i
   }
 }
 
+/// Variants 13 / 14: the lean paired kernel (kernel9.cuh) — 4 warps of two row tiles each, the
+/// kernel's compile-time chunk — when X is 16-byte aligned (14 with splits: one cluster per group,
+/// reduced in it); otherwise X -> Xt and variant 9's transposed kernel with two tiles per warp in
+/// this geometry, splits summed by the reduce kernel (geometry_for sends every other shape to 12).
+template <class Tr>
+void launch_lean2(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
+  constexpr int NT = Tr::kNTiles;
+  if (g.warps != 4 || g.tiles_per_warp != 2 || p.tiles_per_group != 8 || p.sel != nullptr ||
+      g.chunk_pairs != sparsenm::vnm_small::lean_chunk_pairs(NT))
+    throw std::logic_error("vnm_small: variant 13 geometry is not the lean paired kernel's");
+  const dim3 grid(unsigned(groups), unsigned(g.splits));
+  const bool cluster = g.variant == sparsenm::vnm_small::kLean2ClusterVariant && g.splits > 1;
+  if (direct_x(p) && cluster) {  // variant 14: the splits of a group are one cluster, reduced in it
+    if (g.splits > sparsenm::vnm_small::kStreamMaxSplits) throw std::logic_error("vnm_small: variant 14 cluster > 8 blocks");
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(128);
+    cfg.dynamicSmemBytes = g.smem_bytes();
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = unsigned(g.splits);
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_lean2<Tr, true>, p));
+    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_lean2<cluster>");
+    return;
+  }
+  if (direct_x(p)) {
+    vnm_small_kernel_lean2<Tr, false><<<grid, dim3(128), g.smem_bytes(), stream>>>(p);
+    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_lean2");
+  } else {
+    launch_transpose<NT>(p, stream);
+    launch_dependent(vnm_small_kernel_async<Tr, 2, false, false>, grid, dim3(128), g, p, stream);
+    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_async");
+  }
+  if (g.splits > 1) launch_reduce(p, stream);
+}
+
 /// Variant 10 (paired tiles): the staging choice of variant 9.
 template <class Tr>
 void launch_pair(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
@@ -213,7 +267,7 @@ void launch_pair(const Params& p, const sparsenm::vnm_small::Geometry& g, std::i
   if (g.splits > 1) launch_reduce(p, stream);
 }
 
-/// Variant 7: how many clusters of g.splits blocks of this geometry can be resident at once
+/// Variants 7 / 14: how many clusters of g.splits blocks of this geometry can be resident at once
 /// (cudaOccupancyMaxActiveClusters); 0 when splits <= 1 (no clusters).
 template <class T, int NT>
 int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
@@ -231,7 +285,10 @@ int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   int n = 0;
-  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_stream<Tr, false>, &cfg));
+  if (g.variant == sparsenm::vnm_small::kLean2ClusterVariant)
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true>, &cfg));
+  else
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_stream<Tr, false>, &cfg));
   return n;
 }
 
@@ -280,6 +337,10 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
       break;
     case 12:
       launch_lean<Tr>(p, g, groups, stream);
+      break;
+    case 13:
+    case 14:
+      launch_lean2<Tr>(p, g, groups, stream);
       break;
     case 10:
       launch_pair<Tr>(p, g, groups, stream);

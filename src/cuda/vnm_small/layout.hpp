@@ -210,12 +210,29 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 9's geometry; venom / misaligned X / k % 8 != 0 run variant 9's kernel.
 ///                 Measured (04e6c4d, session 8): the 2:4 default at every m when k % 8 == 0
 ///                 (1.05-1.08x cuSPARSELt at 28672 x 8192 m <= 16; 0.87-1.005x at 12288^2).
-inline constexpr int kVariants = 13;
+///  13 lean paired (kernel9.cuh; session 8b) - variant 12 with two row tiles per warp (4 warps per
+///                 128-row group; each X fragment loaded from shared memory feeds two mma.sp), a
+///                 ring of kRingStages two-record slots per warp; hw24 with k % 8 == 0 only (other
+///                 shapes run variant 12), misaligned X at run time: variant 9's transposed kernel
+///                 with two tiles per warp in this geometry. Chunk and split rule of variant 12.
+///  14 lean paired, cluster reduce (kernel9.cuh; session 8b) - variant 13 with the k splits of a
+///                 group as one thread-block cluster (1, splits, 1) summed through distributed
+///                 shared memory (no fp32 partials, no reduce launch); splits <= 8 (portable
+///                 cluster), fewer when the clusters do not all fit at once (geometry_for).
+///                 Measured (aa971bd, session 8b): 13 = 1.06x of 12 at 2:4 28672 x 8192 m = 32
+///                 (1.018x cuSPARSELt), within 1 % at m <= 16; 14 at 12288^2 1.03-1.08x of 12 at
+///                 every m (3 splits: 1.003-1.06x cuSPARSELt at m <= 16, 0.91x at m = 32). The
+///                 2:4 default for k % 8 == 0 is 14, or 12 where 14 would run one split at m <= 16.
+inline constexpr int kVariants = 15;
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
 inline constexpr int kFusedVariant = 11;  ///< variant 9 + last-block split reduction
 inline constexpr int kLeanVariant = 12;   ///< variant 9, lean hw24 direct kernel (kernel8.cuh)
+inline constexpr int kLean2Variant = 13;  ///< variant 12 with two row tiles per warp (kernel9.cuh)
+inline constexpr int kLean2ClusterVariant = 14;  ///< variant 13, splits reduced in a cluster (kernel9.cuh)
+/// Variants 13 / 14: the lean kernel with two row tiles per warp.
+constexpr bool lean2_variant(int v) { return v == 13 || v == 14; }
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)
@@ -223,13 +240,19 @@ inline constexpr int kPairMinChunk = 3;        ///< variant 10: pairs per chunk 
 inline constexpr int kStreamMaxSplits = 8;     ///< portable cluster size
 inline constexpr int kStreamHwTiles = 16;      ///< hw24 row tiles per block (256 rows, 8 warps)
 /// Variants that run the async-gather kernel (kernel6.cuh): 9, and 11 with the fused reduction.
-constexpr bool async_variant(int v) { return v == kAsyncVariant || v == kFusedVariant || v == kLeanVariant; }
+constexpr bool async_variant(int v) { return v == kAsyncVariant || v == kFusedVariant || v == kLeanVariant || lean2_variant(v); }
 /// Variant 12 (kernel8.cuh): pairs per staged chunk, a compile-time constant of the kernel
 /// (a multiple of kRingStages, 8 x it divides 256; <= 16 / n_tiles so it fits variant 9's buffers).
 SPARSENM_VS_HD constexpr int lean_chunk_pairs(int n_tiles) { return n_tiles == 1 ? 16 : n_tiles == 2 ? 8 : 4; }
 /// Variant 12 takes its own kernel (and geometry) where X can be staged directly: hw24 with
 /// k % 8 == 0 (X alignment is checked at launch; misaligned X runs variant 9 in this geometry).
-inline bool lean_direct(const Layout& l, int variant) { return variant == kLeanVariant && !l.venom && l.k % 8 == 0; }
+inline bool lean_direct(const Layout& l, int variant) {
+  return (variant == kLeanVariant || lean2_variant(variant)) && !l.venom && l.k % 8 == 0;
+}
+/// Variants 13 / 14 run only where their kernel applies (hw24, k % 8 == 0); elsewhere variant 12.
+inline int lean2_or_lean(const Layout& l, int variant) {
+  return lean2_variant(variant) && (l.venom || l.k % 8 != 0) ? kLeanVariant : variant;
+}
 /// Variants with two staged-X buffers and the gather interleaved with the record batches.
 constexpr bool pipelined_variant(int v) { return v == 2 || v == 3; }
 /// Variants that stage X from the transposed workspace (xt_unit layout, cp.async, ldmatrix).
@@ -243,7 +266,8 @@ constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_vari
 /// Variants with the per-warp record rings after the staged X.
 constexpr bool ring_variant(int v) { return v == kRingVariant || async_variant(v) || v == kPairVariant; }
 /// Ring slots per warp of a ring variant.
-constexpr int ring_stages(int v) { return v == kPairVariant ? kPairRingStages : kRingStages; }
+/// (Variant 13: kRingStages slots of two records each, counted here in records.)
+constexpr int ring_stages(int v) { return v == kPairVariant ? kPairRingStages : lean2_variant(v) ? 2 * kRingStages : kRingStages; }
 /// Variants whose shared memory may pass 48 KB (the launcher lifts the limit to max_smem_bytes).
 constexpr bool large_smem_variant(int v) { return two_buffer_variant(v) || ring_variant(v); }
 
@@ -319,6 +343,7 @@ inline std::int64_t balanced_splits(const Layout& l, int sms, std::int64_t cap, 
 }
 
 inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2, int blocks_per_sm = 2) {
+  variant = lean2_or_lean(l, variant);
   Geometry g;
   g.variant = variant;
   g.n_tiles = (m + 7) / 8;
@@ -361,7 +386,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   g.tiles_per_group = tiles_per_group;
   g.groups = l.groups;
   g.warps = std::min(8, tiles_per_group);
-  if (variant == kPairVariant) g.warps = std::max(1, tiles_per_group / 2);  // two row tiles per warp
+  if (variant == kPairVariant || lean2_variant(variant)) g.warps = std::max(1, tiles_per_group / 2);  // two row tiles per warp
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
   g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X per buffer for every m
   if (async_variant(variant) || variant == kPairVariant) g.chunk_pairs = 16 / g.n_tiles;  // 2 x ~17 KB + rings
@@ -385,6 +410,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
     // (96 groups) 4 splits: 47.8 / 48.8 / 50.9 / 55.5 (2 splits, a partial second wave: up to 1.3x).
     const std::int64_t slots = std::int64_t(std::max(1, sms)) * std::max(1, blocks_per_sm);
     splits = std::min(cap, std::max<std::int64_t>(1, slots / l.groups));
+    if (variant == kLean2ClusterVariant) splits = std::min<std::int64_t>(splits, kStreamMaxSplits);  // one cluster
   } else if (run1_geometry(variant)) {
     // Run-1 rule: enough warps for ~4 blocks of 8 warps per SM.
     // Variant 10 counts row tiles (two per warp) as variant 9's warps: the same splits, so its fp32

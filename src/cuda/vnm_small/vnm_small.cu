@@ -116,7 +116,9 @@ class Instance final : public detail::KernelInstance {
                                                       "row gather",   "transposed X",   "transposed X + PDL",
                                                       "streamed",     "cp.async ring",  "async gather + ring",
                                                       "paired tiles",   "async gather + ring, fused reduce",
-                                                      "async gather + ring, lean (hw24 direct)"};
+                                                      "async gather + ring, lean (hw24 direct)",
+                                                      "async gather + ring, lean, two tiles per warp (hw24 direct)",
+                                                      "async gather + ring, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps";
@@ -182,8 +184,15 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // 65.3 / 66.2 / 67.4 / 73.8 us against the defaults 70.9 / 73.8 / 78.0 / 93.7; 12288^2: 47.8 /
   // 48.8 / 50.9 / 55.5 against 50.6 / 52.1 / 57.8 / 60.1). So 12 for hw24 with k % 8 == 0 at every
   // m (X misaligned at run time: variant 9's kernel in that geometry); k % 8 != 0: as before.
+  // s8v24b (session 8b, bench/results/NVIDIA_H200-vnm_small-2026-11-22-aa971bd-s8v24b.jsonl, same
+  // process as cuSPARSELt): variant 14 (kernel9.cuh: two row tiles per warp, k splits reduced in a
+  // cluster) against 12 — 28672 x 8192 (1 split) m = 32 69.3 against 73.7 us, m = 1 / 8 / 16 64.8 /
+  // 65.3 / 66.3 against 64.2 / 64.9 / 66.1 (0.4-0.9 % slower); 12288^2 (2 splits by the rule) 45.1 /
+  // 46.3 / 48.2 / 53.1 against 47.0 / 48.3 / 49.8 / 54.7 at m = 1 / 8 / 16 / 32 (3 splits forced:
+  // 44.2 / 45.1 / 47.1 / 52.4). So 14 for hw24 with k % 8 == 0, except where its geometry has one
+  // split at m <= 16 (geometry_for keeps 12 there).
   const Pattern& p = w.pattern();
-  if (p.kind == Granularity::hw24 && w.cols() % 8 == 0) return sv::kLeanVariant;  // 4 below sm_90 (geometry_for)
+  if (p.kind == Granularity::hw24 && w.cols() % 8 == 0) return sv::kLean2ClusterVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 24) return sv::kAsyncVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 8) return 6;  // 6 falls back to 5 below sm_90 (geometry_for)
   if (p.kind == Granularity::venom && p.m >= 32 && m > 24) return 5;
@@ -191,11 +200,25 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   return 4;
 }
 
+namespace {
+sv::Geometry geometry_of_variant(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt, int variant);
+}  // namespace
+
 sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt) {
   if (opt.variant < -1 || opt.variant >= sv::kVariants)
     throw InvalidArgument("options.variant", "must be -1 (plan's choice) or 0.." + std::to_string(sv::kVariants - 1));
+  sv::Geometry g = geometry_of_variant(w, desc, opt, opt.variant >= 0 ? opt.variant : default_variant(w, desc.m));
+  // Plan's choice: variant 14 with one split at m <= 16 is variant 13 without partials, measured
+  // 0.4-0.9 % slower than 12 (s8v24b, 28672 x 8192 m = 1 / 8 / 16; 6 % faster at m = 32): keep 12.
+  if (opt.variant < 0 && opt.force_splits <= 0 && g.variant == sv::kLean2ClusterVariant && g.splits == 1 && g.n_tiles <= 2)
+    g = geometry_of_variant(w, desc, opt, sv::kLeanVariant);
+  return g;
+}
+
+namespace {
+sv::Geometry geometry_of_variant(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt, int variant) {
   const sv::Layout l = sv::Layout::of(w.layout);
-  int variant = opt.variant >= 0 ? opt.variant : default_variant(w, desc.m);
+  variant = sv::lean2_or_lean(l, variant);  // 13 only where its kernel applies (hw24, k % 8 == 0)
   if (variant == 6 && device_major() < 9) variant = 5;  // programmatic dependent launch: sm_90+
   if (variant == sv::kStreamVariant && device_major() < 9) variant = 4;  // clusters, distributed shared memory: sm_90+
   if (sv::async_variant(variant) && device_major() < 9) variant = 4;  // programmatic dependent launch: sm_90+
@@ -207,21 +230,33 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   const int blocks = prep(variant, 32 * g.warps, g.smem_bytes());
   if (blocks < 1) throw InvalidArgument("weight", std::string(kName) + ": kernel does not fit on this device");
   g = sv::choose_geometry(l, int(desc.m), sms, variant, blocks);
-  if (variant == sv::kStreamVariant && opt.force_splits <= 0) {
+  if ((variant == sv::kStreamVariant || g.variant == sv::kLean2ClusterVariant) && opt.force_splits <= 0) {
     // The split rule fills one wave of blocks; the clusters must fit in it too (run dd6d33a: one
     // cluster of 5 left for a second wave cost 1.45x). Halve the splits until they do.
     const ClustersFn clusters =
         w.dtype == DType::f16 ? pick_clusters<__half>(g.n_tiles) : pick_clusters<__nv_bfloat16>(g.n_tiles);
-    while (g.splits > 1 && std::int64_t(clusters(g)) < g.groups) sv::set_stream_splits(g, l.pairs, g.splits / 2);
+    if (g.variant == sv::kStreamVariant) {
+      while (g.splits > 1 && std::int64_t(clusters(g)) < g.groups) sv::set_stream_splits(g, l.pairs, g.splits / 2);
+    } else {
+      // Variant 14: one fewer split at a time (s8v24b, 12288^2: clusters of 4 did not all fit, the
+      // halving rule took 2 splits; 3 forced measured 1.02-1.03x faster than 2 at every m).
+      while (g.splits > 1 && std::int64_t(clusters(g)) < g.groups) {
+        const std::int64_t s = g.splits - 1;
+        g.pairs_per_split = (l.pairs + s - 1) / s;
+        g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
+      }
+    }
   }
   if (opt.force_splits > 0) {
     std::int64_t s = std::min<std::int64_t>(opt.force_splits, l.pairs);
-    if (g.variant == sv::kStreamVariant) s = std::min<std::int64_t>(s, sv::kStreamMaxSplits);  // one cluster
+    if (g.variant == sv::kStreamVariant || g.variant == sv::kLean2ClusterVariant)
+      s = std::min<std::int64_t>(s, sv::kStreamMaxSplits);  // one cluster
     g.pairs_per_split = (l.pairs + s - 1) / s;
     g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
   }
   return g;
 }
+}  // namespace
 
 std::shared_ptr<const DeviceWeight> upload(const CondensedMatrix& w) {
   sv::Packed packed;
