@@ -235,7 +235,8 @@ __global__ void __launch_bounds__(kTcSkMaxWarps * 32, 1) ew_spmv_tcsk_kernel(con
     tcsk::ring_read<Tr>(tile, ring + stage * TB, lane);
     const int t = c * a.kc + tt;  // tile along the row
     if constexpr (Tr::kSp)
-      tcsp::compute_tile<Tr>(tile, acc, unsigned(__cvta_generic_to_shared(xw0 + (t * Tr::kTileCols - col0) * 2)), tab, tq);
+      tcsp::compute_tile<Tr>(tile, acc, xw0 + (t * Tr::kTileCols - col0) * 2, tcsk_smem,
+                             unsigned(Tr::kTabCopyBytes) * unsigned(lane & Tr::kTabCopyMask), tq);
     else
       tc_detail::compute_tile<Tr>(tile, acc, xw0 + (t * Tr::kTileCols - col0) * 2, tab);
     stage = stage + 1 == R ? 0 : stage + 1;

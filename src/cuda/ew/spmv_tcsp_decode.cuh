@@ -78,19 +78,17 @@ SPARSENM_TCSP_HD constexpr std::uint32_t half_sel(int src) {
 /// positions pos[] (ascending) in word halves src[].
 SPARSENM_TCSP_HD constexpr void group_code(int pm, int q, const int* pos, const int* src, int nv, std::uint32_t& sel,
                                            std::uint32_t& nib) {
-  int lp[2] = {0, 0}, s[2] = {0, 0}, c = 0;
-  for (int j = 0; j < 2; ++j)  // fixed trip count: registers, not a local array
-    if (j < nv && group_of(pm, pos[j]) == q) {
-      lp[c] = lpos_of(pm, pos[j]);
-      s[c] = src[j];
-      ++c;
-    }
+  // the (at most two) values of the window in group q, in position order (scalars: no local array)
+  const bool in0 = nv > 0 && group_of(pm, pos[0]) == q, in1 = nv > 1 && group_of(pm, pos[1]) == q;
+  const int c = int(in0) + int(in1);
+  const int lpa = in0 ? lpos_of(pm, pos[0]) : lpos_of(pm, pos[1]), sa = in0 ? src[0] : src[1];
+  const int lpb = lpos_of(pm, pos[1]), sb = src[1];
   int i0 = 0, i1 = 1, s0 = -1, s1 = -1;
   if (c == 2) {
-    i0 = lp[0], i1 = lp[1], s0 = s[0], s1 = s[1];
+    i0 = lpa, i1 = lpb, s0 = sa, s1 = sb;
   } else if (c == 1) {
-    if (lp[0] < 3) i0 = lp[0], i1 = 3, s0 = s[0];
-    else i0 = 0, i1 = 3, s1 = s[0];
+    if (lpa < 3) i0 = lpa, i1 = 3, s0 = sa;
+    else i0 = 0, i1 = 3, s1 = sa;
   }
   nib = std::uint32_t(i0) | (std::uint32_t(i1) << 2);
   sel = half_sel(s0) | (half_sel(s1) << 8);
@@ -162,16 +160,10 @@ __device__ __forceinline__ std::uint32_t hi_halves(std::uint32_t a, std::uint32_
   asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(d) : "r"(a), "r"(b));
   return d;
 }
-__device__ __forceinline__ uint4 lds128(std::uint32_t addr) {
-  uint4 u;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "r"(addr));
-  return u;
-}
-__device__ __forceinline__ uint2 lds64(std::uint32_t addr) {
-  uint2 u;
-  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(u.x), "=r"(u.y) : "r"(addr));
-  return u;
-}
+/// Shared-memory vector loads through plain pointers into the dynamic shared array, so the compiler
+/// emits LDS [R + UR] (the array base in a uniform register) without a per-lookup address add.
+__device__ __forceinline__ uint4 ld4(const unsigned char* p) { return *reinterpret_cast<const uint4*>(p); }
+__device__ __forceinline__ uint2 ld2(const unsigned char* p) { return *reinterpret_cast<const uint2*>(p); }
 
 /// Fills the table (Tr::kTabBytes at `base`); every thread of the CTA takes part; the caller syncs.
 template <class Tr>
@@ -184,11 +176,13 @@ __device__ __forceinline__ void fill_table(unsigned char* base) {
   }
 }
 
-/// acc += the tile's 16 rows x (its columns) times X^T on the sparse tensor cores. xw: shared address
-/// of staged X row g at the lane's column of the tile's first chunk (4t (M = 8) / 8t (M = 16) columns
-/// in); tab: this lane's table copy (shared address); t: lane & 3.
+/// acc += the tile's 16 rows x (its columns) times X^T on the sparse tensor cores. xw: staged X row g at
+/// the lane's column of the tile's first chunk (4t (M = 8) / 8t (M = 16) columns in); tab: the table
+/// (shared memory), co: this lane's copy offset (ORed into the entry offset: one LOP3 per lookup, the
+/// base goes into the LDS's uniform-register operand); t: lane & 3.
 template <class Tr, class Tile>
-__device__ __forceinline__ void compute_tile(const Tile& tile, float (&acc)[2][4], std::uint32_t xw, std::uint32_t tab, int t) {
+__device__ __forceinline__ void compute_tile(const Tile& tile, float (&acc)[2][4], const unsigned char* xw,
+                                             const unsigned char* tab, std::uint32_t co, int t) {
   using T = typename Tr::Elem;
   constexpr int N = Tr::NN, M = Tr::MM, B = Tr::B;
   constexpr std::integral_constant<int, 0> kSel0{};
@@ -201,7 +195,7 @@ __device__ __forceinline__ void compute_tile(const Tile& tile, float (&acc)[2][4
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
         const int c = c0 + u;
-        const uint2 lo = lds64(xw + unsigned(c * 64)), hi = lds64(xw + unsigned(c * 64 + 32));
+        const uint2 lo = ld2(xw + c * 64), hi = ld2(xw + c * 64 + 32);
         xb[u][0] = lo.x, xb[u][1] = hi.x, xb[u][2] = lo.y, xb[u][3] = hi.y;
         std::uint32_t E[2][2], wd[2];
         if constexpr (N == 2) {
@@ -209,13 +203,13 @@ __device__ __forceinline__ void compute_tile(const Tile& tile, float (&acc)[2][4
           for (int h = 0; h < 2; ++h) {
             const int j = c * 4 + h * 2;
             wd[h] = tile.v[j >> 1];
-            const uint2 e = lds64(tab + tc_detail::field128<B, 2 * B>(tile.i, j * B));
+            const uint2 e = ld2(tab + (tc_detail::field128<B, 2 * B>(tile.i, j * B) | co));
             E[h][0] = e.x, E[h][1] = e.y;
           }
         } else {
           const int j = c * 2;
           wd[0] = wd[1] = tile.v[c];
-          const uint4 e = lds128(tab + tc_detail::field128<B, 2 * B>(tile.i, j * B));
+          const uint4 e = ld4(tab + (tc_detail::field128<B, 2 * B>(tile.i, j * B) | co));
           E[0][0] = e.x, E[0][1] = e.y, E[1][0] = e.z, E[1][1] = e.w;
         }
         A[u][0] = prmt0(wd[0], E[0][0]);
@@ -235,7 +229,7 @@ __device__ __forceinline__ void compute_tile(const Tile& tile, float (&acc)[2][4
   } else {
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c) {
-      const uint4 q0 = lds128(xw + unsigned(c * 128)), q1 = lds128(xw + unsigned(c * 128 + 64));
+      const uint4 q0 = ld4(xw + c * 128), q1 = ld4(xw + c * 128 + 64);
       std::uint32_t E[2][4], wd[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -243,11 +237,11 @@ __device__ __forceinline__ void compute_tile(const Tile& tile, float (&acc)[2][4
         if constexpr (N == 2) {
           const int j = c * 4 + h * 2;
           wd[h] = tile.v[j >> 1];
-          e = lds128(tab + tc_detail::field128<B, 2 * B>(tile.i, j * B));
+          e = ld4(tab + (tc_detail::field128<B, 2 * B>(tile.i, j * B) | co));
         } else {
           const int j = c * 2 + h;
           wd[h] = tile.v[c];
-          e = lds128(tab + unsigned(h * 16 * 128) + tc_detail::field128<B, B>(tile.i, j * B));
+          e = ld4(tab + h * 16 * 128 + (tc_detail::field128<B, B>(tile.i, j * B) | co));
         }
         E[h][0] = e.x, E[h][1] = e.y, E[h][2] = e.z, E[h][3] = e.w;
       }
