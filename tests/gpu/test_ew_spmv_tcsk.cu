@@ -9,12 +9,15 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <string>
 
 #include "cuda/ew/spmv_tc.hpp"
 #include "cuda/ew/spmv_tc_traits.cuh"
 #include "cuda/ew/spmv_tcsk.hpp"
+#include "cuda/ew/spmv_tcsk_kernel.cuh"
 #include "cuda/ew/spmv_tcsp_decode.cuh"
 #include "ew_support.hpp"
 #include "sparsenm/error.hpp"
@@ -474,6 +477,122 @@ TEST(EwSpmvTcSpHost, TablesDecodeEveryCode) {
   }
   // invalid (padding) 2:M codes decode to an empty window
   EXPECT_EQ(tsp::table_word(2, 8, 0, 0, 0), 0x4444u | (0x4u << 16));
+}
+
+// The whole decode of a tile on the CPU: the kernel's own unit_operands (table lookups, PRMT, X reads at
+// the kernel's lane offsets, metadata slots) with byte-level PRMT / loads, the quad exchange and
+// mma.sp.m16n8k32 emulated from the PTX fragment layouts (A: lane 4g + t holds rows g / g + 8 of groups
+// t / t + 4; metadata from lane 4g + 2 sel + H, nibble 4 q + 16 h for row g + 8h, group 4H + q; B
+// register i of lane 4n + t: k = 8i + 2t, +1): one row block against the fp64 oracle, with row and
+// column tails, every pattern, f16 and bf16.
+struct HostOps {
+  static std::uint32_t prmt0(std::uint32_t w, std::uint32_t sel) {
+    std::uint32_t d = 0;
+    for (int i = 0; i < 4; ++i) {
+      const unsigned b = (sel >> (4 * i)) & 7u;
+      d |= (b < 4 ? (w >> (8 * b)) & 0xffu : 0u) << (8 * i);
+    }
+    return d;
+  }
+  static std::uint32_t hi_halves(std::uint32_t a, std::uint32_t b) { return (a >> 16) | (b & 0xffff0000u); }
+  static uint4 ld4(const unsigned char* p) {
+    uint4 u;
+    std::memcpy(&u, p, 16);
+    return u;
+  }
+  static uint2 ld2(const unsigned char* p) {
+    uint2 u;
+    std::memcpy(&u, p, 8);
+    return u;
+  }
+};
+
+template <int N, int M>
+void emulate_tcsp(DType t, std::int64_t rows, std::int64_t k, int m, std::uint64_t seed) {
+  using Tr = sew::TcSkTraits<__half, N, M, true>;  // the decode does not depend on the element type
+  SCOPED_TRACE(std::to_string(N) + ":" + std::to_string(M) + " " + std::string(to_string(t)) + " rows " + std::to_string(rows) +
+               " k " + std::to_string(k) + " m " + std::to_string(m));
+  const auto w = random_ew(Pattern::element(N, M), rows, k, t, seed);
+  const auto x = random_matrix(t, m, k, seed + 1);
+  const auto ref = oracle(x, w);
+  const auto p = sew::pack_spmv_tc(w);
+  const auto& l = p.layout;
+  ASSERT_EQ(l.row_blocks, 1);
+  // the table, as fill_table writes it
+  std::vector<unsigned char> tab(std::size_t(Tr::kTabBytes));
+  for (int i = 0; i < Tr::kTabBytes / 4; ++i) {
+    const int wpc = Tr::kTabCopyBytes / 4, e = i >> 5, copy = (i & 31) / wpc, wd = i % wpc;
+    const std::uint32_t v = sew::tcsp::table_word(N, M, e, copy, wd);
+    std::memcpy(tab.data() + 4 * i, &v, 4);
+  }
+  // X staged as the kernel stages it: 8 rows at the plan's pitch, zeros past m and k
+  const int cols = int(l.tiles * l.tile_cols), pitch = sew::spmv_tc_pitch(cols, M / 2);
+  std::vector<unsigned char> xs(std::size_t(8 * pitch), 0);
+  for (int r = 0; r < m; ++r)
+    std::memcpy(xs.data() + r * pitch, static_cast<const unsigned char*>(x.data()) + std::size_t(r * k) * 2, std::size_t(k) * 2);
+  auto f16 = [&](std::uint32_t bits) {
+    return t == DType::f16 ? double(fp16_bits_to_float(std::uint16_t(bits))) : double(bf16_bits_to_float(std::uint16_t(bits)));
+  };
+  double acc[16][8] = {};
+  for (std::int64_t tt = 0; tt < l.tiles; ++tt) {
+    sew::tc_detail::Tile<Tr> tile[32];
+    for (int lane = 0; lane < 32; ++lane) {
+      for (int q = 0; q < 4; ++q)
+        std::memcpy(&tile[lane].v[4 * q], p.values.data() + std::size_t(((tt * 4 + q) * 32 + lane) * 16), 16);
+      for (int wd = 0; wd < Tr::B; ++wd) tile[lane].i[wd] = p.indices[l.index_word_offset(0, tt, lane, wd)];
+    }
+    for (int u = 0; u < sew::tcsp::kUnitsPerTile<Tr>; ++u) {
+      std::uint32_t A[32][2][4], Bx[32][2][4], S[32][4], meta[32];
+      for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane >> 2, tq = lane & 3;
+        const unsigned char* xw = xs.data() + g * pitch + tq * Tr::kXLaneBytes + tt * l.tile_cols * 2;
+        const std::uint32_t co = std::uint32_t(Tr::kTabCopyBytes) * std::uint32_t(lane & Tr::kTabCopyMask);
+        sew::tcsp::unit_operands<Tr, sew::tc_detail::Tile<Tr>, HostOps>(tile[lane], u, xw, tab.data(), co, tq, A[lane],
+                                                                         Bx[lane], S[lane]);
+      }
+      for (int lane = 0; lane < 32; ++lane)
+        meta[lane] = S[lane][0] | S[lane ^ 1][1] | S[lane ^ 2][2] | S[lane ^ 3][3];
+      for (int sel = 0; sel < 2; ++sel)
+        for (int r = 0; r < 16; ++r)
+          for (int G = 0; G < 8; ++G) {
+            const std::uint32_t mw = meta[4 * (r % 8) + 2 * sel + G / 4];
+            const std::uint32_t nib = (mw >> (16 * (r / 8) + 4 * (G % 4))) & 15u;
+            const int i0 = int(nib & 3u), i1 = int(nib >> 2);
+            ASSERT_LT(i0, i1) << "ordered metadata";
+            const std::uint32_t a = A[4 * (r % 8) + G % 4][sel][2 * (G / 4) + r / 8];
+            for (int n = 0; n < 8; ++n) {
+              auto bval = [&](int kk) {
+                const std::uint32_t reg = Bx[4 * n + (kk % 8) / 2][sel][kk / 8];
+                return f16((kk & 1) ? reg >> 16 : reg & 0xffffu);
+              };
+              acc[r][n] += f16(a & 0xffffu) * bval(4 * G + i0) + f16(a >> 16) * bval(4 * G + i1);
+            }
+          }
+    }
+  }
+  double num = 0, den = 0;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (int i = 0; i < m; ++i) {
+      const double e = ref[std::size_t(i * rows + r)], g = acc[r][i];
+      num += (g - e) * (g - e);
+      den += e * e;
+    }
+  EXPECT_LT(std::sqrt(num / std::max(den, 1e-300)), 1e-9);
+  for (std::int64_t r = rows; r < 16; ++r)
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(acc[r][i], 0.0) << "padding row " << r;
+}
+
+TEST(EwSpmvTcSpHost, EmulatedTileMatchesTheOracle) {
+  for (DType t : {DType::f16, DType::bf16}) {
+    emulate_tcsp<2, 8>(t, 16, 1003, 8, 1201);
+    emulate_tcsp<2, 8>(t, 13, 2500, 5, 1202);
+    emulate_tcsp<1, 8>(t, 16, 1100, 8, 1203);
+    emulate_tcsp<1, 8>(t, 9, 3000, 3, 1204);
+    emulate_tcsp<2, 16>(t, 16, 1030, 8, 1205);
+    emulate_tcsp<2, 16>(t, 11, 2100, 7, 1206);
+    emulate_tcsp<1, 16>(t, 16, 2050, 8, 1207);
+    emulate_tcsp<1, 16>(t, 15, 1025, 1, 1208);
+  }
 }
 
 TEST(EwSpmvTcSpHost, PlanBounds) {

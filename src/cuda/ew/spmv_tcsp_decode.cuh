@@ -116,62 +116,130 @@ SPARSENM_TCSP_HD constexpr std::uint32_t table_word(int pn, int pm, int e, int c
   return sel | ((nib << (4 * t)) << 16);
 }
 
+/// The primitives of the decode on the device (the CPU test substitutes byte-level emulations, so
+/// unit_operands itself runs on the host there).
+struct DeviceOps {
+#if defined(__CUDACC__)
+  __device__ static std::uint32_t prmt0(std::uint32_t w, std::uint32_t sel) {
+    std::uint32_t d;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(d) : "r"(w), "r"(sel));
+    return d;
+  }
+  /// High halves of a (low) and b (high): the two rows' metadata pieces in place.
+  __device__ static std::uint32_t hi_halves(std::uint32_t a, std::uint32_t b) {
+    std::uint32_t d;
+    asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  /// Shared-memory vector loads through plain pointers into the dynamic shared array, so the compiler
+  /// emits LDS [R + UR] (the array base in a uniform register) without a per-lookup address add.
+  __device__ static uint4 ld4(const unsigned char* p) { return *reinterpret_cast<const uint4*>(p); }
+  __device__ static uint2 ld2(const unsigned char* p) { return *reinterpret_cast<const uint2*>(p); }
+#endif
+};
+
+/// Units of a tile: k32 step pairs (M = 8: chunks 2u, 2u + 1; M = 16: chunk u).
+template <class Tr>
+inline constexpr int kUnitsPerTile = Tr::MM == 8 ? Tr::kChunks / 2 : Tr::kChunks;
+
+/// One lane's operands of unit u of a tile: A[s] / Bx[s] the A and B fragments of step s (selector s), S
+/// the four metadata slots: the step-s_t metadata word of lane t is S[0] | (S[1] of lane t ^ 1) | (S[2]
+/// of lane t ^ 2) | (S[3] of lane t ^ 3). xw, tab, co, t: as compute_tile.
+#pragma nv_exec_check_disable
+template <class Tr, class Tile, class Ops = DeviceOps>
+SPARSENM_TCSP_HD __forceinline__ void unit_operands(const Tile& tile, int u, const unsigned char* xw, const unsigned char* tab,
+                                                    std::uint32_t co, int t, std::uint32_t (&A)[2][4],
+                                                    std::uint32_t (&Bx)[2][4], std::uint32_t (&S)[4]) {
+  constexpr int N = Tr::NN, M = Tr::MM, B = Tr::B;
+  if constexpr (M == 8) {
+    std::uint32_t K[2][2];
+SPARSENM_TC_UNROLL
+    for (int s = 0; s < 2; ++s) {
+      const int c = 2 * u + s;
+      const uint2 lo = Ops::ld2(xw + c * 64), hi = Ops::ld2(xw + c * 64 + 32);
+      Bx[s][0] = lo.x, Bx[s][1] = hi.x, Bx[s][2] = lo.y, Bx[s][3] = hi.y;
+      std::uint32_t E[2][2] = {}, wd[2] = {};
+      if constexpr (N == 2) {
+SPARSENM_TC_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const int j = c * 4 + h * 2;
+          wd[h] = tile.v[j >> 1];
+          const uint2 e = Ops::ld2(tab + (tc_detail::field128<B, 2 * B>(tile.i, j * B) | co));
+          E[h][0] = e.x, E[h][1] = e.y;
+        }
+      } else {
+        const int j = c * 2;
+        wd[0] = wd[1] = tile.v[c];
+        const uint4 e = Ops::ld4(tab + (tc_detail::field128<B, 2 * B>(tile.i, j * B) | co));
+        E[0][0] = e.x, E[0][1] = e.y, E[1][0] = e.z, E[1][1] = e.w;
+      }
+      A[s][0] = Ops::prmt0(wd[0], E[0][0]);
+      A[s][1] = Ops::prmt0(wd[1], E[1][0]);
+      A[s][2] = Ops::prmt0(wd[0], E[0][1]);
+      A[s][3] = Ops::prmt0(wd[1], E[1][1]);
+      K[s][0] = Ops::hi_halves(E[0][0], E[1][0]);
+      K[s][1] = Ops::hi_halves(E[0][1], E[1][1]);
+    }
+    const bool s_hi = (t >> 1) != 0;  // this lane gives the metadata of the pair's second step
+    S[0] = s_hi ? K[1][0] : K[0][0];
+    S[1] = s_hi ? K[1][1] : K[0][1];
+    S[2] = s_hi ? K[0][0] : K[1][0];
+    S[3] = s_hi ? K[0][1] : K[1][1];
+  } else {
+    const int c = u;
+    const uint4 q0 = Ops::ld4(xw + c * 128), q1 = Ops::ld4(xw + c * 128 + 64);
+    Bx[0][0] = q0.x, Bx[0][1] = q1.x, Bx[0][2] = q0.y, Bx[0][3] = q1.y;
+    Bx[1][0] = q0.z, Bx[1][1] = q1.z, Bx[1][2] = q0.w, Bx[1][3] = q1.w;
+    std::uint32_t E[2][4] = {}, wd[2] = {};
+SPARSENM_TC_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      uint4 e;
+      if constexpr (N == 2) {
+        const int j = c * 4 + h * 2;
+        wd[h] = tile.v[j >> 1];
+        e = Ops::ld4(tab + (tc_detail::field128<B, 2 * B>(tile.i, j * B) | co));
+      } else {
+        const int j = c * 2 + h;
+        wd[h] = tile.v[c];
+        e = Ops::ld4(tab + h * 16 * 128 + (tc_detail::field128<B, B>(tile.i, j * B) | co));
+      }
+      E[h][0] = e.x, E[h][1] = e.y, E[h][2] = e.z, E[h][3] = e.w;
+    }
+SPARSENM_TC_UNROLL
+    for (int w = 0; w < 4; ++w) S[w] = Ops::hi_halves(E[0][w], E[1][w]);
+SPARSENM_TC_UNROLL
+    for (int s = 0; s < 2; ++s) {
+      A[s][0] = Ops::prmt0(wd[0], E[0][2 * s]);
+      A[s][1] = Ops::prmt0(wd[1], E[1][2 * s]);
+      A[s][2] = Ops::prmt0(wd[0], E[0][2 * s + 1]);
+      A[s][3] = Ops::prmt0(wd[1], E[1][2 * s + 1]);
+    }
+  }
+}
+
 #if defined(__CUDACC__)
 
-template <class T>
-__device__ __forceinline__ void mma_sp(float (&d)[4], std::uint32_t a0, std::uint32_t a1, std::uint32_t a2, std::uint32_t a3,
-                                       std::uint32_t b0, std::uint32_t b1, std::uint32_t b2, std::uint32_t b3,
-                                       std::uint32_t e, std::integral_constant<int, 0>) {
+template <class T, int SEL>
+__device__ __forceinline__ void mma_sp(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[4], std::uint32_t e) {
+  static_assert(SEL == 0 || SEL == 1, "sparsity selector 0 or 1 (f16 / bf16 m16n8k32)");
   if constexpr (std::is_same_v<T, __half>)
     asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                 "{%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0x0;"
+                 "{%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, %13;"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(e));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e), "n"(SEL));
   else
     asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                 "{%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0x0;"
+                 "{%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, %13;"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(e));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e), "n"(SEL));
 }
-template <class T>
-__device__ __forceinline__ void mma_sp(float (&d)[4], std::uint32_t a0, std::uint32_t a1, std::uint32_t a2, std::uint32_t a3,
-                                       std::uint32_t b0, std::uint32_t b1, std::uint32_t b2, std::uint32_t b3,
-                                       std::uint32_t e, std::integral_constant<int, 1>) {
-  if constexpr (std::is_same_v<T, __half>)
-    asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                 "{%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0x1;"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(e));
-  else
-    asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                 "{%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0x1;"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(e));
-}
-
-__device__ __forceinline__ std::uint32_t prmt0(std::uint32_t w, std::uint32_t sel) {
-  std::uint32_t d;
-  asm("prmt.b32 %0, %1, 0, %2;" : "=r"(d) : "r"(w), "r"(sel));
-  return d;
-}
-/// High halves of a (low) and b (high): the two rows' metadata pieces in place.
-__device__ __forceinline__ std::uint32_t hi_halves(std::uint32_t a, std::uint32_t b) {
-  std::uint32_t d;
-  asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-/// Shared-memory vector loads through plain pointers into the dynamic shared array, so the compiler
-/// emits LDS [R + UR] (the array base in a uniform register) without a per-lookup address add.
-__device__ __forceinline__ uint4 ld4(const unsigned char* p) { return *reinterpret_cast<const uint4*>(p); }
-__device__ __forceinline__ uint2 ld2(const unsigned char* p) { return *reinterpret_cast<const uint2*>(p); }
 
 /// Fills the table (Tr::kTabBytes at `base`); every thread of the CTA takes part; the caller syncs.
 template <class Tr>
 __device__ __forceinline__ void fill_table(unsigned char* base) {
-  constexpr int kWordsPerCopy = Tr::kTabCopyBytes / 4, kCopies = 128 / Tr::kTabCopyBytes;
+  constexpr int kWordsPerCopy = Tr::kTabCopyBytes / 4;
   for (int i = threadIdx.x; i < Tr::kTabBytes / 4; i += int(blockDim.x)) {
     const int e = i >> 5, copy = (i & 31) / kWordsPerCopy, w = i % kWordsPerCopy;
-    (void)kCopies;
     reinterpret_cast<std::uint32_t*>(base)[i] = table_word(Tr::NN, Tr::MM, e, copy, w);
   }
 }
@@ -184,80 +252,18 @@ template <class Tr, class Tile>
 __device__ __forceinline__ void compute_tile(const Tile& tile, float (&acc)[2][4], const unsigned char* xw,
                                              const unsigned char* tab, std::uint32_t co, int t) {
   using T = typename Tr::Elem;
-  constexpr int N = Tr::NN, M = Tr::MM, B = Tr::B;
-  constexpr std::integral_constant<int, 0> kSel0{};
-  constexpr std::integral_constant<int, 1> kSel1{};
-  if constexpr (M == 8) {
-    const bool s_hi = (t >> 1) != 0;  // this lane gives the metadata of the pair's second step
 #pragma unroll
-    for (int c0 = 0; c0 < Tr::kChunks; c0 += 2) {
-      std::uint32_t A[2][4], K[2][2], xb[2][4];
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        const int c = c0 + u;
-        const uint2 lo = ld2(xw + c * 64), hi = ld2(xw + c * 64 + 32);
-        xb[u][0] = lo.x, xb[u][1] = hi.x, xb[u][2] = lo.y, xb[u][3] = hi.y;
-        std::uint32_t E[2][2], wd[2];
-        if constexpr (N == 2) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int j = c * 4 + h * 2;
-            wd[h] = tile.v[j >> 1];
-            const uint2 e = ld2(tab + (tc_detail::field128<B, 2 * B>(tile.i, j * B) | co));
-            E[h][0] = e.x, E[h][1] = e.y;
-          }
-        } else {
-          const int j = c * 2;
-          wd[0] = wd[1] = tile.v[c];
-          const uint4 e = ld4(tab + (tc_detail::field128<B, 2 * B>(tile.i, j * B) | co));
-          E[0][0] = e.x, E[0][1] = e.y, E[1][0] = e.z, E[1][1] = e.w;
-        }
-        A[u][0] = prmt0(wd[0], E[0][0]);
-        A[u][1] = prmt0(wd[1], E[1][0]);
-        A[u][2] = prmt0(wd[0], E[0][1]);
-        A[u][3] = prmt0(wd[1], E[1][1]);
-        K[u][0] = hi_halves(E[0][0], E[1][0]);
-        K[u][1] = hi_halves(E[0][1], E[1][1]);
-      }
-      const std::uint32_t m0 = s_hi ? K[1][0] : K[0][0], m1 = s_hi ? K[1][1] : K[0][1];
-      const std::uint32_t o0 = s_hi ? K[0][0] : K[1][0], o1 = s_hi ? K[0][1] : K[1][1];
-      const std::uint32_t meta = m0 | __shfl_xor_sync(0xffffffffu, m1, 1) | __shfl_xor_sync(0xffffffffu, o0, 2) |
-                                 __shfl_xor_sync(0xffffffffu, o1, 3);
-      mma_sp<T>(acc[0], A[0][0], A[0][1], A[0][2], A[0][3], xb[0][0], xb[0][1], xb[0][2], xb[0][3], meta, kSel0);
-      mma_sp<T>(acc[1], A[1][0], A[1][1], A[1][2], A[1][3], xb[1][0], xb[1][1], xb[1][2], xb[1][3], meta, kSel1);
-    }
-  } else {
-#pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c) {
-      const uint4 q0 = ld4(xw + c * 128), q1 = ld4(xw + c * 128 + 64);
-      std::uint32_t E[2][4], wd[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        uint4 e;
-        if constexpr (N == 2) {
-          const int j = c * 4 + h * 2;
-          wd[h] = tile.v[j >> 1];
-          e = ld4(tab + (tc_detail::field128<B, 2 * B>(tile.i, j * B) | co));
-        } else {
-          const int j = c * 2 + h;
-          wd[h] = tile.v[c];
-          e = ld4(tab + h * 16 * 128 + (tc_detail::field128<B, B>(tile.i, j * B) | co));
-        }
-        E[h][0] = e.x, E[h][1] = e.y, E[h][2] = e.z, E[h][3] = e.w;
-      }
-      std::uint32_t S[4];
-#pragma unroll
-      for (int w = 0; w < 4; ++w) S[w] = hi_halves(E[0][w], E[1][w]);
-      const std::uint32_t meta = S[0] | __shfl_xor_sync(0xffffffffu, S[1], 1) | __shfl_xor_sync(0xffffffffu, S[2], 2) |
-                                 __shfl_xor_sync(0xffffffffu, S[3], 3);
-      mma_sp<T>(acc[0], prmt0(wd[0], E[0][0]), prmt0(wd[1], E[1][0]), prmt0(wd[0], E[0][1]), prmt0(wd[1], E[1][1]), q0.x,
-                q1.x, q0.y, q1.y, meta, kSel0);
-      mma_sp<T>(acc[1], prmt0(wd[0], E[0][2]), prmt0(wd[1], E[1][2]), prmt0(wd[0], E[0][3]), prmt0(wd[1], E[1][3]), q0.z,
-                q1.z, q0.w, q1.w, meta, kSel1);
-    }
+  for (int u = 0; u < kUnitsPerTile<Tr>; ++u) {
+    std::uint32_t A[2][4], Bx[2][4], S[4];
+    unit_operands<Tr>(tile, u, xw, tab, co, t, A, Bx, S);
+    const std::uint32_t meta = S[0] | __shfl_xor_sync(0xffffffffu, S[1], 1) | __shfl_xor_sync(0xffffffffu, S[2], 2) |
+                               __shfl_xor_sync(0xffffffffu, S[3], 3);
+    mma_sp<T, 0>(acc[0], A[0], Bx[0], meta);
+    mma_sp<T, 1>(acc[1], A[1], Bx[1], meta);
   }
 }
 
 #endif  // __CUDACC__
+
 
 }  // namespace sparsenm::cuda::ew::tcsp
