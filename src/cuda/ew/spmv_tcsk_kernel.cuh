@@ -36,6 +36,9 @@
 //   40.1 / 29.9 (the fastest of ours); 1:8 and 1:16 slower than tc_bal / sk_mb. The weight streams at
 //   ~2.8 TB/s, and 1:8 / 2:16 / 1:16 take the same ~40 us at 28672 x 8192 whatever their bytes: the
 //   per-dense-column decode + mma work limits, not the stream.
+// Sparse variant (TcSkTraits<..., true>, cuda:ew_spmv_tc_sp, session 8b): the same stored tiles, ring,
+//   X staging (at its own pitch), split-k and settle; each tile multiplied by mma.sp m16n8k32 instead
+//   (spmv_tcsp_decode.cuh): half the mma instructions and A registers per dense column.
 // Limits: f16 / bf16, N:M in {2:8, 1:8, 2:16, 1:16} (the PRMT decode), m <= 8 (padded to the n8 of the
 //   mma; the time is the same for every m), finite X (dense fragments: 0 x Inf at pruned positions,
 //   as ew_spmv_tc), one tile of X (8 x 64 M / N columns) must fit beside the rings.

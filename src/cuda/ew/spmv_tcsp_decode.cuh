@@ -37,6 +37,12 @@
 //   2:16 per row, 8-bit index, 4 words (groups 0..3)                                256 entries, 32 KiB
 //   1:16 per row h (set h: the value in half h of the word), 4-bit index, 4 words   2 x 16,      4 KiB
 // NaN / Inf: zero slots multiply X at real positions, so X must be finite (desc.x_finite), as tc_sk.
+// SASS (sm_90a, f16; per tile, tc_sk -> tc_sp): HMMA 16 -> 8 (2:8), 32 -> 16 (1:8, 2:16), 64 -> 32 (1:16);
+//   all instructions about equal (2:8 653 -> 646, 1:8 843 -> 882, 2:16 771 -> 760, 1:16 979 -> 1049 in the
+//   loop): the metadata exchange (3 SHFL + 2 LOP3 + 4 PRMT per step pair, + 4 SEL at M = 8) and the B
+//   register moves (b0 / b1 come from different windows) eat the saved PRMT / IMAD.HI. 90-113 registers.
+// Measured: not yet (the session-8b device call stopped in the build; docs/PERF.md "Session 8b"); the
+//   CPU emulation test (EwSpmvTcSpHost.EmulatedTileMatchesTheOracle) runs this decode on the host.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
