@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <string>
@@ -623,7 +624,14 @@ TEST(EwSpmvTcSpPlan, RaceAndForcedRun) {
     d.m = 8;
     d.x_dtype = DType::f16;
     d.y_dtype = DType::f16;
+    // opt-in until validated on a GPU (register.cu); SPARSENM_RACE_TC_SP=1 lets the plan race it
+    unsetenv("SPARSENM_RACE_TC_SP");
+    const Plan optin = Plan::create(w, d);
+    EXPECT_NE(optin.reason().find("ew_spmv_tc_sp is opt-in"), std::string::npos) << optin.reason();
+    EXPECT_NE(optin.kernel(), "cuda:ew_spmv_tc_sp");
+    setenv("SPARSENM_RACE_TC_SP", "1", 1);
     const Plan autoplan = Plan::create(w, d);
+    unsetenv("SPARSENM_RACE_TC_SP");
     // raced and timed (a timed entry carries its describe() in brackets; a failed one would not)
     EXPECT_NE(autoplan.reason().find("cuda:ew_spmv_tc_sp ["), std::string::npos) << autoplan.reason();
     MatmulDesc nf = d;
