@@ -4,16 +4,22 @@
 // row-block boundaries, more than 32 pending segments per warp, empty ranges, the whole-row store),
 // both X staging paths, output dtypes, repeated launches (the workspace and counters must come back
 // to zero), poisoned outputs, NaN / Inf from stored slots; the unit-order reorder and the plan's
-// bounds on the host; the plan race and a forced run.
+// bounds on the host; the plan race and a forced run. The same cases for cuda:ew_spmv_tc_sp (the tile on
+// the sparse tensor cores, session 8b; EwSpmvTcSp*), plus a CPU check of its decode tables.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <string>
 
 #include "cuda/ew/spmv_tc.hpp"
 #include "cuda/ew/spmv_tc_traits.cuh"
 #include "cuda/ew/spmv_tcsk.hpp"
+#include "cuda/ew/spmv_tcsk_kernel.cuh"
+#include "cuda/ew/spmv_tcsp_decode.cuh"
 #include "ew_support.hpp"
 #include "sparsenm/error.hpp"
 #include "sparsenm/plan.hpp"
@@ -32,12 +38,13 @@ struct SkCase {
   DType t, yt;
   int grid = 0, warps = 0, kc = 0;  ///< > 0: plan overrides
   bool misalign_x = false;          ///< x at a 2-byte offset: the element staging path
+  bool sp = false;                  ///< cuda:ew_spmv_tc_sp (sparse tensor cores) instead of tc_sk
 };
 
 std::string name(const SkCase& c) {
   return c.pattern.str() + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " m=" + std::to_string(c.m) + " " +
          std::string(to_string(c.t)) + "->" + std::string(to_string(c.yt)) + " grid=" + std::to_string(c.grid) +
-         " warps=" + std::to_string(c.warps) + " kc=" + std::to_string(c.kc) + (c.misalign_x ? " misaligned x" : "");
+         " warps=" + std::to_string(c.warps) + " kc=" + std::to_string(c.kc) + (c.misalign_x ? " misaligned x" : "") + (c.sp ? " tc_sp" : " tc_sk");
 }
 
 int smem_limit() {
@@ -53,7 +60,7 @@ void run_and_check(const CondensedMatrix& w, const DenseMatrix& x, const SkCase&
                    int reps = 3, sew::TcSkArgs* plan_out = nullptr) {
   const auto packed = sew::pack_spmv_tc(w);
   sew::TcSkArgs a;
-  const auto cfg = sew::plan_spmv_tcsk(packed.layout, c.m, sms(), smem_limit(), a, c.grid, c.warps, c.kc);
+  const auto cfg = sew::plan_spmv_tcsk(packed.layout, c.m, sms(), smem_limit(), a, c.grid, c.warps, c.kc, c.sp);
   if (plan_out) *plan_out = a;
   if (c.kc > 0) EXPECT_EQ(a.kc, c.kc);
   EXPECT_EQ(a.chunks, int((packed.layout.tiles + a.kc - 1) / a.kc));
@@ -61,7 +68,7 @@ void run_and_check(const CondensedMatrix& w, const DenseMatrix& x, const SkCase&
   std::vector<std::byte> vals;
   std::vector<std::uint32_t> idx;
   sew::reorder_spmv_tcsk(packed, a.kc, vals, idx);
-  const auto fn = sew::find_spmv_tcsk(c.t, c.pattern.n, c.pattern.m);
+  const auto fn = sew::find_spmv_tcsk(c.t, c.pattern.n, c.pattern.m, c.sp);
   ASSERT_NE(fn, nullptr);
   DeviceMem dv(vals.size()), di(idx.size() * 4), dx(x.size_bytes() + 16);
   DeviceMem dws(sew::spmv_tcsk_ws_bytes(packed.layout)), dcnt(sew::spmv_tcsk_cnt_bytes(packed.layout));
@@ -112,7 +119,7 @@ void check(const SkCase& c, std::uint64_t seed) {
   SCOPED_TRACE(name(c));
   const auto w = random_ew(c.pattern, c.n, c.k, c.t, seed);
   const auto x = random_matrix(c.t, c.m, c.k, seed + 1);
-  ASSERT_EQ(sew::spmv_tcsk_unsupported(w.layout, c.t, c.m), "");
+  ASSERT_EQ(sew::spmv_tcsk_unsupported(w.layout, c.t, c.m, c.sp), "");
   run_and_check(w, x, c, oracle(x, w));
 }
 
@@ -122,17 +129,27 @@ const std::vector<Pattern>& compiled() {
   return p;
 }
 
-TEST(EwSpmvTcSk, EveryPatternMAndDtype) {
-  EW_REQUIRE_DEVICE();
-  std::uint64_t seed = 100;
+void every_pattern_m_and_dtype(bool sp) {
+  std::uint64_t seed = sp ? 150 : 100;
   for (const Pattern& p : compiled())
     for (DType t : {DType::f16, DType::bf16})
-      for (int m : {1, 2, 3, 5, 8}) check({p, 77, 1003, m, t, t}, seed++);
+      for (int m : {1, 2, 3, 5, 8}) {
+        SkCase c{p, 77, 1003, m, t, t};
+        c.sp = sp;
+        check(c, seed++);
+      }
+}
+TEST(EwSpmvTcSk, EveryPatternMAndDtype) {
+  EW_REQUIRE_DEVICE();
+  every_pattern_m_and_dtype(false);
+}
+TEST(EwSpmvTcSp, EveryPatternMAndDtype) {
+  EW_REQUIRE_DEVICE();
+  every_pattern_m_and_dtype(true);
 }
 
-TEST(EwSpmvTcSk, ForcedGridsWarpsAndChunks) {
-  EW_REQUIRE_DEVICE();
-  std::uint64_t seed = 300;
+void forced_grids_warps_and_chunks(bool sp) {
+  std::uint64_t seed = sp ? 350 : 300;
   // 2:8, 150 x 3001: 10 row blocks x 12 tiles = 120 units.
   for (const SkCase& c : std::vector<SkCase>{
            {Pattern::element(2, 8), 150, 3001, 8, DType::f16, DType::f16, 1, 1, 0},    // one warp, whole rows
@@ -146,16 +163,27 @@ TEST(EwSpmvTcSk, ForcedGridsWarpsAndChunks) {
            {Pattern::element(2, 8), 64, 2048, 8, DType::f16, DType::f16, 2, 2, 0},     // no tails
            {Pattern::element(1, 16), 31, 1111, 2, DType::bf16, DType::bf16, 3, 1, 0, true},  // element staging
            {Pattern::element(2, 8), 90, 1501, 8, DType::f16, DType::f16, 5, 3, 2, true},
-       })
-    check(c, seed++);
+       }) {
+    SkCase cc = c;
+    cc.sp = sp;
+    check(cc, seed++);
+  }
+}
+TEST(EwSpmvTcSk, ForcedGridsWarpsAndChunks) {
+  EW_REQUIRE_DEVICE();
+  forced_grids_warps_and_chunks(false);
+}
+TEST(EwSpmvTcSp, ForcedGridsWarpsAndChunks) {
+  EW_REQUIRE_DEVICE();
+  forced_grids_warps_and_chunks(true);
 }
 
 // Shapes whose X does not fit one chunk under the default plan (the plan must cut k into chunks).
-TEST(EwSpmvTcSk, DefaultPlanMultiChunk) {
-  EW_REQUIRE_DEVICE();
+void default_plan_multi_chunk(bool sp) {
   sew::TcSkArgs a;
   {
-    const SkCase c{Pattern::element(2, 8), 520, 16390, 8, DType::f16, DType::f16};
+    SkCase c{Pattern::element(2, 8), 520, 16390, 8, DType::f16, DType::f16};
+    c.sp = sp;
     SCOPED_TRACE(name(c));
     const auto w = random_ew(c.pattern, c.n, c.k, c.t, 501);
     const auto x = random_matrix(c.t, c.m, c.k, 502);
@@ -164,7 +192,8 @@ TEST(EwSpmvTcSk, DefaultPlanMultiChunk) {
     EXPECT_EQ(a.cta_warps, sew::kTcSkMaxWarps);
   }
   {
-    const SkCase c{Pattern::element(2, 16), 300, 20000, 5, DType::bf16, DType::bf16};
+    SkCase c{Pattern::element(2, 16), 300, 20000, 5, DType::bf16, DType::bf16};
+    c.sp = sp;
     SCOPED_TRACE(name(c));
     const auto w = random_ew(c.pattern, c.n, c.k, c.t, 503);
     const auto x = random_matrix(c.t, c.m, c.k, 504);
@@ -172,15 +201,34 @@ TEST(EwSpmvTcSk, DefaultPlanMultiChunk) {
     EXPECT_GT(a.chunks, 1);
   }
 }
-
-TEST(EwSpmvTcSk, LargeShape) {
+TEST(EwSpmvTcSk, DefaultPlanMultiChunk) {
   EW_REQUIRE_DEVICE();
-  check({Pattern::element(2, 8), 4096, 4096, 8, DType::f16, DType::f16}, 601);
-  check({Pattern::element(1, 8), 2100, 8200, 8, DType::bf16, DType::f16}, 602);
+  default_plan_multi_chunk(false);
+}
+TEST(EwSpmvTcSp, DefaultPlanMultiChunk) {
+  EW_REQUIRE_DEVICE();
+  default_plan_multi_chunk(true);
 }
 
-TEST(EwSpmvTcSk, NanInfPropagate) {
+void large_shape(bool sp) {
+  SkCase a{Pattern::element(2, 8), 4096, 4096, 8, DType::f16, DType::f16};
+  SkCase b{Pattern::element(1, 8), 2100, 8200, 8, DType::bf16, DType::f16};
+  SkCase c{Pattern::element(1, 16), 1000, 12290, 8, DType::f16, DType::f16};
+  a.sp = b.sp = c.sp = sp;
+  check(a, 601);
+  check(b, 602);
+  if (sp) check(c, 603);
+}
+TEST(EwSpmvTcSk, LargeShape) {
   EW_REQUIRE_DEVICE();
+  large_shape(false);
+}
+TEST(EwSpmvTcSp, LargeShape) {
+  EW_REQUIRE_DEVICE();
+  large_shape(true);
+}
+
+void nan_inf_propagate(bool sp) {
   for (DType t : {DType::f16, DType::bf16})
     for (const Pattern& p : compiled()) {
       SCOPED_TRACE(p.str());
@@ -196,12 +244,48 @@ TEST(EwSpmvTcSk, NanInfPropagate) {
       // split over warps so that the non-finite partials go through the workspace too
       for (int kc : {0, 1}) {
         SkCase c{p, n, k, 3, t, t, 2, 3, kc};
+        c.sp = sp;
         SCOPED_TRACE(name(c));
         run_and_check(w, x, c, ref, 2);
       }
       std::int64_t dense_bad = 0;
       for (double v : ref) dense_bad += !std::isfinite(v);
       EXPECT_GT(dense_bad, 0);
+    }
+}
+TEST(EwSpmvTcSk, NanInfPropagate) {
+  EW_REQUIRE_DEVICE();
+  nan_inf_propagate(false);
+}
+// tc_sp with finite X (its plan requires desc.x_finite: the padding slots of the 2:4 groups multiply X
+// at real positions, so a non-finite X is neither the dense nor the sparse product): NaN / Inf stored
+// in the weight reach exactly the rows that store them, in both row halves of a tile and every slot.
+TEST(EwSpmvTcSp, NanInfInWeightPropagate) {
+  EW_REQUIRE_DEVICE();
+  for (DType t : {DType::f16, DType::bf16})
+    for (const Pattern& p : compiled()) {
+      SCOPED_TRACE(p.str());
+      const std::int64_t n = 64, k = 203;
+      auto w = random_ew(p, n, k, t, 711);
+      const auto x = random_matrix(t, 3, k, 712);
+      const std::int64_t vc = w.layout.value_cols;
+      store_from_float(t, w.values.data(), std::size_t(5 * vc + 0), INFINITY);   // row 5 (row half 0), slot 0
+      store_from_float(t, w.values.data(), std::size_t(12 * vc + vc - 1), NAN);  // row 12 (half 1), last slot
+      store_from_float(t, w.values.data(), std::size_t(40 * vc + 7), -INFINITY);
+      // keep the stored slots' columns inside the matrix (a slot past k must hold 0)
+      for (std::int64_t r : {5, 12, 40})
+        for (std::int64_t sl = 0; sl < vc; ++sl)
+          if (w.column_of(r, sl) >= k) store_from_float(t, w.values.data(), std::size_t(r * vc + sl), 0.0f);
+      const auto ref = oracle(x, w);
+      std::int64_t bad = 0;
+      for (double v : ref) bad += !std::isfinite(v);
+      EXPECT_GT(bad, 0);
+      for (int kc : {0, 1}) {
+        SkCase c{p, n, k, 3, t, t, 2, 3, kc};
+        c.sp = true;
+        SCOPED_TRACE(name(c));
+        run_and_check(w, x, c, ref, 2);
+      }
     }
 }
 
@@ -288,6 +372,290 @@ TEST(EwSpmvTcSkPlan, RaceAndForcedRun) {
   const auto w48 = random_ew(Pattern::element(4, 8), n, k, DType::f16, 903);
   const Plan other = Plan::create(w48, d);
   EXPECT_NE(other.reason().find("ew_spmv_tc_sk: pattern 4:8 is not compiled"), std::string::npos) << other.reason();
+}
+
+// The tc_sp tables decode every index code to the window's values (CPU emulation of PRMT, the
+// metadata exchange of the quad and the 2:4 expansion): every stored value lands at its column, every
+// other column of the window is 0, every nibble is ordered, and zero slots hold 0.
+TEST(EwSpmvTcSpHost, TablesDecodeEveryCode) {
+  namespace tsp = sew::tcsp;
+  auto prmt = [](std::uint32_t w, std::uint32_t sel) {
+    const std::uint64_t src = w;  // bytes 4..7 zero
+    std::uint32_t d = 0;
+    for (int i = 0; i < 4; ++i) d |= std::uint32_t((src >> (8 * ((sel >> (4 * i)) & 7))) & 0xff) << (8 * i);
+    return d;
+  };
+  for (const Pattern& p : compiled()) {
+    SCOPED_TRACE(p.str());
+    const int N = p.n, M = p.m, b = M == 16 ? 4 : 3, G = M / 4;
+    const int cb = tsp::copy_bytes(N, M), wpc = cb / 4;
+    EXPECT_EQ(tsp::table_bytes(N, M) % 128, 0);
+    // windows of one quad for rows g (h = 0) and g + 8 (h = 1): lane t, row h -> positions
+    const int codes = N == 2 ? (1 << (2 * b)) : (1 << b);
+    for (int trial = 0; trial < 400; ++trial) {
+      int pos[4][2][2], npos[4][2];
+      std::uint16_t val[4][2][2];
+      std::uint32_t E[4][2][4] = {}, word[4][2] = {};
+      for (int t = 0; t < 4; ++t)
+        for (int h = 0; h < 2; ++h) {
+          int code = (trial * 7 + t * 13 + h * 29 + trial * trial) % codes;
+          if (N == 2) {
+            int p0 = code & ((1 << b) - 1), p1 = code >> b;
+            if (p0 == p1) p1 = (p1 + 1) % M;
+            if (p0 > p1) std::swap(p0, p1);
+            pos[t][h][0] = p0, pos[t][h][1] = p1, npos[t][h] = 2;
+          } else {
+            pos[t][h][0] = code, npos[t][h] = 1;
+          }
+          for (int j = 0; j < npos[t][h]; ++j) val[t][h][j] = std::uint16_t(0x3c00 + 17 * t + 5 * h + j + 1);
+        }
+      for (int t = 0; t < 4; ++t) {
+        const int copy = t + 4 * (trial % (128 / cb / 4));  // any copy of lane t
+        for (int h = 0; h < 2; ++h) {
+          int e = 0, wofs = 0;
+          if (N == 2) {
+            e = pos[t][h][0] | (pos[t][h][1] << b);
+            word[t][h] = val[t][h][0] | (std::uint32_t(val[t][h][1]) << 16);
+          } else if (M == 8) {
+            e = pos[t][0][0] | (pos[t][1][0] << b), wofs = 2 * h;
+            word[t][h] = val[t][0][0] | (std::uint32_t(val[t][1][0]) << 16);
+          } else {
+            e = 16 * h + pos[t][h][0];
+            word[t][h] = val[t][0][0] | (std::uint32_t(val[t][1][0]) << 16);
+          }
+          for (int q = 0; q < G; ++q)
+            E[t][h][q] = tsp::table_word(N, M, e, copy, N == 1 && M == 8 ? wofs + q : q);
+          (void)wpc;
+        }
+      }
+      // metadata words per (step s, half H) as the quad exchange builds them
+      const int steps = M / 8;
+      for (int s = 0; s < steps; ++s)
+        for (int H = 0; H < 2; ++H) {
+          std::uint32_t meta = 0;
+          for (int t = 0; t < 4; ++t) {  // lane t's slot for a receiver with (s, H): group q = 2s + H swapped
+            const int rs = M == 16 ? (2 * s + H) ^ t : (H ^ (t & 1));
+            const std::uint32_t slot = ((E[t][0][rs] >> 16) & 0xffffu) | (E[t][1][rs] & 0xffff0000u);
+            meta |= slot;
+          }
+          for (int t = 0; t < 4; ++t)
+            for (int h = 0; h < 2; ++h) {
+              const int q = 2 * s + H;
+              const std::uint32_t a = prmt(word[t][h], E[t][h][q] & 0xffffu);
+              const std::uint32_t nib = (meta >> (16 * h + 4 * t)) & 15u;
+              const int i0 = int(nib & 3), i1 = int(nib >> 2);
+              EXPECT_LT(i0, i1);
+              double dense[4] = {0, 0, 0, 0};
+              dense[i0] += fp16_bits_to_float(std::uint16_t(a & 0xffff));
+              dense[i1] += fp16_bits_to_float(std::uint16_t(a >> 16));
+              double want[4] = {0, 0, 0, 0};
+              for (int j = 0; j < npos[t][h]; ++j) {
+                const int pp = N == 2 ? pos[t][h][j] : pos[t][h][0];
+                if (tsp::group_of(M, pp) == q) want[tsp::lpos_of(M, pp)] = fp16_bits_to_float(val[t][h][N == 2 ? j : 0]);
+              }
+              for (int l = 0; l < 4; ++l) EXPECT_EQ(dense[l], want[l]) << "t " << t << " h " << h << " q " << q << " l " << l;
+            }
+        }
+    }
+    // the physical order covers each window position once
+    int seen[16] = {};
+    for (int pp = 0; pp < M; ++pp) ++seen[tsp::group_of(M, pp) * 4 + tsp::lpos_of(M, pp)];
+    for (int i = 0; i < M; ++i) EXPECT_EQ(seen[i], 1);
+  }
+  // invalid (padding) 2:M codes decode to an empty window
+  EXPECT_EQ(tsp::table_word(2, 8, 0, 0, 0), 0x4444u | (0x4u << 16));
+}
+
+// The whole decode of a tile on the CPU: the kernel's own unit_operands (table lookups, PRMT, X reads at
+// the kernel's lane offsets, metadata slots) with byte-level PRMT / loads, the quad exchange and
+// mma.sp.m16n8k32 emulated from the PTX fragment layouts (A: lane 4g + t holds rows g / g + 8 of groups
+// t / t + 4; metadata from lane 4g + 2 sel + H, nibble 4 q + 16 h for row g + 8h, group 4H + q; B
+// register i of lane 4n + t: k = 8i + 2t, +1): one row block against the fp64 oracle, with row and
+// column tails, every pattern, f16 and bf16.
+struct HostOps {
+  static std::uint32_t prmt0(std::uint32_t w, std::uint32_t sel) {
+    std::uint32_t d = 0;
+    for (int i = 0; i < 4; ++i) {
+      const unsigned b = (sel >> (4 * i)) & 7u;
+      d |= (b < 4 ? (w >> (8 * b)) & 0xffu : 0u) << (8 * i);
+    }
+    return d;
+  }
+  static std::uint32_t hi_halves(std::uint32_t a, std::uint32_t b) { return (a >> 16) | (b & 0xffff0000u); }
+  static uint4 ld4(const unsigned char* p) {
+    uint4 u;
+    std::memcpy(&u, p, 16);
+    return u;
+  }
+  static uint2 ld2(const unsigned char* p) {
+    uint2 u;
+    std::memcpy(&u, p, 8);
+    return u;
+  }
+};
+
+template <int N, int M>
+void emulate_tcsp(DType t, std::int64_t rows, std::int64_t k, int m, std::uint64_t seed) {
+  using Tr = sew::TcSkTraits<__half, N, M, true>;  // the decode does not depend on the element type
+  SCOPED_TRACE(std::to_string(N) + ":" + std::to_string(M) + " " + std::string(to_string(t)) + " rows " + std::to_string(rows) +
+               " k " + std::to_string(k) + " m " + std::to_string(m));
+  const auto w = random_ew(Pattern::element(N, M), rows, k, t, seed);
+  const auto x = random_matrix(t, m, k, seed + 1);
+  const auto ref = oracle(x, w);
+  const auto p = sew::pack_spmv_tc(w);
+  const auto& l = p.layout;
+  ASSERT_EQ(l.row_blocks, 1);
+  // the table, as fill_table writes it
+  std::vector<unsigned char> tab(std::size_t(Tr::kTabBytes));
+  for (int i = 0; i < Tr::kTabBytes / 4; ++i) {
+    const int wpc = Tr::kTabCopyBytes / 4, e = i >> 5, copy = (i & 31) / wpc, wd = i % wpc;
+    const std::uint32_t v = sew::tcsp::table_word(N, M, e, copy, wd);
+    std::memcpy(tab.data() + 4 * i, &v, 4);
+  }
+  // X staged as the kernel stages it: 8 rows at the plan's pitch, zeros past m and k
+  const int cols = int(l.tiles * l.tile_cols), pitch = sew::spmv_tc_pitch(cols, M / 2);
+  std::vector<unsigned char> xs(std::size_t(8 * pitch), 0);
+  for (int r = 0; r < m; ++r)
+    std::memcpy(xs.data() + r * pitch, static_cast<const unsigned char*>(x.data()) + std::size_t(r * k) * 2, std::size_t(k) * 2);
+  auto f16 = [&](std::uint32_t bits) {
+    return t == DType::f16 ? double(fp16_bits_to_float(std::uint16_t(bits))) : double(bf16_bits_to_float(std::uint16_t(bits)));
+  };
+  double acc[16][8] = {};
+  for (std::int64_t tt = 0; tt < l.tiles; ++tt) {
+    sew::tc_detail::Tile<Tr> tile[32];
+    for (int lane = 0; lane < 32; ++lane) {
+      for (int q = 0; q < 4; ++q)
+        std::memcpy(&tile[lane].v[4 * q], p.values.data() + std::size_t(((tt * 4 + q) * 32 + lane) * 16), 16);
+      for (int wd = 0; wd < Tr::B; ++wd) tile[lane].i[wd] = p.indices[l.index_word_offset(0, tt, lane, wd)];
+    }
+    for (int u = 0; u < sew::tcsp::kUnitsPerTile<Tr>; ++u) {
+      std::uint32_t A[32][2][4], Bx[32][2][4], S[32][4], meta[32];
+      for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane >> 2, tq = lane & 3;
+        const unsigned char* xw = xs.data() + g * pitch + tq * Tr::kXLaneBytes + tt * l.tile_cols * 2;
+        const std::uint32_t co = std::uint32_t(Tr::kTabCopyBytes) * std::uint32_t(lane & Tr::kTabCopyMask);
+        sew::tcsp::unit_operands<Tr, sew::tc_detail::Tile<Tr>, HostOps>(tile[lane], u, xw, tab.data(), co, tq, A[lane],
+                                                                         Bx[lane], S[lane]);
+      }
+      for (int lane = 0; lane < 32; ++lane)
+        meta[lane] = S[lane][0] | S[lane ^ 1][1] | S[lane ^ 2][2] | S[lane ^ 3][3];
+      for (int sel = 0; sel < 2; ++sel)
+        for (int r = 0; r < 16; ++r)
+          for (int G = 0; G < 8; ++G) {
+            const std::uint32_t mw = meta[4 * (r % 8) + 2 * sel + G / 4];
+            const std::uint32_t nib = (mw >> (16 * (r / 8) + 4 * (G % 4))) & 15u;
+            const int i0 = int(nib & 3u), i1 = int(nib >> 2);
+            ASSERT_LT(i0, i1) << "ordered metadata";
+            const std::uint32_t a = A[4 * (r % 8) + G % 4][sel][2 * (G / 4) + r / 8];
+            for (int n = 0; n < 8; ++n) {
+              auto bval = [&](int kk) {
+                const std::uint32_t reg = Bx[4 * n + (kk % 8) / 2][sel][kk / 8];
+                return f16((kk & 1) ? reg >> 16 : reg & 0xffffu);
+              };
+              acc[r][n] += f16(a & 0xffffu) * bval(4 * G + i0) + f16(a >> 16) * bval(4 * G + i1);
+            }
+          }
+    }
+  }
+  double num = 0, den = 0;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (int i = 0; i < m; ++i) {
+      const double e = ref[std::size_t(i * rows + r)], g = acc[r][i];
+      num += (g - e) * (g - e);
+      den += e * e;
+    }
+  EXPECT_LT(std::sqrt(num / std::max(den, 1e-300)), 1e-9);
+  for (std::int64_t r = rows; r < 16; ++r)
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(acc[r][i], 0.0) << "padding row " << r;
+}
+
+TEST(EwSpmvTcSpHost, EmulatedTileMatchesTheOracle) {
+  for (DType t : {DType::f16, DType::bf16}) {
+    emulate_tcsp<2, 8>(t, 16, 1003, 8, 1201);
+    emulate_tcsp<2, 8>(t, 13, 2500, 5, 1202);
+    emulate_tcsp<1, 8>(t, 16, 1100, 8, 1203);
+    emulate_tcsp<1, 8>(t, 9, 3000, 3, 1204);
+    emulate_tcsp<2, 16>(t, 16, 1030, 8, 1205);
+    emulate_tcsp<2, 16>(t, 11, 2100, 7, 1206);
+    emulate_tcsp<1, 16>(t, 16, 2050, 8, 1207);
+    emulate_tcsp<1, 16>(t, 15, 1025, 1, 1208);
+  }
+}
+
+TEST(EwSpmvTcSpHost, PlanBounds) {
+  const auto w = random_ew(Pattern::element(2, 8), 28672 / 64, 8192, DType::f16, 804);
+  const auto l = sew::SpmvTcLayout::of(w.layout, DType::f16);
+  sew::TcSkArgs a;
+  const auto cfg = sew::plan_spmv_tcsk(l, 8, 132, 232448, a, 0, 0, 0, true);
+  EXPECT_LE(cfg.smem_bytes, 232448);
+  EXPECT_EQ(a.x_off, sew::tcsp::table_bytes(2, 8));
+  EXPECT_EQ(a.pitch % 128, 32);  // 8-byte B reads: rows 32 bytes apart modulo 128
+  const auto w16 = random_ew(Pattern::element(2, 16), 64, 8192, DType::f16, 805);
+  const auto cfg16 = sew::plan_spmv_tcsk(sew::SpmvTcLayout::of(w16.layout, DType::f16), 8, 132, 232448, a, 0, 0, 0, true);
+  EXPECT_LE(cfg16.smem_bytes, 232448);
+  EXPECT_EQ(a.x_off, sew::tcsp::table_bytes(2, 16));
+  EXPECT_EQ(a.pitch % 128, 64);
+  EXPECT_NE(sew::spmv_tcsk_unsupported(w.layout, DType::f16, 9, true).find("ew_spmv_tc_sp serves m = 1..8"), std::string::npos);
+  const auto w48 = random_ew(Pattern::element(4, 8), 32, 256, DType::f16, 806);
+  EXPECT_NE(sew::spmv_tcsk_unsupported(w48.layout, DType::f16, 8, true).find("not compiled"), std::string::npos);
+}
+
+TEST(EwSpmvTcSpPlan, RaceAndForcedRun) {
+  EW_REQUIRE_DEVICE();
+  const std::int64_t n = 300, k = 1024;
+  for (const Pattern& p : {Pattern::element(2, 8), Pattern::element(1, 16)}) {
+    SCOPED_TRACE(p.str());
+    const auto w = random_ew(p, n, k, DType::f16, 911);
+    MatmulDesc d;
+    d.m = 8;
+    d.x_dtype = DType::f16;
+    d.y_dtype = DType::f16;
+    // opt-in until validated on a GPU (register.cu); SPARSENM_RACE_TC_SP=1 lets the plan race it
+    unsetenv("SPARSENM_RACE_TC_SP");
+    const Plan optin = Plan::create(w, d);
+    EXPECT_NE(optin.reason().find("ew_spmv_tc_sp is opt-in"), std::string::npos) << optin.reason();
+    EXPECT_NE(optin.kernel(), "cuda:ew_spmv_tc_sp");
+    setenv("SPARSENM_RACE_TC_SP", "1", 1);
+    const Plan autoplan = Plan::create(w, d);
+    unsetenv("SPARSENM_RACE_TC_SP");
+    // raced and timed (a timed entry carries its describe() in brackets; a failed one would not)
+    EXPECT_NE(autoplan.reason().find("cuda:ew_spmv_tc_sp ["), std::string::npos) << autoplan.reason();
+    MatmulDesc nf = d;
+    nf.x_finite = false;
+    nf.kernel = "cuda:ew_spmv_tc_sp";
+    EXPECT_THROW(Plan::create(w, nf), Unsupported);
+    const auto x = random_matrix(DType::f16, 8, k, 912);
+    MatmulDesc forced = d;
+    forced.kernel = "cuda:ew_spmv_tc_sp";
+    const Plan plan = Plan::create(w, forced);
+    EXPECT_EQ(plan.kernel(), "cuda:ew_spmv_tc_sp");
+    DeviceMem dx(x.size_bytes()), dy(std::size_t(8 * n) * 2);
+    EW_CUDA(cudaMemcpy(dx.p, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
+    for (int rep = 0; rep < 2; ++rep) {
+      EW_CUDA(cudaMemset(dy.p, 0xFF, std::size_t(8 * n) * 2));
+      plan.run(dx.p, dy.p, nullptr);
+      EW_CUDA(cudaGetLastError());
+      EW_CUDA(cudaDeviceSynchronize());
+      std::vector<std::byte> y(std::size_t(8 * n) * 2);
+      EW_CUDA(cudaMemcpy(y.data(), dy.p, y.size(), cudaMemcpyDeviceToHost));
+      const auto cmp = compare(y, DType::f16, oracle(x, w));
+      EXPECT_EQ(cmp.unwritten, 0);
+      EXPECT_LT(cmp.rel_err, tolerance(DType::f16));
+    }
+  }
+}
+
+TEST(EwSpmvTcSpSmoke, SanitizerSmoke) {
+  EW_REQUIRE_DEVICE();
+  for (SkCase c : std::vector<SkCase>{
+           {Pattern::element(2, 8), 150, 3001, 8, DType::f16, DType::f16, 3, 5, 5},
+           {Pattern::element(1, 8), 50, 2000, 5, DType::bf16, DType::bf16, 2, 16, 0},
+           {Pattern::element(2, 16), 70, 4100, 8, DType::f16, DType::bf16, 0, 0, 0},
+           {Pattern::element(1, 16), 33, 3000, 3, DType::bf16, DType::f32, 4, 7, 2, true},
+       }) {
+    c.sp = true;
+    check(c, 1101);
+  }
 }
 
 // Small cases for compute-sanitizer memcheck: chunks, pending overflow, element staging, tails.

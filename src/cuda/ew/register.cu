@@ -7,6 +7,8 @@
 // on the weight stored in the order the planned grid consumes it: session 7b; "_skg", the register
 // form, opt-in),
 // "cuda:ew_spmv_tc_sk" (m <= 8, the tc tile and PRMT decode on the stream-K tile ring; session 8),
+// "cuda:ew_spmv_tc_sp" (the same tile and ring on the sparse tensor cores, mma.sp m16n8k32; session 8b;
+// opt-in until validated on a GPU, SPARSENM_RACE_TC_SP=1 races it),
 // "cuda:ew_spmv_sk_mb" / "cuda:ew_spmv_sk_mb2" (m = 2..8, f16 / bf16, stream-K split, CUDA cores)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
@@ -18,6 +20,7 @@
 // format/vnm_sk_pack.hpp; docs/PERF-vnm-small.md, session 7: as fast as the element form at
 // M = 8, 1-2.5 % faster at M = 16 on the H200); the plan races them with the rest.
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 
@@ -476,16 +479,19 @@ KernelCandidate ew_tc_candidate(cuda::ew::SpmvTcVariant v) {
 
 /// "cuda:ew_spmv_tc_sk": the tc-layout weight stored in the planned unit order (chunk-major), the fp32
 /// workspace and per-row-block counters (zeroed once; every launch leaves them zero).
+/// sparse: "cuda:ew_spmv_tc_sp", the same stored weight and plan on the sparse tensor cores (session 8b).
 class EwTcSkInstance final : public KernelInstance {
  public:
-  EwTcSkInstance(const CondensedMatrix& w0, const MatmulDesc& d) {
+  EwTcSkInstance(const CondensedMatrix& w0, const MatmulDesc& d, bool sparse) {
     std::optional<CondensedMatrix> hold;
     const CondensedMatrix& w = ew_weight(w0, hold);
     note_ = ew_repack_note(w0);
-    launch_ = cuda::ew::find_spmv_tcsk(w.dtype, w.pattern().n, w.pattern().m);
-    if (!launch_) throw Unsupported("ew_spmv_tc_sk: no compiled instance for " + w.pattern().str());
+    launch_ = cuda::ew::find_spmv_tcsk(w.dtype, w.pattern().n, w.pattern().m, sparse);
+    if (!launch_)
+      throw Unsupported(std::string(sparse ? "ew_spmv_tc_sp" : "ew_spmv_tc_sk") + ": no compiled instance for " +
+                        w.pattern().str());
     cuda::ew::SpmvTcPacked p = cuda::ew::pack_spmv_tc(w);
-    cfg_ = cuda::ew::plan_spmv_tcsk(p.layout, int(d.m), sm_count(), smem_optin(), args_);
+    cfg_ = cuda::ew::plan_spmv_tcsk(p.layout, int(d.m), sm_count(), smem_optin(), args_, 0, 0, 0, sparse);
     {
       std::vector<std::byte> v;
       std::vector<std::uint32_t> i;
@@ -522,23 +528,34 @@ class EwTcSkInstance final : public KernelInstance {
   cuda::ew::TcSkLaunchFn launch_ = nullptr;
 };
 
-KernelCandidate ew_tcsk_candidate() {
+KernelCandidate ew_tcsk_candidate(bool sparse) {
   KernelCandidate c;
-  c.name = "cuda:ew_spmv_tc_sk";
+  c.name = sparse ? "cuda:ew_spmv_tc_sp" : "cuda:ew_spmv_tc_sk";
   c.backend = Backend::cuda;
-  c.unsupported = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
-    if (auto why = ew_common_unsupported(w, d); !why.empty()) return "ew_spmv_tc_sk " + why;
-    if (auto why = cuda::ew::spmv_tcsk_unsupported(ew_layout(w), w.dtype, d.m); !why.empty()) return why;
+  c.unsupported = [sparse](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+    if (auto why = ew_common_unsupported(w, d); !why.empty())
+      return std::string(sparse ? "ew_spmv_tc_sp " : "ew_spmv_tc_sk ") + why;
+    if (auto why = cuda::ew::spmv_tcsk_unsupported(ew_layout(w), w.dtype, d.m, sparse); !why.empty()) return why;
     try {  // one tile of X beside the rings and the table must fit the device's shared memory
       cuda::ew::TcSkArgs a;
-      (void)cuda::ew::plan_spmv_tcsk(cuda::ew::SpmvTcLayout::of(ew_layout(w), w.dtype), int(d.m), sm_count(), smem_optin(), a);
+      (void)cuda::ew::plan_spmv_tcsk(cuda::ew::SpmvTcLayout::of(ew_layout(w), w.dtype), int(d.m), sm_count(), smem_optin(), a,
+                                     0, 0, 0, sparse);
     } catch (const InvalidArgument& e) {
       return e.what();
     }
-    return needs_finite_x(d, "multiplies X by explicit zeros at pruned positions (dense tensor-core fragments)");
+    // tc_sp has passed its CPU emulation but has not run on a GPU yet (the session-8b device call stopped
+    // in the build; docs/PERF.md): opt-in until its GPU tests pass, except where SPARSENM_RACE_TC_SP=1
+    // (device scripts) lets the plan race it. Remove this gate once EwSpmvTcSp* pass on the device.
+    if (sparse && d.kernel != "cuda:ew_spmv_tc_sp") {
+      const char* race = std::getenv("SPARSENM_RACE_TC_SP");
+      if (race == nullptr || std::string(race) != "1")
+        return "ew_spmv_tc_sp is opt-in (force desc.kernel, or SPARSENM_RACE_TC_SP=1): not yet validated on a GPU";
+    }
+    return needs_finite_x(d, sparse ? "multiplies X by explicit zeros (the padding slots of the 2:4 groups)"
+                                    : "multiplies X by explicit zeros at pruned positions (dense tensor-core fragments)");
   };
-  c.create = [](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-    return std::make_unique<EwTcSkInstance>(w, d);
+  c.create = [sparse](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwTcSkInstance>(w, d, sparse);
   };
   return c;
 }
@@ -563,7 +580,8 @@ void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::balanced));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::prmt));
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::ring));
-  r.add(ew_tcsk_candidate());
+  r.add(ew_tcsk_candidate(false));
+  r.add(ew_tcsk_candidate(true));
   r.add(ew_candidate<true>());
   r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async));
   r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async16));

@@ -45,11 +45,12 @@ using TcSkLaunchFn = void (*)(const TcSkArgs&, const TcSkConfig&, cudaStream_t);
 constexpr int kTcSkRing = 3;       ///< ring stages per warp
 constexpr int kTcSkMaxWarps = 16;  ///< warps per CTA (launch bound)
 
-/// The compiled instance (f16 / bf16; 2:8, 1:8, 2:16, 1:16), or null.
-TcSkLaunchFn find_spmv_tcsk(DType dtype, int pn, int pm);
+/// The compiled instance (f16 / bf16; 2:8, 1:8, 2:16, 1:16), or null. sparse: cuda:ew_spmv_tc_sp, the same
+/// tile, ring and arguments on the sparse tensor cores (mma.sp m16n8k32; spmv_tcsp_decode.cuh, session 8b).
+TcSkLaunchFn find_spmv_tcsk(DType dtype, int pn, int pm, bool sparse = false);
 
-/// Why (layout, dtype, m) cannot run on ew_spmv_tc_sk ("" if it can).
-std::string spmv_tcsk_unsupported(const FormatLayout& f, DType dtype, long long m);
+/// Why (layout, dtype, m) cannot run on ew_spmv_tc_sk (or ew_spmv_tc_sp) ("" if it can).
+std::string spmv_tcsk_unsupported(const FormatLayout& f, DType dtype, long long m, bool sparse = false);
 
 /// Chunk of unit u (units in chunk-major order: every chunk but the last holds row_blocks * kc units).
 inline long long tcsk_chunk_of(long long u, long long row_blocks, long long kc) { return u / (row_blocks * kc); }
@@ -59,8 +60,9 @@ inline long long tcsk_chunk_of(long long u, long long row_blocks, long long kc) 
 /// `smem_limit`: the device's opt-in bytes per CTA. Overrides (> 0) for tests: grid, warps, kc.
 /// Throws InvalidArgument if even one tile of X does not fit. Fills every field of `a` but the
 /// pointers, y_dtype and x_vec.
+/// sparse: the plan of ew_spmv_tc_sp (its own table size; X pitch spmv_tc_pitch(cols, M / 2)).
 TcSkConfig plan_spmv_tcsk(const SpmvTcLayout& l, int m, int sms, int smem_limit, TcSkArgs& a, int grid_override = 0,
-                          int warps_override = 0, int kc_override = 0);
+                          int warps_override = 0, int kc_override = 0, bool sparse = false);
 
 /// The tc-layout tiles (pack_spmv_tc) stored in unit order for kc: unit u = (chunk c, row block rb,
 /// tile tt of the chunk) at slot u, c-major, then rb, then tt. Plan time, once.

@@ -7,23 +7,24 @@
 
 #include "cuda/ew/spmv_tc_traits.cuh"
 #include "cuda/ew/spmv_tcsk.hpp"
+#include "cuda/ew/spmv_tcsp_decode.cuh"
 #include "sparsenm/error.hpp"
 
 namespace sparsenm::cuda::ew {
 
 template <class Tr>
 void launch_spmv_tcsk(const TcSkArgs& a, const TcSkConfig& cfg, cudaStream_t stream);  // spmv_tcsk_launch.cuh
-template <class T, int NN, int MM>
+template <class T, int NN, int MM, bool SP>
 struct TcSkTraits;  // spmv_tcsk_kernel.cuh
 
 namespace {
 
-template <class T>
+template <class T, bool SP>
 TcSkLaunchFn find_typed(int pn, int pm) {
-  if (pn == 2 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 2, 8>>;
-  if (pn == 1 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 1, 8>>;
-  if (pn == 2 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 2, 16>>;
-  if (pn == 1 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 1, 16>>;
+  if (pn == 2 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 2, 8, SP>>;
+  if (pn == 1 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 1, 8, SP>>;
+  if (pn == 2 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 2, 16, SP>>;
+  if (pn == 1 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 1, 16, SP>>;
   return nullptr;
 }
 
@@ -31,25 +32,26 @@ long long round128(long long b) { return (b + 127) / 128 * 128; }
 
 }  // namespace
 
-TcSkLaunchFn find_spmv_tcsk(DType dtype, int pn, int pm) {
+TcSkLaunchFn find_spmv_tcsk(DType dtype, int pn, int pm, bool sparse) {
   switch (dtype) {
-    case DType::f16: return find_typed<__half>(pn, pm);
-    case DType::bf16: return find_typed<__nv_bfloat16>(pn, pm);
+    case DType::f16: return sparse ? find_typed<__half, true>(pn, pm) : find_typed<__half, false>(pn, pm);
+    case DType::bf16: return sparse ? find_typed<__nv_bfloat16, true>(pn, pm) : find_typed<__nv_bfloat16, false>(pn, pm);
     default: return nullptr;
   }
 }
 
-std::string spmv_tcsk_unsupported(const FormatLayout& f, DType dtype, long long m) {
-  if (m < 1 || m > 8) return "ew_spmv_tc_sk serves m = 1..8 (got m = " + std::to_string(m) + ")";
+std::string spmv_tcsk_unsupported(const FormatLayout& f, DType dtype, long long m, bool sparse) {
+  const std::string kn = sparse ? "ew_spmv_tc_sp" : "ew_spmv_tc_sk";
+  if (m < 1 || m > 8) return kn + " serves m = 1..8 (got m = " + std::to_string(m) + ")";
   if (auto why = SpmvTcLayout::why_not(f, dtype); !why.empty()) return why;
-  if (!find_spmv_tcsk(dtype, f.pattern.n, f.pattern.m))
-    return "ew_spmv_tc_sk: pattern " + f.pattern.str() + " is not compiled (2:8, 1:8, 2:16, 1:16 are)";
-  if (f.rows > (1ll << 30) || f.cols > (1ll << 30)) return "ew_spmv_tc_sk: rows and cols must be < 2^30";
+  if (!find_spmv_tcsk(dtype, f.pattern.n, f.pattern.m, sparse))
+    return kn + ": pattern " + f.pattern.str() + " is not compiled (2:8, 1:8, 2:16, 1:16 are)";
+  if (f.rows > (1ll << 30) || f.cols > (1ll << 30)) return kn + ": rows and cols must be < 2^30";
   return {};
 }
 
 TcSkConfig plan_spmv_tcsk(const SpmvTcLayout& l, int m, int sms, int smem_limit, TcSkArgs& a, int grid_override,
-                          int warps_override, int kc_override) {
+                          int warps_override, int kc_override, bool sparse) {
   const int cw = warps_override > 0 ? warps_override : kTcSkMaxWarps;
   if (cw > kTcSkMaxWarps)
     throw InvalidArgument("warps_override", "ew_spmv_tc_sk: at most " + std::to_string(kTcSkMaxWarps) + " warps per CTA");
@@ -63,7 +65,9 @@ TcSkConfig plan_spmv_tcsk(const SpmvTcLayout& l, int m, int sms, int smem_limit,
   a.units = l.row_blocks * l.tiles;
   a.cta_warps = cw;
   a.warps_total = grid * cw;
-  const long long table = spmv_tc_table_bytes(kDecPrmt, l.n, l.m);
+  const long long table = sparse ? tcsp::table_bytes(l.n, l.m) : spmv_tc_table_bytes(kDecPrmt, l.n, l.m);
+  if (table == 0) throw InvalidArgument("l", "ew_spmv_tc_sk / tc_sp: no selector table for " + std::to_string(l.n) + ":" + std::to_string(l.m));
+  const int pitch_m = sparse ? l.m / 2 : l.m;  // tc_sp: 8-byte (M = 8) / 16-byte (M = 16) B reads per lane
   const long long tile_bytes = 2048 + 128ll * l.bits;
   const long long rings = (long long)cw * kTcSkRing * tile_bytes;
   const long long U = a.units, W = a.warps_total;
@@ -80,7 +84,7 @@ TcSkConfig plan_spmv_tcsk(const SpmvTcLayout& l, int m, int sms, int smem_limit,
     return std::max<long long>(best, 1);
   };
   for (long long kc = kc_override > 0 ? kc_override : l.tiles; kc >= 1; --kc) {
-    const long long pitch = spmv_tc_pitch(int(widest(kc) * l.tile_cols), l.m);
+    const long long pitch = spmv_tc_pitch(int(widest(kc) * l.tile_cols), pitch_m);
     const long long xb = round128(8 * pitch);
     const long long total = table + xb + rings;
     if (total > smem_limit && kc_override <= 0) continue;

@@ -36,6 +36,9 @@
 //   40.1 / 29.9 (the fastest of ours); 1:8 and 1:16 slower than tc_bal / sk_mb. The weight streams at
 //   ~2.8 TB/s, and 1:8 / 2:16 / 1:16 take the same ~40 us at 28672 x 8192 whatever their bytes: the
 //   per-dense-column decode + mma work limits, not the stream.
+// Sparse variant (TcSkTraits<..., true>, cuda:ew_spmv_tc_sp, session 8b): the same stored tiles, ring,
+//   X staging (at its own pitch), split-k and settle; each tile multiplied by mma.sp m16n8k32 instead
+//   (spmv_tcsp_decode.cuh): half the mma instructions and A registers per dense column.
 // Limits: f16 / bf16, N:M in {2:8, 1:8, 2:16, 1:16} (the PRMT decode), m <= 8 (padded to the n8 of the
 //   mma; the time is the same for every m), finite X (dense fragments: 0 x Inf at pruned positions,
 //   as ew_spmv_tc), one tile of X (8 x 64 M / N columns) must fit beside the rings.
@@ -47,14 +50,23 @@
 
 #include "cuda/ew/spmv_tc_kernel.cuh"
 #include "cuda/ew/spmv_tcsk.hpp"
+#include "cuda/ew/spmv_tcsp_decode.cuh"
 
 namespace sparsenm::cuda::ew {
 
 /// The tc traits of the ring decode (kDecPrmt; kRing = 3 selects the 8-byte 2:8 selector entries) plus
 /// the ring-stage geometry.
-template <class T, int NN_, int MM_>
+/// SP_ = true: cuda:ew_spmv_tc_sp, the same tile on the sparse tensor cores (spmv_tcsp_decode.cuh): its
+/// own table, table copies and lane X offset; everything else is shared.
+template <class T, int NN_, int MM_, bool SP_ = false>
 struct TcSkTraits : SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing> {
   using Base = SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing>;
+  static constexpr bool kSp = SP_;
+  static constexpr int kTabBytes = SP_ ? tcsp::table_bytes(NN_, MM_) : Base::kTabBytes;
+  static constexpr int kTabCopyBytes = SP_ ? tcsp::copy_bytes(NN_, MM_) : Base::kTabCopyBytes;
+  static constexpr int kTabCopyMask = 128 / kTabCopyBytes - 1;
+  static constexpr int kXLaneBytes = SP_ ? MM_ : MM_ * 2;  ///< staged X bytes before lane t's first B read, / t
+  static_assert(SP_ || kTabCopyMask == Base::kTabCopyMask, "dense table copies unchanged");
   static constexpr int kR = kTcSkRing;
   static constexpr int kValBytes = 4 * 32 * 16;           ///< a tile's value vectors
   static constexpr int kIdxBytes = Base::B * 32 * 4;      ///< a tile's index words
@@ -157,7 +169,8 @@ __global__ void __launch_bounds__(kTcSkMaxWarps * 32, 1) ew_spmv_tcsk_kernel(con
     if (s < n_units) tcsk::ring_issue<Tr>(ring_sh + unsigned(s * TB), a, u0 + s, lane);
     tcsk::ring_commit();
   }
-  tc_detail::fill_table<Tr>(tcsk_smem);  // published by the __syncthreads below
+  if constexpr (Tr::kSp) tcsp::fill_table<Tr>(tcsk_smem);  // published by the __syncthreads below
+  else tc_detail::fill_table<Tr>(tcsk_smem);
 
   // The CTA's X span: the columns of the chunks its (contiguous) unit range touches.
   const long long rk = (long long)a.row_blocks * a.kc;
@@ -200,7 +213,7 @@ __global__ void __launch_bounds__(kTcSkMaxWarps * 32, 1) ew_spmv_tcsk_kernel(con
   }
 
   const unsigned tab = sm0 + unsigned(Tr::kTabCopyBytes) * unsigned(lane & Tr::kTabCopyMask);
-  const unsigned char* xw0 = xs + g * a.pitch + tq * Tr::MM * 2;
+  const unsigned char* xw0 = xs + g * a.pitch + tq * Tr::kXLaneBytes;
   float acc[Tr::kAcc][4] = {};
   // Position of unit u0 + q: chunk c (tcn tiles per row block), row block rb, tile tt of the chunk.
   int c = 0, rb = 0, tt = 0, tcn = a.kc;
@@ -224,7 +237,11 @@ __global__ void __launch_bounds__(kTcSkMaxWarps * 32, 1) ew_spmv_tcsk_kernel(con
     tc_detail::Tile<Tr> tile;
     tcsk::ring_read<Tr>(tile, ring + stage * TB, lane);
     const int t = c * a.kc + tt;  // tile along the row
-    tc_detail::compute_tile<Tr>(tile, acc, xw0 + (t * Tr::kTileCols - col0) * 2, tab);
+    if constexpr (Tr::kSp)
+      tcsp::compute_tile<Tr>(tile, acc, xw0 + (t * Tr::kTileCols - col0) * 2, tcsk_smem,
+                             unsigned(Tr::kTabCopyBytes) * unsigned(lane & Tr::kTabCopyMask), tq);
+    else
+      tc_detail::compute_tile<Tr>(tile, acc, xw0 + (t * Tr::kTileCols - col0) * 2, tab);
     stage = stage + 1 == R ? 0 : stage + 1;
     ++tt;
     if (tt == tcn || q + 1 == n_units) {  // the segment [tstart, tt) of row block rb closes

@@ -14,18 +14,22 @@ namespace sparsenm::cuda::ew {
 template <class Tr>
 void launch_spmv_tcsk(const TcSkArgs& a, const TcSkConfig& cfg, cudaStream_t stream) {
   if (a.cta_warps < 1 || a.cta_warps > kTcSkMaxWarps)
-    throw InvalidArgument("cta_warps", "ew_spmv_tc_sk: got " + std::to_string(a.cta_warps) + ", must be 1.." +
+    throw InvalidArgument("cta_warps", std::string(Tr::kSp ? "ew_spmv_tc_sp" : "ew_spmv_tc_sk") + ": got " + std::to_string(a.cta_warps) + ", must be 1.." +
                                            std::to_string(kTcSkMaxWarps));
   if (cfg.grid < 1 || a.warps_total != cfg.grid * a.cta_warps)
     throw InvalidArgument("grid", "ew_spmv_tc_sk: warps_total must be grid x cta_warps (plan_spmv_tcsk)");
   auto kernel = ew_spmv_tcsk_kernel<Tr>;
   allow_dynamic_smem(kernel, cfg.smem_bytes);
   kernel<<<cfg.grid, 32 * a.cta_warps, std::size_t(cfg.smem_bytes), stream>>>(a);
-  SPARSENM_CUDA_CHECK_LAUNCH("ew_spmv_tc_sk");
+  SPARSENM_CUDA_CHECK_LAUNCH(Tr::kSp ? "ew_spmv_tc_sp" : "ew_spmv_tc_sk");
 }
 
 }  // namespace sparsenm::cuda::ew
 
 #define SPARSENM_EW_SPMV_TCSK_INSTANCE(T, NN, MM)                                                     \
   template void ::sparsenm::cuda::ew::launch_spmv_tcsk<::sparsenm::cuda::ew::TcSkTraits<T, NN, MM>>( \
+      const ::sparsenm::cuda::ew::TcSkArgs&, const ::sparsenm::cuda::ew::TcSkConfig&, cudaStream_t);
+
+#define SPARSENM_EW_SPMV_TCSP_INSTANCE(T, NN, MM)                                                           \
+  template void ::sparsenm::cuda::ew::launch_spmv_tcsk<::sparsenm::cuda::ew::TcSkTraits<T, NN, MM, true>>( \
       const ::sparsenm::cuda::ew::TcSkArgs&, const ::sparsenm::cuda::ew::TcSkConfig&, cudaStream_t);
