@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cuda/common.cuh"
+#include "plan/registry.hpp"
 #include "sparsenm/error.hpp"
 #include "sparsenm/plan.hpp"
 #include "support/random_pattern.hpp"
@@ -35,7 +36,9 @@ DenseMatrix run_on_device(const Plan& plan, const DenseMatrix& x, DType y_dtype,
                           cudaStream_t stream = nullptr) {
   cuda::DeviceBuffer xd(x.size_bytes()), yd(std::size_t(x.rows() * n) * dtype_size(y_dtype));
   xd.upload(x.data(), x.size_bytes());
-  SPARSENM_CUDA_CHECK(cudaMemset(yd.get(), 0xff, yd.size()));  // poison: NaN in every dtype
+  // Poison (NaN in every dtype) on the stream the plan runs on: a cudaMemset on the legacy stream
+  // is not ordered before work on a non-blocking stream and could land after the kernel's stores.
+  SPARSENM_CUDA_CHECK(cudaMemsetAsync(yd.get(), 0xff, yd.size(), stream));
   plan.run(xd.get(), yd.get(), stream);
   SPARSENM_CUDA_CHECK(cudaGetLastError());
   SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
@@ -188,6 +191,9 @@ TEST(PlanCuda, NonFiniteXKeepsTheCondensedSemantics) {
   }
 }
 
+// The automatic choice and then every CUDA candidate that supports the problem, each forced, run on
+// a caller's non-blocking stream: a kernel (or a split-k reduce / transpose launch) that strayed onto
+// the legacy stream would race the poisoned output.
 TEST(PlanCuda, RunsOnACallerStream) {
   REQUIRE_DEVICE();
   const CondensedMatrix w = weight("2:4", DType::bf16, 64, 96, 30);
@@ -195,19 +201,27 @@ TEST(PlanCuda, RunsOnACallerStream) {
   d.m = 5;
   d.x_dtype = DType::bf16;
   d.y_dtype = DType::f32;
-  const Plan plan = Plan::create(w, d);
+  std::vector<std::string> kernels = {""};
+  for (const auto& c : detail::kernel_registry().candidates())
+    if (c.backend == Backend::cuda && c.unsupported(w, d).empty()) kernels.push_back(c.name);
+  EXPECT_GE(kernels.size(), 3u);  // the automatic choice, cuBLAS and at least one sparse kernel
   cudaStream_t stream = nullptr;
   SPARSENM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const DenseMatrix x = random_matrix(DType::bf16, 5, 96, 31);
-  DenseMatrix y;
+  const DenseMatrix ref = reference_matmul_f64(x.view(), w);
   try {
-    y = run_on_device(plan, x, DType::f32, 64, stream);
+    for (const std::string& k : kernels) {
+      d.kernel = k;
+      const Plan plan = Plan::create(w, d);
+      SCOPED_TRACE(plan.kernel() + (k.empty() ? " (automatic: " + plan.reason() + ")" : ""));
+      const DenseMatrix y = run_on_device(plan, x, DType::f32, 64, stream);
+      EXPECT_LE(relative_error(y.view(), ref), 1e-5);  // any kernel's f32 order
+    }
   } catch (...) {
     cudaStreamDestroy(stream);
     throw;
   }
   SPARSENM_CUDA_CHECK(cudaStreamDestroy(stream));
-  EXPECT_LE(relative_error(y.view(), reference_matmul_f64(x.view(), w)), 1e-5);  // any kernel's f32 order
 }
 
 TEST(PlanCuda, OneCallMatmulWithStridedViews) {

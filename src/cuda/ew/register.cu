@@ -8,7 +8,7 @@
 // form, opt-in),
 // "cuda:ew_spmv_tc_sk" (m <= 8, the tc tile and PRMT decode on the stream-K tile ring; session 8),
 // "cuda:ew_spmv_tc_sp" (the same tile and ring on the sparse tensor cores, mma.sp m16n8k32; session 8b;
-// opt-in until validated on a GPU, SPARSENM_RACE_TC_SP=1 races it),
+// opt-in: no faster than tc_sk on the H200, SPARSENM_RACE_TC_SP=1 races it),
 // "cuda:ew_spmv_sk_mb" / "cuda:ew_spmv_sk_mb2" (m = 2..8, f16 / bf16, stream-K split, CUDA cores)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
@@ -543,13 +543,13 @@ KernelCandidate ew_tcsk_candidate(bool sparse) {
     } catch (const InvalidArgument& e) {
       return e.what();
     }
-    // tc_sp has passed its CPU emulation but has not run on a GPU yet (the session-8b device call stopped
-    // in the build; docs/PERF.md): opt-in until its GPU tests pass, except where SPARSENM_RACE_TC_SP=1
-    // (device scripts) lets the plan race it. Remove this gate once EwSpmvTcSp* pass on the device.
+    // tc_sp passes its GPU tests (lead's run at 2834e58) but measured no faster than tc_sk (28672x8192
+    // m = 8: 2:8 50.1 vs 49.7 us, 1:8 41.5 vs 41.7 us; docs/PERF.md "Session 8b"): the halved mma count is
+    // not what limits these kernels. Opt-in (forced desc.kernel), or raced where SPARSENM_RACE_TC_SP=1.
     if (sparse && d.kernel != "cuda:ew_spmv_tc_sp") {
       const char* race = std::getenv("SPARSENM_RACE_TC_SP");
       if (race == nullptr || std::string(race) != "1")
-        return "ew_spmv_tc_sp is opt-in (force desc.kernel, or SPARSENM_RACE_TC_SP=1): not yet validated on a GPU";
+        return "ew_spmv_tc_sp is opt-in (force desc.kernel, or SPARSENM_RACE_TC_SP=1): measured no faster than ew_spmv_tc_sk";
     }
     return needs_finite_x(d, sparse ? "multiplies X by explicit zeros (the padding slots of the 2:4 groups)"
                                     : "multiplies X by explicit zeros at pruned positions (dense tensor-core fragments)");
