@@ -208,7 +208,7 @@ TEST(PlanCuda, RunsOnACallerStream) {
   cudaStream_t stream = nullptr;
   SPARSENM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const DenseMatrix x = random_matrix(DType::bf16, 5, 96, 31);
-  const DenseMatrix ref = reference_matmul_f64(x.view(), w);
+  const std::vector<double> ref = reference_matmul_f64(x.view(), w);
   try {
     for (const std::string& k : kernels) {
       d.kernel = k;
