@@ -375,7 +375,7 @@ struct FstGlobalsGuard {
     train::detail::set_fst_tile_policy(train::detail::FstTilePolicy::heuristic);
     train::detail::set_fst_phase_sink(nullptr);
     train::detail::set_fst_fork_backward(false);
-    train::detail::set_fst_bias_variant(0);
+    train::detail::set_fst_bias_variant(1);  // the default
   }
 };
 

@@ -240,7 +240,7 @@ void fst_transpose16(const void* src, std::int64_t R, std::int64_t C, void* dst,
 }
 
 namespace {
-std::atomic<int> g_bias_variant{0};
+std::atomic<int> g_bias_variant{1};  // 1: measured 3.0x faster than 0 (fa4ec55)
 }  // namespace
 void set_fst_bias_variant(int v) noexcept { g_bias_variant.store(v); }
 int fst_bias_variant() noexcept { return g_bias_variant.load(); }
