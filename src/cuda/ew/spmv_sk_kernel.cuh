@@ -270,18 +270,7 @@ __device__ __forceinline__ void ring_read(Tile<Tr>& t, const unsigned char* st, 
   }
   if constexpr (Tr::IREG) return;  // the index words are in registers already
   const std::uint32_t* ip = reinterpret_cast<const std::uint32_t*>(st + Tr::kValBytes) + lane * Tr::kIdxVec;
-#pragma unroll
-  for (int q = 0; q < Tr::kIdxLoads; ++q) {
-    if constexpr (Tr::kIdxVec == 4) {
-      const uint4 u = *reinterpret_cast<const uint4*>(ip + q * 32 * 4);
-      t.i[4 * q] = u.x, t.i[4 * q + 1] = u.y, t.i[4 * q + 2] = u.z, t.i[4 * q + 3] = u.w;
-    } else if constexpr (Tr::kIdxVec == 2) {
-      const uint2 u = *reinterpret_cast<const uint2*>(ip + q * 32 * 2);
-      t.i[2 * q] = u.x, t.i[2 * q + 1] = u.y;
-    } else {
-      t.i[q] = ip[q * 32];
-    }
-  }
+  read_stage_indices<Tr::kIdxLoads, Tr::kIdxVec>(t.i, ip);
   if constexpr (Tr::VM > 0) t.c = st[Tr::kValBytes + Tr::kIdxBytes + lane];
 }
 

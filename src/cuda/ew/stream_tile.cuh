@@ -35,4 +35,22 @@ __device__ __forceinline__ void load_stream_tile(std::uint32_t* v, std::uint32_t
   }
 }
 
+/// The index part of a tile as it lies in a shared-memory ring stage (the same lane order as in
+/// global memory, `ip` = the stage's index words + lane * IDX_VEC) into i[IDX_LOADS * IDX_VEC].
+template <int IDX_LOADS, int IDX_VEC>
+__device__ __forceinline__ void read_stage_indices(std::uint32_t* i, const std::uint32_t* ip) {
+  static_assert(IDX_VEC == 1 || IDX_VEC == 2 || IDX_VEC == 4, "index loads are 1, 2 or 4 words");
+#pragma unroll
+  for (int q = 0; q < IDX_LOADS; ++q) {
+    if constexpr (IDX_VEC == 4) {
+      const uint4 u = *reinterpret_cast<const uint4*>(ip + q * 32 * 4);
+      i[4 * q] = u.x, i[4 * q + 1] = u.y, i[4 * q + 2] = u.z, i[4 * q + 3] = u.w;
+    } else if constexpr (IDX_VEC == 2) {
+      const uint2 u = *reinterpret_cast<const uint2*>(ip + q * 32 * 2);
+      i[2 * q] = u.x, i[2 * q + 1] = u.y;
+    } else {
+      i[q] = ip[q * 32];
+    }
+  }
+}
 }  // namespace sparsenm::cuda::ew

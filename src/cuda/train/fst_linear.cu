@@ -587,6 +587,29 @@ struct FstLinear::Impl {
            std::to_string(out) + ", " + std::to_string(T) + ")";
   }
   /// Checks the requests before anything is allocated: forced cuSPARSELt that cannot run throws.
+  /// Runs construction-time timing `f(stream)` on a private non-blocking stream and waits for it. The
+  /// timed sequences leave a mask and operands of scratch data behind, so the layer's step state is
+  /// reset after them: the first sparse step searches anew.
+  template <class F>
+  void on_timing_stream(F&& f) {
+    SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());  // buffers zeroed on the legacy stream, which a
+                                                   // non-blocking stream does not wait for
+    cudaStream_t s = nullptr;
+    SPARSENM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    try {
+      f(s);
+      SPARSENM_CUDA_CHECK(cudaStreamSynchronize(s));
+    } catch (...) {
+      cudaStreamDestroy(s);
+      throw;
+    }
+    SPARSENM_CUDA_CHECK(cudaStreamDestroy(s));
+    has_mask = false;
+    cur = 0;
+    packed_fresh = true;
+    grad_packed = true;
+    gg = pack_geom(out, T);
+  }
   void validate_backends() const {
     const FstBackend req[3] = {cfg.backends.forward, cfg.backends.grad_input, cfg.backends.grad_weight};
     const char* names[3] = {"backends.forward", "backends.grad_input", "backends.grad_weight"};
@@ -700,25 +723,8 @@ struct FstLinear::Impl {
     }
     if (!cand[0] && !cand[1] && !cand[2]) return;
 
-    // the buffers were zeroed on the legacy stream, which a non-blocking stream does not wait for
-    SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
-    cudaStream_t s = nullptr;
-    SPARSENM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    try {
-      time_and_choose(cand, req, ch, s);
-      SPARSENM_CUDA_CHECK(cudaStreamSynchronize(s));
-    } catch (...) {
-      cudaStreamDestroy(s);
-      throw;
-    }
-    SPARSENM_CUDA_CHECK(cudaStreamDestroy(s));
-    // the timing left a mask and operands of scratch data: the first sparse step searches anew
-    has_mask = false;
-    cur = 0;
-    packed_fresh = true;
-    grad_packed = true;
+    on_timing_stream([&](cudaStream_t s) { time_and_choose(cand, req, ch, s); });
     sw_dense_ok = grad_dense_ok = false;
-    gg = pack_geom(out, T);
     if (!lt_f) gem_f.reset();
     if (!lt_d) gem_d.reset();
     if (!lt_w) gem_w.reset();
@@ -841,23 +847,7 @@ struct FstLinear::Impl {
         return;
       }
     }
-    SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());  // buffers zeroed on the legacy stream
-    cudaStream_t s = nullptr;
-    SPARSENM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    try {
-      time_tiles(s);
-      SPARSENM_CUDA_CHECK(cudaStreamSynchronize(s));
-    } catch (...) {
-      cudaStreamDestroy(s);
-      throw;
-    }
-    SPARSENM_CUDA_CHECK(cudaStreamDestroy(s));
-    // scratch mask and operands: the first sparse step searches anew
-    has_mask = false;
-    cur = 0;
-    packed_fresh = true;
-    grad_packed = true;
-    gg = pack_geom(out, T);
+    on_timing_stream([&](cudaStream_t s) { time_tiles(s); });
     std::lock_guard<std::mutex> lock(tile_cache_mutex());
     tile_cache().emplace(key, std::make_pair(tuned, tile_report));
   }
