@@ -38,6 +38,9 @@
 // staged X chunk — copied from L2 once per block — feeds twice the rows: half the X bytes through
 // L2 per weight byte (12288^2 m = 32: 75 -> 38 MB). 2 blocks of 8 warps per SM (110.6 KB of shared
 // memory at NT = 4); the cluster partials [8 NT][256 + 4] overlap the X buffers and the rings.
+// Measured (H200 9edc68e, PERF-vnm-small.md "Session 8c measured"): correct, but slower than
+// variant 14 everywhere (12288^2 m = 32 51.65 us at its best split vs 51.36): halving the X bytes
+// did not help; MIO-throttle and barrier stalls rose (16 warps per SM, 8 per chunk barrier). Opt-in.
 #pragma once
 #include <cooperative_groups.h>
 

@@ -229,6 +229,9 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 bytes per weight byte); 2 blocks per SM (the rings of 8 warps); splits by the
 ///                 one-wave rule over the 256-row groups, <= 8 (one cluster), fewer when the clusters
 ///                 do not all fit at once (geometry_for). hw24 with k % 8 == 0 only (else variant 12).
+///                 Measured (9edc68e, session 8c): slower than 14 at every m on both 2:4 shapes
+///                 (12288^2 m = 32 51.65-52.93 vs 51.36-51.58 us; ncu: MIO and barrier stalls up,
+///                 DRAM 70 % as before); opt-in.
 inline constexpr int kVariants = 16;
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;

@@ -198,6 +198,10 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // 46.3 / 48.2 / 53.1 against 47.0 / 48.3 / 49.8 / 54.7 at m = 1 / 8 / 16 / 32 (3 splits forced:
   // 44.2 / 45.1 / 47.1 / 52.4). So 14 for hw24 with k % 8 == 0, except where its geometry has one
   // split at m <= 16 (geometry_for keeps 12 there).
+  // s8v24c (session 8c, bench/results/NVIDIA_H200-vnm_small-2026-11-22-9edc68e-s8v24c.jsonl): variant
+  // 15 (256-row groups) slower than 14 at m = 8 / 16 / 32 on both shapes (12288^2 m = 32 52.93 by its
+  // rule, 51.65 at 2 splits, against 51.52 for 14 at 3 splits; 28672 x 8192 3-6 % slower): not taken.
+  // The cluster-fit check gave 14 its 3 splits at 12288^2 (124 clusters of 3 fit for 96 groups).
   const Pattern& p = w.pattern();
   if (p.kind == Granularity::hw24 && w.cols() % 8 == 0) return sv::kLean2ClusterVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 24) return sv::kAsyncVariant;  // 4 below sm_90 (geometry_for)
@@ -245,7 +249,7 @@ sv::Geometry geometry_of_variant(const CondensedMatrix& w, const MatmulDesc& des
     if (g.variant == sv::kStreamVariant) {
       while (g.splits > 1 && std::int64_t(clusters(g)) < g.groups) sv::set_stream_splits(g, l.pairs, g.splits / 2);
     } else {
-      // Variant 14: one fewer split at a time (s8v24b, 12288^2: clusters of 4 did not all fit, the
+      // Variants 14 / 15: one fewer split at a time (s8v24b, 12288^2: clusters of 4 did not all fit, the
       // halving rule took 2 splits; 3 forced measured 1.02-1.03x faster than 2 at every m).
       while (g.splits > 1 && std::int64_t(clusters(g)) < g.groups) {
         const std::int64_t s = g.splits - 1;
