@@ -373,7 +373,7 @@ void run_suite(Context& ctx) {
                 ours_bytes + io,
                 "variant " + std::to_string(g.variant) + "; L2 rotated over " + std::to_string(copies) + " weight copies; splits " +
                     std::to_string(g.splits) + ", warps " + std::to_string(g.warps) + ", chunk " + std::to_string(g.chunk_pairs) +
-                    " pairs x " + std::to_string(g.buffers));
+                    " pairs x " + std::to_string(g.buffers) + "; " + inst[0]->describe());
           }
           // ---- the plan: its automatic choice over every candidate (cuda:vnm_gemv, the EW kernels
           // on the element 2:M form of a V:2:M weight, cuBLAS, ...; row "sparsenm:plan=<kernel>", the

@@ -751,6 +751,25 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
       EXPECT_EQ(c.smem_bytes(), g.smem_bytes());
       const sv::Geometry c1 = sv::choose_geometry(l, m, 1320, sv::kLean2ClusterVariant, 3);  // many SMs: capped
       EXPECT_LE(c1.splits, sv::kStreamMaxSplits);
+      // variant 15: 256-row groups of 8 warps (two layout groups per block), the one-wave rule over
+      // its own groups at 2 blocks per SM, <= 8 splits, shared memory for 2 blocks per SM and for the
+      // cluster reduce's [8 n_tiles][256 + 4] fp32 partial sums
+      const sv::Geometry w = sv::choose_geometry(l, m, 132, sv::kLean2WideVariant, 2);
+      EXPECT_EQ(w.variant, sv::kLean2WideVariant);
+      EXPECT_EQ(w.warps, 8);
+      EXPECT_EQ(w.tiles_per_warp, 2);
+      EXPECT_EQ(w.tiles_per_group, sv::kLean2WideTiles);
+      EXPECT_EQ(w.groups, (l.row_tiles + 15) / 16);
+      EXPECT_EQ(w.chunk_pairs, sv::lean_chunk_pairs(w.n_tiles));
+      EXPECT_EQ(w.ring_bytes, 8u * sv::kRingStages * 2u * sv::kRecordBytes);
+      EXPECT_LE(w.smem_bytes(), sv::max_smem_bytes(w.n_tiles));
+      EXPECT_LE(2 * (w.smem_bytes() + 1024), 228u * 1024u) << "2 blocks per SM";
+      EXPECT_LE(std::size_t(8 * w.n_tiles * (256 + 4) * 4), w.smem_bytes()) << "cluster partials fit";
+      EXPECT_LE(w.splits, sv::kStreamMaxSplits);
+      EXPECT_LE(w.groups * w.splits, std::max<std::int64_t>(w.groups, 264));
+      EXPECT_LT(std::int64_t(w.splits - 1) * w.pairs_per_split, l.pairs);
+      if (n == 12288) EXPECT_EQ(w.splits, 5) << "48 groups, 264 slots (geometry_for may cut it to fit the clusters)";
+      if (n == 28672) EXPECT_EQ(w.splits, 2) << "112 groups, 264 slots";
     }
   const sv::Layout odd = sv::Layout::of(FormatLayout::of(Pattern::hw24(), 28672, 8188));
   const sv::Layout v = sv::Layout::of(FormatLayout::of(Pattern::venom(128, 8), 12288, 12288));
@@ -758,6 +777,8 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
     for (const sv::Layout* l : {&odd, &v}) {
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2Variant), sv::kLeanVariant);
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2ClusterVariant), sv::kLeanVariant);
+      EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2WideVariant), sv::kLeanVariant);
+      EXPECT_EQ(sv::choose_geometry(*l, m, 132, sv::kLean2WideVariant, 2).tiles_per_group, sv::choose_geometry(*l, m, 132, sv::kLeanVariant, 2).tiles_per_group);
       const sv::Geometry a = sv::choose_geometry(*l, m, 132, sv::kLean2Variant, 3), b = sv::choose_geometry(*l, m, 132, sv::kLeanVariant, 3);
       EXPECT_EQ(a.variant, sv::kLeanVariant);
       EXPECT_EQ(a.warps, b.warps);

@@ -33,6 +33,14 @@
 // global memory, no reduce launch. Each block writes its 128 x 8 NT accumulators to its own shared
 // memory (the X buffers, free after the last chunk), cluster barrier, block z sums rows
 // [z 128 / S, (z + 1) 128 / S) over the S blocks in split order and stores y, cluster barrier.
+//
+// kWarps = 8 (variant 15, session 8c): 256-row groups (16 tiles per block, two layout groups), so a
+// staged X chunk — copied from L2 once per block — feeds twice the rows: half the X bytes through
+// L2 per weight byte (12288^2 m = 32: 75 -> 38 MB). 2 blocks of 8 warps per SM (110.6 KB of shared
+// memory at NT = 4); the cluster partials [8 NT][256 + 4] overlap the X buffers and the rings.
+// Measured (H200 9edc68e, PERF-vnm-small.md "Session 8c measured"): correct, but slower than
+// variant 14 everywhere (12288^2 m = 32 51.65 us at its best split vs 51.36): halving the X bytes
+// did not help; MIO-throttle and barrier stalls rose (16 warps per SM, 8 per chunk barrier). Opt-in.
 #pragma once
 #include <cooperative_groups.h>
 
@@ -40,21 +48,23 @@
 
 namespace sparsenm::cuda::vnm_small {
 
-template <class Tr, bool kCluster>
-__global__ void __launch_bounds__(128, 3) vnm_small_kernel_lean2(const Params p) {
+template <class Tr, bool kCluster, int kWarps = 4>
+__global__ void __launch_bounds__(32 * kWarps, kWarps == 4 ? 3 : 2) vnm_small_kernel_lean2(const Params p) {
   using T = typename Tr::T;
   namespace sv = sparsenm::vnm_small;
   constexpr int NT = Tr::kNTiles;
   constexpr int C = sv::lean_chunk_pairs(NT);
   constexpr int U = C * 8;  // 16-byte units per staged row
   constexpr int D = sv::kRingStages;
-  constexpr int kThreads = 128;
+  constexpr int kThreads = 32 * kWarps;
+  constexpr int kRows = 32 * kWarps;  // rows of the block's group (2 tiles of 16 per warp)
   constexpr int kRowsPerRound = kThreads / U;
   constexpr int kRounds = (NT * 8 + kRowsPerRound - 1) / kRowsPerRound;
   constexpr std::uint32_t kBuf = std::uint32_t(NT * 8 * U * 16);
   constexpr std::uint32_t kRec = std::uint32_t(sv::kRecordBytes);
   constexpr std::uint32_t kSlot = 2 * kRec;
   static_assert(C % D == 0 && kThreads % U == 0 && D == 4, "lean2: chunk / ring / thread shape");
+  static_assert(kWarps == 4 || kWarps == 8, "lean2: 128-row (13 / 14) or 256-row (15) groups");
 
   extern __shared__ uint4 smem_u4[];
   const std::uint32_t sbase = smem_addr(smem_u4);
@@ -199,14 +209,15 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_lean2(const Params p)
     if (has1) store_tile<Tr, NT>(p, acc1, (rt0 + 1) * 16 + (lane >> 2), lane & 3);
   } else {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    // The group's partial sums [8 NT][128 (+ 4)] floats at the start of shared memory (X buffers:
-    // 2 kBuf >= 32 KB > 8 NT x 132 x 4 B); lanes (g, t) write banks g + 8 t: conflict free.
+    // The group's partial sums [8 NT][kRows (+ 4)] floats at the start of shared memory (X buffers,
+    // then the rings: every copy is complete and every warp past its last ring read at the barrier
+    // below); lanes (g, t) write banks g + 8 t (pitch = 4 mod 32): conflict free.
     namespace cg = cooperative_groups;
     cg::cluster_group cluster = cg::this_cluster();
-    constexpr int kPitch = 128 + 4;
-    static_assert(std::uint32_t(8 * NT * kPitch * 4) <= 2 * kBuf, "lean2: partials fit the X buffers");
+    constexpr int kPitch = kRows + 4;
+    static_assert(std::uint32_t(8 * NT * kPitch * 4) <= 2 * kBuf + std::uint32_t(kWarps) * D * kSlot, "lean2: partials fit the block's shared memory");
     float* part = reinterpret_cast<float*>(smem_u4);
-    __syncthreads();  // every warp is done with the X buffers (no copies outstanding: ring_wait<0>)
+    __syncthreads();  // every warp is done with the X buffers and its ring (no copies outstanding: ring_wait<0>)
     const int g = lane >> 2, t = lane & 3;
 #pragma unroll
     for (int a = 0; a < 2; ++a) {
@@ -223,15 +234,37 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_lean2(const Params p)
     }
     cluster.sync();
     const int z = int(cluster.block_rank()), S = int(cluster.num_blocks());
-    const int slice = (128 + S - 1) / S, rbeg = z * slice, rend = min(128, rbeg + slice);
+    const int slice = (kRows + S - 1) / S, rbeg = z * slice, rend = min(kRows, rbeg + slice);
     const int span = max(0, rend - rbeg);
     const std::int64_t row0 = std::int64_t(blockIdx.x) * p.tiles_per_group * 16;
-    for (int idx = tid; idx < p.m * span; idx += kThreads) {
-      const int i = idx / span, rl = rbeg + (idx - i * span);
-      const std::int64_t r = row0 + rl;
-      float sum = 0.0f;
-      for (int q = 0; q < S; ++q) sum += cluster.map_shared_rank(part, q)[i * kPitch + rl];
-      if (r < p.n) store_y(p.y, p.y_dtype, std::size_t(i) * std::size_t(p.n) + std::size_t(r), sum);
+    // kU outputs per thread and round: all their distributed-shared-memory loads are issued before
+    // any store (a store to y could alias them for the compiler), so the remote latencies overlap
+    // instead of one round trip per output (s8c: at m = 32 a thread has up to 11 outputs).
+    constexpr int kU = 4;
+    const int total = p.m * span;
+    for (int idx0 = tid; idx0 < total; idx0 += kU * kThreads) {
+      float sum[kU];
+      int off[kU];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int idx = min(idx0 + u * kThreads, total - 1);  // a clamped duplicate is not stored
+        const int i = idx / span;
+        off[u] = i * kPitch + rbeg + (idx - i * span);
+        sum[u] = 0.0f;
+      }
+      for (int q = 0; q < S; ++q) {  // split order, as the reduce kernel sums
+        const float* rp = cluster.map_shared_rank(part, q);
+#pragma unroll
+        for (int u = 0; u < kU; ++u) sum[u] += rp[off[u]];
+      }
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int idx = idx0 + u * kThreads;
+        if (idx >= total) break;
+        const int i = idx / span, rl = rbeg + (idx - i * span);
+        const std::int64_t r = row0 + rl;
+        if (r < p.n) store_y(p.y, p.y_dtype, std::size_t(i) * std::size_t(p.n) + std::size_t(r), sum[u]);
+      }
     }
     cluster.sync();  // no block leaves while another still reads its shared memory
 #else

@@ -223,7 +223,16 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 (1.018x cuSPARSELt), within 1 % at m <= 16; 14 at 12288^2 1.03-1.08x of 12 at
 ///                 every m (3 splits: 1.003-1.06x cuSPARSELt at m <= 16, 0.91x at m = 32). The
 ///                 2:4 default for k % 8 == 0 is 14, or 12 where 14 would run one split at m <= 16.
-inline constexpr int kVariants = 15;
+///  15 lean paired wide, cluster reduce (kernel9.cuh, kWarps = 8; session 8c) - variant 14 with
+///                 256-row groups (8 warps of two row tiles, 16 tiles per block: the staged X of a
+///                 chunk, copied from L2 once per block, feeds twice the rows, i.e. half the X
+///                 bytes per weight byte); 2 blocks per SM (the rings of 8 warps); splits by the
+///                 one-wave rule over the 256-row groups, <= 8 (one cluster), fewer when the clusters
+///                 do not all fit at once (geometry_for). hw24 with k % 8 == 0 only (else variant 12).
+///                 Measured (9edc68e, session 8c): slower than 14 at every m on both 2:4 shapes
+///                 (12288^2 m = 32 51.65-52.93 vs 51.36-51.58 us; ncu: MIO and barrier stalls up,
+///                 DRAM 70 % as before); opt-in.
+inline constexpr int kVariants = 16;
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
@@ -231,8 +240,12 @@ inline constexpr int kFusedVariant = 11;  ///< variant 9 + last-block split redu
 inline constexpr int kLeanVariant = 12;   ///< variant 9, lean hw24 direct kernel (kernel8.cuh)
 inline constexpr int kLean2Variant = 13;  ///< variant 12 with two row tiles per warp (kernel9.cuh)
 inline constexpr int kLean2ClusterVariant = 14;  ///< variant 13, splits reduced in a cluster (kernel9.cuh)
-/// Variants 13 / 14: the lean kernel with two row tiles per warp.
-constexpr bool lean2_variant(int v) { return v == 13 || v == 14; }
+inline constexpr int kLean2WideVariant = 15;     ///< variant 14 with 256-row groups, 8 warps (kernel9.cuh)
+inline constexpr int kLean2WideTiles = 16;       ///< variant 15: row tiles per block
+/// Variants 13 / 14 / 15: the lean kernel with two row tiles per warp.
+constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15; }
+/// Variants 14 / 15: the k splits of a group are one cluster, reduced through distributed shared memory.
+constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15; }
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)
@@ -382,9 +395,10 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
     g.smem_words_per_row = words(g.chunk_pairs);
     return g;
   }
-  const int tiles_per_group = l.group_rows / kTileRows;  // 2, 4, 8 or 16
+  int tiles_per_group = l.group_rows / kTileRows;  // 2, 4, 8 or 16
+  if (variant == kLean2WideVariant) tiles_per_group = kLean2WideTiles;  // hw24 only: two layout groups per block
   g.tiles_per_group = tiles_per_group;
-  g.groups = l.groups;
+  g.groups = variant == kLean2WideVariant ? (l.row_tiles + tiles_per_group - 1) / tiles_per_group : l.groups;
   g.warps = std::min(8, tiles_per_group);
   if (variant == kPairVariant || lean2_variant(variant)) g.warps = std::max(1, tiles_per_group / 2);  // two row tiles per warp
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
@@ -409,8 +423,9 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
     // 67.4 / 73.8 us against 70.6 / 72.8 / 77.3 / 89.0 with the run-1 / balanced rules; 12288^2
     // (96 groups) 4 splits: 47.8 / 48.8 / 50.9 / 55.5 (2 splits, a partial second wave: up to 1.3x).
     const std::int64_t slots = std::int64_t(std::max(1, sms)) * std::max(1, blocks_per_sm);
-    splits = std::min(cap, std::max<std::int64_t>(1, slots / l.groups));
-    if (variant == kLean2ClusterVariant) splits = std::min<std::int64_t>(splits, kStreamMaxSplits);  // one cluster
+    // Variant 15 (256-row groups): the same rule over its own groups and slots (2 blocks per SM).
+    splits = std::min(cap, std::max<std::int64_t>(1, slots / g.groups));
+    if (lean2_cluster_variant(variant)) splits = std::min<std::int64_t>(splits, kStreamMaxSplits);  // one cluster
   } else if (run1_geometry(variant)) {
     // Run-1 rule: enough warps for ~4 blocks of 8 warps per SM.
     // Variant 10 counts row tiles (two per warp) as variant 9's warps: the same splits, so its fp32

@@ -103,6 +103,8 @@ class Instance final : public detail::KernelInstance {
     p_.smem_words_per_row = geom_.smem_words_per_row;
     p_.pairs_per_split = geom_.pairs_per_split;
     fn_ = w.dtype == DType::f16 ? pick<__half>(geom_.n_tiles) : pick<__nv_bfloat16>(geom_.n_tiles);
+    if ((stream || sv::lean2_cluster_variant(geom_.variant)) && geom_.splits > 1)  // reported by describe()
+      active_clusters_ = (w.dtype == DType::f16 ? pick_clusters<__half>(geom_.n_tiles) : pick_clusters<__nv_bfloat16>(geom_.n_tiles))(geom_);
   }
   void run(const void* x, void* y, void* stream) const override {
     Params p = p_;
@@ -118,10 +120,14 @@ class Instance final : public detail::KernelInstance {
                                                       "paired tiles",   "async gather + ring, fused reduce",
                                                       "async gather + ring, lean (hw24 direct)",
                                                       "async gather + ring, lean, two tiles per warp (hw24 direct)",
-                                                      "async gather + ring, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
+                                                      "async gather + ring, lean, two tiles per warp, cluster split reduce (hw24 direct)",
+                                                      "async gather + ring, lean, two tiles per warp, 256-row groups, cluster split reduce (hw24 direct)"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
-           ", " + std::to_string(geom_.warps) + " warps";
+           ", " + std::to_string(geom_.warps) + " warps" +
+           (active_clusters_ > 0 ? ", clusters of " + std::to_string(geom_.splits) + ": " + std::to_string(active_clusters_) +
+                                       " resident at once (cudaOccupancyMaxActiveClusters) for " + std::to_string(geom_.groups)
+                                 : std::string());
   }
 
  private:
@@ -131,6 +137,7 @@ class Instance final : public detail::KernelInstance {
   DeviceBuffer ws_, counters_, xt_;
   Params p_;
   LaunchFn fn_ = nullptr;
+  int active_clusters_ = 0;  ///< variants 7 / 14 / 15 with splits: clusters resident at once (describe)
 };
 
 }  // namespace
@@ -191,6 +198,10 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // 46.3 / 48.2 / 53.1 against 47.0 / 48.3 / 49.8 / 54.7 at m = 1 / 8 / 16 / 32 (3 splits forced:
   // 44.2 / 45.1 / 47.1 / 52.4). So 14 for hw24 with k % 8 == 0, except where its geometry has one
   // split at m <= 16 (geometry_for keeps 12 there).
+  // s8v24c (session 8c, bench/results/NVIDIA_H200-vnm_small-2026-11-22-9edc68e-s8v24c.jsonl): variant
+  // 15 (256-row groups) slower than 14 at m = 8 / 16 / 32 on both shapes (12288^2 m = 32 52.93 by its
+  // rule, 51.65 at 2 splits, against 51.52 for 14 at 3 splits; 28672 x 8192 3-6 % slower): not taken.
+  // The cluster-fit check gave 14 its 3 splits at 12288^2 (124 clusters of 3 fit for 96 groups).
   const Pattern& p = w.pattern();
   if (p.kind == Granularity::hw24 && w.cols() % 8 == 0) return sv::kLean2ClusterVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 24) return sv::kAsyncVariant;  // 4 below sm_90 (geometry_for)
@@ -230,7 +241,7 @@ sv::Geometry geometry_of_variant(const CondensedMatrix& w, const MatmulDesc& des
   const int blocks = prep(variant, 32 * g.warps, g.smem_bytes());
   if (blocks < 1) throw InvalidArgument("weight", std::string(kName) + ": kernel does not fit on this device");
   g = sv::choose_geometry(l, int(desc.m), sms, variant, blocks);
-  if ((variant == sv::kStreamVariant || g.variant == sv::kLean2ClusterVariant) && opt.force_splits <= 0) {
+  if ((variant == sv::kStreamVariant || sv::lean2_cluster_variant(g.variant)) && opt.force_splits <= 0) {
     // The split rule fills one wave of blocks; the clusters must fit in it too (run dd6d33a: one
     // cluster of 5 left for a second wave cost 1.45x). Halve the splits until they do.
     const ClustersFn clusters =
@@ -238,7 +249,7 @@ sv::Geometry geometry_of_variant(const CondensedMatrix& w, const MatmulDesc& des
     if (g.variant == sv::kStreamVariant) {
       while (g.splits > 1 && std::int64_t(clusters(g)) < g.groups) sv::set_stream_splits(g, l.pairs, g.splits / 2);
     } else {
-      // Variant 14: one fewer split at a time (s8v24b, 12288^2: clusters of 4 did not all fit, the
+      // Variants 14 / 15: one fewer split at a time (s8v24b, 12288^2: clusters of 4 did not all fit, the
       // halving rule took 2 splits; 3 forced measured 1.02-1.03x faster than 2 at every m).
       while (g.splits > 1 && std::int64_t(clusters(g)) < g.groups) {
         const std::int64_t s = g.splits - 1;
@@ -249,7 +260,7 @@ sv::Geometry geometry_of_variant(const CondensedMatrix& w, const MatmulDesc& des
   }
   if (opt.force_splits > 0) {
     std::int64_t s = std::min<std::int64_t>(opt.force_splits, l.pairs);
-    if (g.variant == sv::kStreamVariant || g.variant == sv::kLean2ClusterVariant)
+    if (g.variant == sv::kStreamVariant || sv::lean2_cluster_variant(g.variant))
       s = std::min<std::int64_t>(s, sv::kStreamMaxSplits);  // one cluster
     g.pairs_per_split = (l.pairs + s - 1) / s;
     g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
