@@ -47,6 +47,9 @@
 // often per weight byte and the next chunk's X copies are issued C pairs (not 4) ahead of their
 // first use. The X buffers double (NT = 4: 2 x 32 KB): 2 blocks of 4 warps per SM (launch bounds
 // (128, 2)); the ring, the commit order and every wait count are variant 14's (C % 4 == 0).
+// Measured (H200 80b4392, PERF-vnm-small.md "Session 8d measured"): correct; barrier stalls halved
+// (ncu 1.63 -> 0.73 per issue) but the time unchanged: 12288^2 m = 32 51.39 us (2 splits) vs 14's
+// 51.68-51.87, ties at m = 16 and at 28672 x 8192. The plan takes it at m > 24 where 14 runs splits.
 #pragma once
 #include <cooperative_groups.h>
 

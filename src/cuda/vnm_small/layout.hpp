@@ -239,6 +239,9 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 issued twice as many pairs ahead; 2 x 32 KB of staged X at m > 8 -> 2 blocks of
 ///                 4 warps per SM (3 for 14), splits by the one-wave rule over those slots, <= 8,
 ///                 fewer when the clusters do not all fit (geometry_for). hw24 with k % 8 == 0 only.
+///                 Measured (80b4392, session 8d): barrier stalls halved, time within 0.6 % of 14
+///                 (12288^2 m = 32 51.39 vs 51.68 us, 2 splits); the plan's choice at m > 24 where
+///                 14 would run splits (geometry_for), 14 / 12 elsewhere.
 inline constexpr int kVariants = 17;
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
