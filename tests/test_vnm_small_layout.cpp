@@ -726,6 +726,7 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
   // is 4 warps x kRingStages slots of two records (ring_stages counts records). Elsewhere
   // (k % 8 != 0, venom) it is variant 12, geometry included.
   for (int nt = 1; nt <= 4; ++nt) EXPECT_EQ(128 % (8 * sv::lean_chunk_pairs(nt)), 0);
+  for (int nt = 1; nt <= 4; ++nt) EXPECT_EQ(128 % (8 * sv::lean_long_chunk_pairs(nt)), 0);  // variant 16
   for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{296, 64 * 37}, {130, 600}, {28672, 8192}, {12288, 12288}})
     for (int m = 1; m <= 32; ++m) {
       const sv::Layout l = sv::Layout::of(FormatLayout::of(Pattern::hw24(), n, k));
@@ -770,6 +771,26 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
       EXPECT_LT(std::int64_t(w.splits - 1) * w.pairs_per_split, l.pairs);
       if (n == 12288) EXPECT_EQ(w.splits, 5) << "48 groups, 264 slots (geometry_for may cut it to fit the clusters)";
       if (n == 28672) EXPECT_EQ(w.splits, 2) << "112 groups, 264 slots";
+      // variant 16: variant 14 with the long chunk (16 / 16 / 8 / 8 pairs), 2 blocks per SM at m > 8
+      // (the doubled X buffers), the one-wave rule over those slots, <= 8 splits
+      const int b16 = m > 8 ? 2 : 3;
+      const sv::Geometry L = sv::choose_geometry(l, m, 132, sv::kLean2LongVariant, b16);
+      EXPECT_EQ(L.variant, sv::kLean2LongVariant);
+      EXPECT_EQ(L.warps, 4);
+      EXPECT_EQ(L.tiles_per_warp, 2);
+      EXPECT_EQ(L.tiles_per_group, 8);
+      EXPECT_EQ(L.chunk_pairs, sv::lean_long_chunk_pairs(L.n_tiles));
+      EXPECT_EQ(L.chunk_pairs, L.n_tiles <= 2 ? 16 : 8);
+      EXPECT_EQ(L.chunk_pairs % sv::kRingStages, 0);
+      EXPECT_EQ(L.ring_bytes, c.ring_bytes);
+      EXPECT_LE(L.smem_bytes(), sv::max_smem_bytes(L.n_tiles));
+      EXPECT_LE(b16 * (L.smem_bytes() + 1024), 228u * 1024u) << b16 << " blocks per SM";
+      if (m > 8) EXPECT_GT(3 * (L.smem_bytes() + 1024), 228u * 1024u) << "m > 8: 2 blocks per SM, not 3";
+      EXPECT_LE(L.splits, sv::kStreamMaxSplits);
+      EXPECT_LE(L.groups * L.splits, std::max<std::int64_t>(L.groups, 132 * b16));
+      EXPECT_LT(std::int64_t(L.splits - 1) * L.pairs_per_split, l.pairs);
+      if (n == 12288) EXPECT_EQ(L.splits, m > 8 ? 2 : 4) << "96 groups, 264 / 396 slots";
+      if (n == 28672) EXPECT_EQ(L.splits, 1) << "224 groups";
     }
   const sv::Layout odd = sv::Layout::of(FormatLayout::of(Pattern::hw24(), 28672, 8188));
   const sv::Layout v = sv::Layout::of(FormatLayout::of(Pattern::venom(128, 8), 12288, 12288));
@@ -778,6 +799,7 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2Variant), sv::kLeanVariant);
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2ClusterVariant), sv::kLeanVariant);
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2WideVariant), sv::kLeanVariant);
+      EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2LongVariant), sv::kLeanVariant);
       EXPECT_EQ(sv::choose_geometry(*l, m, 132, sv::kLean2WideVariant, 2).tiles_per_group, sv::choose_geometry(*l, m, 132, sv::kLeanVariant, 2).tiles_per_group);
       const sv::Geometry a = sv::choose_geometry(*l, m, 132, sv::kLean2Variant, 3), b = sv::choose_geometry(*l, m, 132, sv::kLeanVariant, 3);
       EXPECT_EQ(a.variant, sv::kLeanVariant);

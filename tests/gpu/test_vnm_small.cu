@@ -323,9 +323,14 @@ TEST(VnmSmallGpu, LeanPairedDirectHw24) {
   // 3 tiles (warp 1 owns one tile, warps 2..7 none), n = 130 one group of 9 tiles (warp 4 one tile,
   // 5..7 none), n = 1000 four groups (the last of 15 tiles, the last one half a tile), clusters of
   // 2 / 3 / 5 / 8 blocks of 8 warps, the partial sums of 256 rows over the X buffers and the rings.
+  // Variant 16 (long chunks: 16 / 16 / 8 / 8 pairs) takes every case: 37 pairs = 2 / 4 full chunks
+  // and a partial one at 1 split, one partial chunk per split at 5 / 8 splits, the k = 600 tail in
+  // a partial chunk; 1 split (no cluster: its non-cluster instance), clusters of 2 / 3 / 5 / 8;
+  // n = 1000 with 13.1 pairs' k: one long chunk, clusters of 2 / 3 over 8 groups.
   REQUIRE_DEVICE();
   std::uint64_t seed = 13000;
-  for (const int v : {vnm_small::kLean2Variant, vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant})
+  for (const int v : {vnm_small::kLean2Variant, vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant,
+                      vnm_small::kLean2LongVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 16, 19, 25, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -336,10 +341,10 @@ TEST(VnmSmallGpu, LeanPairedDirectHw24) {
       Problem pk = make_problem(Pattern::hw24(), t, m, 130, 600, ++seed);
       run_and_check_at(pk, t, {0, v}, "lean2 k=600 " + tag, 0);
       run_and_check_at(pk, t, {2, v}, "lean2 k=600 splits=2 " + tag, 0);
-      if (v == vnm_small::kLean2WideVariant) {
+      if (v == vnm_small::kLean2WideVariant || v == vnm_small::kLean2LongVariant) {
         Problem pw = make_problem(Pattern::hw24(), t, m, 1000, 64 * 13 + 8, ++seed);
         for (int splits : {0, 2, 3})
-          run_and_check_at(pw, splits == 3 ? DType::f32 : t, {splits, v}, "lean2 wide n=1000 splits=" + std::to_string(splits) + " " + tag, 0);
+          run_and_check_at(pw, splits == 3 ? DType::f32 : t, {splits, v}, "lean2 n=1000 splits=" + std::to_string(splits) + " " + tag, 0);
       }
     }
 }
@@ -365,8 +370,9 @@ TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
   // warp in its geometry on misaligned X, variant 12 on k % 8 != 0 and venom.
   // Variant 14 (the same with the splits reduced in a cluster): non-power-of-two clusters (3, 5).
   // Variant 15 (8 warps, 256-row groups: n = 296 is one full group and one of 3 tiles) likewise.
+  // Variant 16 (long chunks) likewise (its misaligned-X cases: variant 9's kernel with its chunk).
   for (const int v9 : {vnm_small::kAsyncVariant, vnm_small::kFusedVariant, vnm_small::kLeanVariant, vnm_small::kLean2Variant,
-                       vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant})
+                       vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant, vnm_small::kLean2LongVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 17, 21, 24, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v9);

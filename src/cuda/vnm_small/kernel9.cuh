@@ -41,6 +41,15 @@
 // Measured (H200 9edc68e, PERF-vnm-small.md "Session 8c measured"): correct, but slower than
 // variant 14 everywhere (12288^2 m = 32 51.65 us at its best split vs 51.36): halving the X bytes
 // did not help; MIO-throttle and barrier stalls rose (16 warps per SM, 8 per chunk barrier). Opt-in.
+//
+// kLong (variant 16, session 8d): variant 14 with the chunk lean_long_chunk_pairs(NT) = 16 / 16 / 8 /
+// 8 pairs (14: 16 / 8 / 4 / 4), so at m > 8 a block meets its barrier (and issues a gather) half as
+// often per weight byte and the next chunk's X copies are issued C pairs (not 4) ahead of their
+// first use. The X buffers double (NT = 4: 2 x 32 KB): 2 blocks of 4 warps per SM (launch bounds
+// (128, 2)); the ring, the commit order and every wait count are variant 14's (C % 4 == 0).
+// Measured (H200 80b4392, PERF-vnm-small.md "Session 8d measured"): correct; barrier stalls halved
+// (ncu 1.63 -> 0.73 per issue) but the time unchanged: 12288^2 m = 32 51.39 us (2 splits) vs 14's
+// 51.68-51.87, ties at m = 16 and at 28672 x 8192. The plan takes it at m > 24 where 14 runs splits.
 #pragma once
 #include <cooperative_groups.h>
 
@@ -48,12 +57,12 @@
 
 namespace sparsenm::cuda::vnm_small {
 
-template <class Tr, bool kCluster, int kWarps = 4>
-__global__ void __launch_bounds__(32 * kWarps, kWarps == 4 ? 3 : 2) vnm_small_kernel_lean2(const Params p) {
+template <class Tr, bool kCluster, int kWarps = 4, bool kLong = false>
+__global__ void __launch_bounds__(32 * kWarps, kWarps == 4 && !kLong ? 3 : 2) vnm_small_kernel_lean2(const Params p) {
   using T = typename Tr::T;
   namespace sv = sparsenm::vnm_small;
   constexpr int NT = Tr::kNTiles;
-  constexpr int C = sv::lean_chunk_pairs(NT);
+  constexpr int C = kLong ? sv::lean_long_chunk_pairs(NT) : sv::lean_chunk_pairs(NT);
   constexpr int U = C * 8;  // 16-byte units per staged row
   constexpr int D = sv::kRingStages;
   constexpr int kThreads = 32 * kWarps;
@@ -64,7 +73,8 @@ __global__ void __launch_bounds__(32 * kWarps, kWarps == 4 ? 3 : 2) vnm_small_ke
   constexpr std::uint32_t kRec = std::uint32_t(sv::kRecordBytes);
   constexpr std::uint32_t kSlot = 2 * kRec;
   static_assert(C % D == 0 && kThreads % U == 0 && D == 4, "lean2: chunk / ring / thread shape");
-  static_assert(kWarps == 4 || kWarps == 8, "lean2: 128-row (13 / 14) or 256-row (15) groups");
+  static_assert(kWarps == 4 || kWarps == 8, "lean2: 128-row (13 / 14 / 16) or 256-row (15) groups");
+  static_assert(!kLong || kWarps == 4, "lean2: the long chunk is variant 16 (4 warps)");
 
   extern __shared__ uint4 smem_u4[];
   const std::uint32_t sbase = smem_addr(smem_u4);

@@ -33,7 +33,8 @@ const void* kernel_of(int variant) {
     case 12:
     case 13:
     case 14:
-    case 15: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
+    case 15:
+    case 16: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
     case 10: return reinterpret_cast<const void*>(&vnm_small_kernel_pair<Tr, false>);
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
     default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
@@ -65,12 +66,15 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
       SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
       SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&best, f, threads, smem_bytes));
     }
-    if (sparsenm::vnm_small::lean2_variant(variant)) {  // 13 / 14 / 15: the lean paired kernels besides variant 9's
+    if (sparsenm::vnm_small::lean2_variant(variant)) {  // 13 / 14 / 15 / 16: the lean paired kernels besides variant 9's
       const bool wide = variant == sparsenm::vnm_small::kLean2WideVariant;  // 8 warps, 256-row groups
+      const bool lng = variant == sparsenm::vnm_small::kLean2LongVariant;   // long chunks (cluster kernel only)
       const void* fs[2] = {wide ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, false, 8>)
-                                : reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, false>),
+                           : lng ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, false, 4, true>)
+                                 : reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, false>),
                            wide ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, true, 8>)
-                                : reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, true>)};
+                           : lng ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, true, 4, true>)
+                                 : reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, true>)};
       for (const void* f : fs) {
         SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
         int b = 0;
@@ -219,12 +223,12 @@ void launch_lean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::i
 /// 16-byte aligned (14 / 15 with splits: one cluster per group, reduced in it); otherwise X -> Xt and
 /// variant 9's transposed kernel with two tiles per warp in this geometry, splits summed by the
 /// reduce kernel (geometry_for sends every other shape to 12).
-template <class Tr, int kWarps>
+template <class Tr, int kWarps, bool kLong = false>
 void launch_lean2_impl(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
   constexpr int NT = Tr::kNTiles;
   if (g.warps != kWarps || g.tiles_per_warp != 2 || p.tiles_per_group != 2 * kWarps || p.sel != nullptr ||
-      g.chunk_pairs != sparsenm::vnm_small::lean_chunk_pairs(NT))
-    throw std::logic_error("vnm_small: variant 13 / 14 / 15 geometry is not the lean paired kernel's");
+      g.chunk_pairs != (kLong ? sparsenm::vnm_small::lean_long_chunk_pairs(NT) : sparsenm::vnm_small::lean_chunk_pairs(NT)))
+    throw std::logic_error("vnm_small: variant 13 / 14 / 15 / 16 geometry is not the lean paired kernel's");
   const dim3 grid(unsigned(groups), unsigned(g.splits));
   const dim3 block(unsigned(32 * kWarps));
   const bool cluster = sparsenm::vnm_small::lean2_cluster_variant(g.variant) && g.splits > 1;
@@ -242,12 +246,12 @@ void launch_lean2_impl(const Params& p, const sparsenm::vnm_small::Geometry& g, 
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_lean2<Tr, true, kWarps>, p));
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_lean2<Tr, true, kWarps, kLong>, p));
     SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_lean2<cluster>");
     return;
   }
   if (direct_x(p)) {
-    vnm_small_kernel_lean2<Tr, false, kWarps><<<grid, block, g.smem_bytes(), stream>>>(p);
+    vnm_small_kernel_lean2<Tr, false, kWarps, kLong><<<grid, block, g.smem_bytes(), stream>>>(p);
     SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_lean2");
   } else {
     launch_transpose<NT>(p, stream);
@@ -261,6 +265,8 @@ template <class Tr>
 void launch_lean2(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
   if (g.variant == sparsenm::vnm_small::kLean2WideVariant)
     launch_lean2_impl<Tr, 8>(p, g, groups, stream);
+  else if (g.variant == sparsenm::vnm_small::kLean2LongVariant)
+    launch_lean2_impl<Tr, 4, true>(p, g, groups, stream);
   else
     launch_lean2_impl<Tr, 4>(p, g, groups, stream);
 }
@@ -281,7 +287,7 @@ void launch_pair(const Params& p, const sparsenm::vnm_small::Geometry& g, std::i
   if (g.splits > 1) launch_reduce(p, stream);
 }
 
-/// Variants 7 / 14 / 15: how many clusters of g.splits blocks of this geometry can be resident at once
+/// Variants 7 / 14 / 15 / 16: how many clusters of g.splits blocks of this geometry can be resident at once
 /// (cudaOccupancyMaxActiveClusters); 0 when splits <= 1 (no clusters).
 template <class T, int NT>
 int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
@@ -303,6 +309,8 @@ int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true>, &cfg));
   else if (g.variant == sparsenm::vnm_small::kLean2WideVariant)
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 8>, &cfg));
+  else if (g.variant == sparsenm::vnm_small::kLean2LongVariant)
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 4, true>, &cfg));
   else
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_stream<Tr, false>, &cfg));
   return n;
@@ -357,6 +365,7 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
     case 13:
     case 14:
     case 15:
+    case 16:
       launch_lean2<Tr>(p, g, groups, stream);
       break;
     case 10:

@@ -232,7 +232,17 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 Measured (9edc68e, session 8c): slower than 14 at every m on both 2:4 shapes
 ///                 (12288^2 m = 32 51.65-52.93 vs 51.36-51.58 us; ncu: MIO and barrier stalls up,
 ///                 DRAM 70 % as before); opt-in.
-inline constexpr int kVariants = 16;
+///  16 lean paired, long chunks, cluster reduce (kernel9.cuh, kLong; session 8d) - variant 14 with
+///                 the compile-time chunk lean_long_chunk_pairs (16 / 16 / 8 / 8 pairs at 1..4 n8
+///                 tiles, against 16 / 8 / 4 / 4): at m > 8 half (m > 16: 8 -> 4 per 32 pairs) the
+///                 block barriers and gather rounds per weight byte, and the next chunk's X copies
+///                 issued twice as many pairs ahead; 2 x 32 KB of staged X at m > 8 -> 2 blocks of
+///                 4 warps per SM (3 for 14), splits by the one-wave rule over those slots, <= 8,
+///                 fewer when the clusters do not all fit (geometry_for). hw24 with k % 8 == 0 only.
+///                 Measured (80b4392, session 8d): barrier stalls halved, time within 0.6 % of 14
+///                 (12288^2 m = 32 51.39 vs 51.68 us, 2 splits); the plan's choice at m > 24 where
+///                 14 would run splits (geometry_for), 14 / 12 elsewhere.
+inline constexpr int kVariants = 17;
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
@@ -242,10 +252,11 @@ inline constexpr int kLean2Variant = 13;  ///< variant 12 with two row tiles per
 inline constexpr int kLean2ClusterVariant = 14;  ///< variant 13, splits reduced in a cluster (kernel9.cuh)
 inline constexpr int kLean2WideVariant = 15;     ///< variant 14 with 256-row groups, 8 warps (kernel9.cuh)
 inline constexpr int kLean2WideTiles = 16;       ///< variant 15: row tiles per block
-/// Variants 13 / 14 / 15: the lean kernel with two row tiles per warp.
-constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15; }
-/// Variants 14 / 15: the k splits of a group are one cluster, reduced through distributed shared memory.
-constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15; }
+inline constexpr int kLean2LongVariant = 16;     ///< variant 14 with lean_long_chunk_pairs (kernel9.cuh)
+/// Variants 13 / 14 / 15 / 16: the lean kernel with two row tiles per warp.
+constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16; }
+/// Variants 14 / 15 / 16: the k splits of a group are one cluster, reduced through distributed shared memory.
+constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16; }
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)
@@ -257,6 +268,13 @@ constexpr bool async_variant(int v) { return v == kAsyncVariant || v == kFusedVa
 /// Variant 12 (kernel8.cuh): pairs per staged chunk, a compile-time constant of the kernel
 /// (a multiple of kRingStages, 8 x it divides 256; <= 16 / n_tiles so it fits variant 9's buffers).
 SPARSENM_VS_HD constexpr int lean_chunk_pairs(int n_tiles) { return n_tiles == 1 ? 16 : n_tiles == 2 ? 8 : 4; }
+/// Variant 16 (kernel9.cuh with kLong): the longer compile-time chunk (a multiple of kRingStages,
+/// 8 x it divides 128 = the block's threads): 2 x 8 n_tiles x 8 x it x 16 bytes of staged X.
+SPARSENM_VS_HD constexpr int lean_long_chunk_pairs(int n_tiles) { return n_tiles <= 2 ? 16 : 8; }
+/// The compile-time chunk of the lean kernels (12 / 13 / 14 / 15: lean_chunk_pairs, 16: the long one).
+SPARSENM_VS_HD constexpr int lean_variant_chunk_pairs(int variant, int n_tiles) {
+  return variant == 16 ? lean_long_chunk_pairs(n_tiles) : lean_chunk_pairs(n_tiles);
+}
 /// Variant 12 takes its own kernel (and geometry) where X can be staged directly: hw24 with
 /// k % 8 == 0 (X alignment is checked at launch; misaligned X runs variant 9 in this geometry).
 inline bool lean_direct(const Layout& l, int variant) {
@@ -309,7 +327,8 @@ constexpr std::size_t max_smem_bytes(int n_tiles) {
   const std::size_t ring = std::size_t(8) * kRingStages * kRecordBytes;  // variants 8/9: <= 8 warps
   const std::size_t half = std::size_t(8 * n_tiles) * std::size_t((16 / n_tiles) * 32 + 16) * 4;  // variant 9
   const std::size_t ring10 = std::size_t(8) * kPairRingStages * kRecordBytes;  // variant 10: <= 8 warps (V = 256)
-  return std::max({2 * buffer, buffer + ring, 2 * half + ring, 2 * half + ring10});
+  const std::size_t lng = std::size_t(8 * n_tiles) * std::size_t(lean_long_chunk_pairs(n_tiles) * 32 + 16) * 4;  // variant 16
+  return std::max({2 * buffer, buffer + ring, 2 * half + ring, 2 * half + ring10, 2 * lng + ring});
 }
 
 /// m in 1..32; sms: multiprocessors of the device; blocks_per_sm: resident blocks of the chosen
@@ -404,7 +423,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
   g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X per buffer for every m
   if (async_variant(variant) || variant == kPairVariant) g.chunk_pairs = 16 / g.n_tiles;  // 2 x ~17 KB + rings
-  if (lean_direct(l, variant)) g.chunk_pairs = lean_chunk_pairs(g.n_tiles);  // the kernel's constant
+  if (lean_direct(l, variant)) g.chunk_pairs = lean_variant_chunk_pairs(variant, g.n_tiles);  // the kernel's constant
   if (g.warps <= 2) g.chunk_pairs = std::max(1, g.chunk_pairs / 2);
   if (variant == kPairVariant) g.chunk_pairs = std::max(kPairMinChunk, g.chunk_pairs);  // pair_ring_wait_newer
   g.buffers = two_buffer_variant(variant) ? 2 : 1;

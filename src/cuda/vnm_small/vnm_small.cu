@@ -121,7 +121,8 @@ class Instance final : public detail::KernelInstance {
                                                       "async gather + ring, lean (hw24 direct)",
                                                       "async gather + ring, lean, two tiles per warp (hw24 direct)",
                                                       "async gather + ring, lean, two tiles per warp, cluster split reduce (hw24 direct)",
-                                                      "async gather + ring, lean, two tiles per warp, 256-row groups, cluster split reduce (hw24 direct)"};
+                                                      "async gather + ring, lean, two tiles per warp, 256-row groups, cluster split reduce (hw24 direct)",
+                                                      "async gather + ring, lean, two tiles per warp, long chunks, cluster split reduce (hw24 direct)"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps" +
@@ -202,6 +203,10 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // 15 (256-row groups) slower than 14 at m = 8 / 16 / 32 on both shapes (12288^2 m = 32 52.93 by its
   // rule, 51.65 at 2 splits, against 51.52 for 14 at 3 splits; 28672 x 8192 3-6 % slower): not taken.
   // The cluster-fit check gave 14 its 3 splits at 12288^2 (124 clusters of 3 fit for 96 groups).
+  // s8v24d (session 8d, bench/results/NVIDIA_H200-vnm_small-2026-11-22-80b4392-s8v24d.jsonl): variant 16
+  // (14 with chunks of 16 / 16 / 8 / 8 pairs: half the block barriers, 2 blocks per SM) 0.6 % faster than
+  // 14 at 12288^2 m = 32 (2 splits), ties at m = 16 and at 28672 x 8192: geometry_for takes 16 at m > 24
+  // where 14 would run splits (and 16 does too), 14 / 12 elsewhere.
   const Pattern& p = w.pattern();
   if (p.kind == Granularity::hw24 && w.cols() % 8 == 0) return sv::kLean2ClusterVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 24) return sv::kAsyncVariant;  // 4 below sm_90 (geometry_for)
@@ -223,6 +228,14 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   // 0.4-0.9 % slower than 12 (s8v24b, 28672 x 8192 m = 1 / 8 / 16; 6 % faster at m = 32): keep 12.
   if (opt.variant < 0 && opt.force_splits <= 0 && g.variant == sv::kLean2ClusterVariant && g.splits == 1 && g.n_tiles <= 2)
     g = geometry_of_variant(w, desc, opt, sv::kLeanVariant);
+  // Plan's choice at m > 24 where variant 14 runs a cluster of splits: variant 16 (long chunks) when it
+  // runs splits too. s8v24d (H200, 80b4392, same process): 12288^2 m = 32 16 at 2 splits 51.39 / 51.42
+  // against 14 51.68 / 51.71 / 51.87 (rule / s2 / s3), 0.6 % (cuSPARSELt 48.61); ties elsewhere
+  // (m = 16 48.22 against 48.26-48.51; 28672 x 8192 m = 32, 1 split: 70.85 against 70.78): not taken there.
+  if (opt.variant < 0 && opt.force_splits <= 0 && g.variant == sv::kLean2ClusterVariant && g.splits > 1 && g.n_tiles == 4) {
+    const sv::Geometry g16 = geometry_of_variant(w, desc, opt, sv::kLean2LongVariant);
+    if (g16.variant == sv::kLean2LongVariant && g16.splits > 1) g = g16;
+  }
   return g;
 }
 
