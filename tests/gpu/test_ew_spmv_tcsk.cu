@@ -754,11 +754,16 @@ TEST(EwSpmvTcSkWPlan, OptInAndForcedRun) {
   d.m = 8;
   d.x_dtype = DType::f16;
   d.y_dtype = DType::f16;
-  const char* race = std::getenv("SPARSENM_RACE_TC_SKW");
-  if (race == nullptr || std::string(race) != "1") {
-    const Plan autoplan = Plan::create(w, d);
-    EXPECT_NE(autoplan.reason().find("ew_spmv_tc_sk24 is opt-in"), std::string::npos) << autoplan.reason();
-  }
+  unsetenv("SPARSENM_RACE_TC_SKW");
+  const Plan optin = Plan::create(w, d);
+  EXPECT_NE(optin.reason().find("ew_spmv_tc_sk24 is opt-in"), std::string::npos) << optin.reason();
+  EXPECT_NE(optin.reason().find("ew_spmv_tc_sk16r4 is opt-in"), std::string::npos) << optin.reason();
+  setenv("SPARSENM_RACE_TC_SKW", "1", 1);
+  const Plan raced = Plan::create(w, d);
+  unsetenv("SPARSENM_RACE_TC_SKW");
+  // raced and timed (a timed entry carries its describe() in brackets)
+  for (const char* kn : {"cuda:ew_spmv_tc_sk24 [", "cuda:ew_spmv_tc_sk24r2 [", "cuda:ew_spmv_tc_sk16r4 ["})
+    EXPECT_NE(raced.reason().find(kn), std::string::npos) << raced.reason();
   const auto x = random_matrix(DType::f16, 8, k, 912);
   for (const char* kn : {"cuda:ew_spmv_tc_sk24", "cuda:ew_spmv_tc_sk24r2", "cuda:ew_spmv_tc_sk16r4"}) {
     SCOPED_TRACE(kn);
