@@ -219,7 +219,13 @@ struct Libs {
 
 /// SPARSENM_BENCH_KERNELS="cuda:a,cuda:b": time only these forced kernels (the automatic choice,
 /// cuBLAS and cuSPARSE always run); unset or empty: every forced kernel of the suite.
+/// SPARSENM_BENCH_NO_AUTO=1: leave out the automatic choice (its race builds every candidate: device
+/// calls that only compare forced kernels with cuBLAS save that time).
 bool bench_kernel_selected(const std::string& kernel) {
+  if (kernel.empty()) {
+    const char* no_auto = std::getenv("SPARSENM_BENCH_NO_AUTO");
+    return no_auto == nullptr || std::string(no_auto) != "1";
+  }
   const char* env = std::getenv("SPARSENM_BENCH_KERNELS");
   if (env == nullptr || *env == 0) return true;
   const std::string list = std::string(",") + env + ",";
@@ -304,7 +310,7 @@ void run_case(Context& ctx, Timer& timer, Libs& libs, const CaseSpec& cs, std::u
 
     // ours
     for (const std::string& kernel : cs.ours) {
-      if (!kernel.empty() && !bench_kernel_selected(kernel)) continue;
+      if (!bench_kernel_selected(kernel)) continue;
       MatmulDesc desc;
       desc.m = m;
       desc.x_dtype = t;
@@ -514,7 +520,7 @@ Suite spmv_suite() {
   Suite s;
   s.name = "spmv";
   s.description =
-      "EW N:M SpMV / small batch (m = 1, 2, 4, 8): cuda:ew_spmv (CUDA cores), cuda:ew_spmv_sk / _sk4 / _skr / _skv / _skw (m = 1), cuda:ew_spmv_sk_mb / _mb2 (m = 2..8), cuda:ew_spmv_tc / _bal / _prmt / _ring / _tc_sk / _tc_sp "
+      "EW N:M SpMV / small batch (m = 1, 2, 4, 8): cuda:ew_spmv (CUDA cores), cuda:ew_spmv_sk / _sk4 / _skr / _skv / _skw (m = 1), cuda:ew_spmv_sk_mb / _mb2 (m = 2..8), cuda:ew_spmv_tc / _bal / _prmt / _ring / _tc_sk / _tc_sp / _tc_sk24 / _tc_sk24r2 / _tc_sk16r4 "
       "(tensor cores, f16/bf16) and the plan's automatic choice vs cuBLAS dense and cuSPARSE CSR";
   s.needs_gpu = true;
   s.run = [](Context& ctx) {
@@ -529,7 +535,8 @@ Suite spmv_suite() {
                   {{{28672, 8192}}, {"2:4", "4:8"}, {DType::f16}, {8}}},
                  {1, 2, 4, 8},
                  {"cuda:ew_spmv", "cuda:ew_spmv_sk", "cuda:ew_spmv_sk4", "cuda:ew_spmv_skr", "cuda:ew_spmv_skv", "cuda:ew_spmv_skw", "cuda:ew_spmv_skg", "cuda:ew_spmv_skrg", "cuda:ew_spmv_skwg", "cuda:ew_spmv_sk_mb", "cuda:ew_spmv_sk_mb2", "cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt",
-                  "cuda:ew_spmv_tc_ring", "cuda:ew_spmv_tc_sk", "cuda:ew_spmv_tc_sp", ""});
+                  "cuda:ew_spmv_tc_ring", "cuda:ew_spmv_tc_sk", "cuda:ew_spmv_tc_sp", "cuda:ew_spmv_tc_sk24",
+                  "cuda:ew_spmv_tc_sk24r2", "cuda:ew_spmv_tc_sk16r4", ""});
   };
   return s;
 }

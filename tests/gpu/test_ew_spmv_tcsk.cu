@@ -5,7 +5,8 @@
 // both X staging paths, output dtypes, repeated launches (the workspace and counters must come back
 // to zero), poisoned outputs, NaN / Inf from stored slots; the unit-order reorder and the plan's
 // bounds on the host; the plan race and a forced run. The same cases for cuda:ew_spmv_tc_sp (the tile on
-// the sparse tensor cores, session 8b; EwSpmvTcSp*), plus a CPU check of its decode tables.
+// the sparse tensor cores, session 8b; EwSpmvTcSp*), plus a CPU check of its decode tables, and for the
+// 24-warp shapes of the dense kernel (3 and 2 ring stages, session 8c; EwSpmvTcSkW*).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -39,12 +40,20 @@ struct SkCase {
   int grid = 0, warps = 0, kc = 0;  ///< > 0: plan overrides
   bool misalign_x = false;          ///< x at a 2-byte offset: the element staging path
   bool sp = false;                  ///< cuda:ew_spmv_tc_sp (sparse tensor cores) instead of tc_sk
+  sew::TcSkShape shape = sew::TcSkShape::w16r3;  ///< warps x ring stages (dense only)
 };
+
+const char* shape_name(sew::TcSkShape s) {
+  return s == sew::TcSkShape::w24r3   ? " w24r3"
+         : s == sew::TcSkShape::w24r2 ? " w24r2"
+         : s == sew::TcSkShape::w16r4 ? " w16r4"
+                                      : "";
+}
 
 std::string name(const SkCase& c) {
   return c.pattern.str() + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " m=" + std::to_string(c.m) + " " +
          std::string(to_string(c.t)) + "->" + std::string(to_string(c.yt)) + " grid=" + std::to_string(c.grid) +
-         " warps=" + std::to_string(c.warps) + " kc=" + std::to_string(c.kc) + (c.misalign_x ? " misaligned x" : "") + (c.sp ? " tc_sp" : " tc_sk");
+         " warps=" + std::to_string(c.warps) + " kc=" + std::to_string(c.kc) + (c.misalign_x ? " misaligned x" : "") + (c.sp ? " tc_sp" : " tc_sk") + shape_name(c.shape);
 }
 
 int smem_limit() {
@@ -60,15 +69,16 @@ void run_and_check(const CondensedMatrix& w, const DenseMatrix& x, const SkCase&
                    int reps = 3, sew::TcSkArgs* plan_out = nullptr) {
   const auto packed = sew::pack_spmv_tc(w);
   sew::TcSkArgs a;
-  const auto cfg = sew::plan_spmv_tcsk(packed.layout, c.m, sms(), smem_limit(), a, c.grid, c.warps, c.kc, c.sp);
+  const auto cfg = sew::plan_spmv_tcsk(packed.layout, c.m, sms(), smem_limit(), a, c.grid, c.warps, c.kc, c.sp, c.shape);
   if (plan_out) *plan_out = a;
+  EXPECT_EQ(a.cta_warps, c.warps > 0 ? c.warps : sew::tcsk_shape_warps(c.shape));
   if (c.kc > 0) EXPECT_EQ(a.kc, c.kc);
   EXPECT_EQ(a.chunks, int((packed.layout.tiles + a.kc - 1) / a.kc));
   EXPECT_LE(cfg.smem_bytes, smem_limit());
   std::vector<std::byte> vals;
   std::vector<std::uint32_t> idx;
   sew::reorder_spmv_tcsk(packed, a.kc, vals, idx);
-  const auto fn = sew::find_spmv_tcsk(c.t, c.pattern.n, c.pattern.m, c.sp);
+  const auto fn = sew::find_spmv_tcsk(c.t, c.pattern.n, c.pattern.m, c.sp, c.shape);
   ASSERT_NE(fn, nullptr);
   DeviceMem dv(vals.size()), di(idx.size() * 4), dx(x.size_bytes() + 16);
   DeviceMem dws(sew::spmv_tcsk_ws_bytes(packed.layout)), dcnt(sew::spmv_tcsk_cnt_bytes(packed.layout));
@@ -129,13 +139,14 @@ const std::vector<Pattern>& compiled() {
   return p;
 }
 
-void every_pattern_m_and_dtype(bool sp) {
-  std::uint64_t seed = sp ? 150 : 100;
+void every_pattern_m_and_dtype(bool sp, sew::TcSkShape shape = sew::TcSkShape::w16r3) {
+  std::uint64_t seed = (sp ? 150 : 100) + 1000 * std::uint64_t(shape);
   for (const Pattern& p : compiled())
     for (DType t : {DType::f16, DType::bf16})
       for (int m : {1, 2, 3, 5, 8}) {
         SkCase c{p, 77, 1003, m, t, t};
         c.sp = sp;
+        c.shape = shape;
         check(c, seed++);
       }
 }
@@ -148,8 +159,8 @@ TEST(EwSpmvTcSp, EveryPatternMAndDtype) {
   every_pattern_m_and_dtype(true);
 }
 
-void forced_grids_warps_and_chunks(bool sp) {
-  std::uint64_t seed = sp ? 350 : 300;
+void forced_grids_warps_and_chunks(bool sp, sew::TcSkShape shape = sew::TcSkShape::w16r3) {
+  std::uint64_t seed = (sp ? 350 : 300) + 1000 * std::uint64_t(shape);
   // 2:8, 150 x 3001: 10 row blocks x 12 tiles = 120 units.
   for (const SkCase& c : std::vector<SkCase>{
            {Pattern::element(2, 8), 150, 3001, 8, DType::f16, DType::f16, 1, 1, 0},    // one warp, whole rows
@@ -166,6 +177,22 @@ void forced_grids_warps_and_chunks(bool sp) {
        }) {
     SkCase cc = c;
     cc.sp = sp;
+    cc.shape = shape;
+    check(cc, seed++);
+  }
+  if (shape == sew::TcSkShape::w16r3) return;
+  // The session-8c shapes: full and partial CTAs (up to 24 warps: warps 16..23 hold ring stages past
+  // the 16-warp layout), ranges across chunks and row blocks, the default kc, element staging.
+  for (const SkCase& c : std::vector<SkCase>{
+           {Pattern::element(2, 8), 150, 3001, 8, DType::f16, DType::f16, 2, 24, 1},   // 48 warps, 120 units: some empty
+           {Pattern::element(2, 8), 300, 6001, 7, DType::bf16, DType::f32, 3, 24, 5},  // 19 rb x 24 tiles over 72 warps
+           {Pattern::element(1, 8), 180, 5000, 8, DType::f16, DType::bf16, 1, 20, 3},
+           {Pattern::element(2, 16), 200, 4100, 5, DType::bf16, DType::bf16, 2, 17, 0},
+           {Pattern::element(1, 16), 100, 9000, 8, DType::f16, DType::f16, 1, 24, 2, true},
+       }) {
+    SkCase cc = c;
+    if (shape == sew::TcSkShape::w16r4 && cc.warps > 16) cc.warps = 16;
+    cc.shape = shape;
     check(cc, seed++);
   }
 }
@@ -179,21 +206,23 @@ TEST(EwSpmvTcSp, ForcedGridsWarpsAndChunks) {
 }
 
 // Shapes whose X does not fit one chunk under the default plan (the plan must cut k into chunks).
-void default_plan_multi_chunk(bool sp) {
+void default_plan_multi_chunk(bool sp, sew::TcSkShape shape = sew::TcSkShape::w16r3) {
   sew::TcSkArgs a;
   {
     SkCase c{Pattern::element(2, 8), 520, 16390, 8, DType::f16, DType::f16};
     c.sp = sp;
+    c.shape = shape;
     SCOPED_TRACE(name(c));
     const auto w = random_ew(c.pattern, c.n, c.k, c.t, 501);
     const auto x = random_matrix(c.t, c.m, c.k, 502);
     run_and_check(w, x, c, oracle(x, w), 2, &a);
     EXPECT_GT(a.chunks, 1);
-    EXPECT_EQ(a.cta_warps, sew::kTcSkMaxWarps);
+    EXPECT_EQ(a.cta_warps, sew::tcsk_shape_warps(shape));
   }
   {
     SkCase c{Pattern::element(2, 16), 300, 20000, 5, DType::bf16, DType::bf16};
     c.sp = sp;
+    c.shape = shape;
     SCOPED_TRACE(name(c));
     const auto w = random_ew(c.pattern, c.n, c.k, c.t, 503);
     const auto x = random_matrix(c.t, c.m, c.k, 504);
@@ -210,14 +239,15 @@ TEST(EwSpmvTcSp, DefaultPlanMultiChunk) {
   default_plan_multi_chunk(true);
 }
 
-void large_shape(bool sp) {
+void large_shape(bool sp, sew::TcSkShape shape = sew::TcSkShape::w16r3) {
   SkCase a{Pattern::element(2, 8), 4096, 4096, 8, DType::f16, DType::f16};
   SkCase b{Pattern::element(1, 8), 2100, 8200, 8, DType::bf16, DType::f16};
   SkCase c{Pattern::element(1, 16), 1000, 12290, 8, DType::f16, DType::f16};
   a.sp = b.sp = c.sp = sp;
+  a.shape = b.shape = c.shape = shape;
   check(a, 601);
   check(b, 602);
-  if (sp) check(c, 603);
+  if (sp || shape != sew::TcSkShape::w16r3) check(c, 603);
 }
 TEST(EwSpmvTcSk, LargeShape) {
   EW_REQUIRE_DEVICE();
@@ -228,7 +258,7 @@ TEST(EwSpmvTcSp, LargeShape) {
   large_shape(true);
 }
 
-void nan_inf_propagate(bool sp) {
+void nan_inf_propagate(bool sp, sew::TcSkShape shape = sew::TcSkShape::w16r3) {
   for (DType t : {DType::f16, DType::bf16})
     for (const Pattern& p : compiled()) {
       SCOPED_TRACE(p.str());
@@ -245,6 +275,7 @@ void nan_inf_propagate(bool sp) {
       for (int kc : {0, 1}) {
         SkCase c{p, n, k, 3, t, t, 2, 3, kc};
         c.sp = sp;
+        c.shape = shape;
         SCOPED_TRACE(name(c));
         run_and_check(w, x, c, ref, 2);
       }
@@ -666,6 +697,116 @@ TEST(EwSpmvTcSkSmoke, SanitizerSmoke) {
   check({Pattern::element(1, 16), 33, 3000, 3, DType::bf16, DType::f32, 4, 7, 2, true}, 1003);
   check({Pattern::element(2, 16), 70, 4100, 8, DType::f16, DType::bf16, 0, 0, 0}, 1004);
   check({Pattern::element(1, 8), 50, 2000, 5, DType::bf16, DType::bf16, 2, 16, 0}, 1005);
+}
+
+// Session 8c: the dense kernel at 24 warps per CTA with 3 (tc_sk24) and 2 (tc_sk24r2) ring stages, and
+// at 16 warps with 4 stages (tc_sk16r4).
+const sew::TcSkShape kWide[] = {sew::TcSkShape::w24r3, sew::TcSkShape::w24r2, sew::TcSkShape::w16r4};
+
+TEST(EwSpmvTcSkW, EveryPatternMAndDtype) {
+  EW_REQUIRE_DEVICE();
+  for (auto s : kWide) every_pattern_m_and_dtype(false, s);
+}
+TEST(EwSpmvTcSkW, ForcedGridsWarpsAndChunks) {
+  EW_REQUIRE_DEVICE();
+  for (auto s : kWide) forced_grids_warps_and_chunks(false, s);
+}
+TEST(EwSpmvTcSkW, DefaultPlanMultiChunk) {
+  EW_REQUIRE_DEVICE();
+  for (auto s : kWide) default_plan_multi_chunk(false, s);
+}
+TEST(EwSpmvTcSkW, LargeShape) {
+  EW_REQUIRE_DEVICE();
+  for (auto s : kWide) large_shape(false, s);
+}
+TEST(EwSpmvTcSkW, NanInfPropagate) {
+  EW_REQUIRE_DEVICE();
+  for (auto s : kWide) nan_inf_propagate(false, s);
+}
+
+TEST(EwSpmvTcSkWHost, PlanBounds) {
+  const auto w = random_ew(Pattern::element(2, 8), 28672 / 64, 8192, DType::f16, 812);
+  const auto l = sew::SpmvTcLayout::of(w.layout, DType::f16);
+  for (auto s : kWide) {
+    SCOPED_TRACE(shape_name(s));
+    sew::TcSkArgs a;
+    const auto cfg = sew::plan_spmv_tcsk(l, 8, 132, 232448, a, 0, 0, 0, false, s);
+    const int cw = sew::tcsk_shape_warps(s);
+    EXPECT_EQ(a.cta_warps, cw);
+    EXPECT_EQ(a.warps_total, 132 * cw);
+    EXPECT_LE(cfg.smem_bytes, 232448);
+    EXPECT_EQ(a.x_off, sew::spmv_tc_table_bytes(sew::kDecPrmt, 2, 8));
+    EXPECT_GE(a.ring_off, a.x_off + 8 * a.pitch);
+    EXPECT_EQ(cfg.smem_bytes, a.ring_off + cw * sew::tcsk_shape_ring(s) * (2048 + 3 * 128));
+    EXPECT_THROW(sew::plan_spmv_tcsk(l, 8, 132, 232448, a, 0, cw + 1, 0, false, s), InvalidArgument);
+  }
+  sew::TcSkArgs a;
+  EXPECT_THROW(sew::plan_spmv_tcsk(l, 8, 132, 232448, a, 0, 0, 0, true, sew::TcSkShape::w24r3), InvalidArgument);
+  EXPECT_EQ(sew::find_spmv_tcsk(DType::f16, 2, 8, true, sew::TcSkShape::w24r3), nullptr);
+  EXPECT_NE(sew::find_spmv_tcsk(DType::bf16, 1, 16, false, sew::TcSkShape::w24r2), nullptr);
+}
+
+TEST(EwSpmvTcSkWPlan, OptInAndForcedRun) {
+  EW_REQUIRE_DEVICE();
+  const std::int64_t n = 300, k = 1024;
+  const auto w = random_ew(Pattern::element(2, 8), n, k, DType::f16, 911);
+  MatmulDesc d;
+  d.m = 8;
+  d.x_dtype = DType::f16;
+  d.y_dtype = DType::f16;
+  unsetenv("SPARSENM_RACE_TC_SKW");
+  const Plan optin = Plan::create(w, d);
+  EXPECT_NE(optin.reason().find("ew_spmv_tc_sk24 is opt-in"), std::string::npos) << optin.reason();
+  EXPECT_NE(optin.reason().find("ew_spmv_tc_sk16r4 is opt-in"), std::string::npos) << optin.reason();
+  setenv("SPARSENM_RACE_TC_SKW", "1", 1);
+  const Plan raced = Plan::create(w, d);
+  unsetenv("SPARSENM_RACE_TC_SKW");
+  // raced and timed (a timed entry carries its describe() in brackets)
+  for (const char* kn : {"cuda:ew_spmv_tc_sk24 [", "cuda:ew_spmv_tc_sk24r2 [", "cuda:ew_spmv_tc_sk16r4 ["})
+    EXPECT_NE(raced.reason().find(kn), std::string::npos) << raced.reason();
+  const auto x = random_matrix(DType::f16, 8, k, 912);
+  for (const char* kn : {"cuda:ew_spmv_tc_sk24", "cuda:ew_spmv_tc_sk24r2", "cuda:ew_spmv_tc_sk16r4"}) {
+    SCOPED_TRACE(kn);
+    MatmulDesc forced = d;
+    forced.kernel = kn;
+    const Plan plan = Plan::create(w, forced);
+    EXPECT_EQ(plan.kernel(), kn);
+    DeviceMem dx(x.size_bytes()), dy(std::size_t(8 * n) * 2);
+    EW_CUDA(cudaMemcpy(dx.p, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
+    for (int rep = 0; rep < 2; ++rep) {
+      EW_CUDA(cudaMemset(dy.p, 0xFF, std::size_t(8 * n) * 2));
+      plan.run(dx.p, dy.p, nullptr);
+      EW_CUDA(cudaGetLastError());
+      EW_CUDA(cudaDeviceSynchronize());
+      std::vector<std::byte> y(std::size_t(8 * n) * 2);
+      EW_CUDA(cudaMemcpy(y.data(), dy.p, y.size(), cudaMemcpyDeviceToHost));
+      const auto cmp = compare(y, DType::f16, oracle(x, w));
+      EXPECT_EQ(cmp.unwritten, 0);
+      EXPECT_LT(cmp.rel_err, tolerance(DType::f16));
+    }
+    MatmulDesc nf = forced;
+    nf.x_finite = false;
+    EXPECT_THROW(Plan::create(w, nf), Unsupported);
+  }
+}
+
+// Small cases for compute-sanitizer memcheck of the 24-warp shapes.
+TEST(EwSpmvTcSkWSmoke, SanitizerSmoke) {
+  EW_REQUIRE_DEVICE();
+  for (auto s : kWide) {
+    std::uint64_t seed = 1201 + 10 * std::uint64_t(s);
+    for (SkCase c : std::vector<SkCase>{
+             {Pattern::element(2, 8), 150, 3001, 8, DType::f16, DType::f16, 3, 24, 5},
+             {Pattern::element(2, 8), 40, 2000, 8, DType::f16, DType::f16, 1, 1, 1},
+             {Pattern::element(1, 16), 33, 3000, 3, DType::bf16, DType::f32, 4, 7, 2, true},
+             {Pattern::element(2, 16), 70, 4100, 8, DType::f16, DType::bf16, 0, 0, 0},
+             {Pattern::element(1, 8), 50, 2000, 5, DType::bf16, DType::bf16, 2, 20, 0},
+         }) {
+      c.shape = s;
+      if (c.warps > sew::tcsk_shape_warps(s)) c.warps = sew::tcsk_shape_warps(s);
+      check(c, seed++);
+    }
+  }
 }
 
 }  // namespace

@@ -9,6 +9,9 @@
 // "cuda:ew_spmv_tc_sk" (m <= 8, the tc tile and PRMT decode on the stream-K tile ring; session 8),
 // "cuda:ew_spmv_tc_sp" (the same tile and ring on the sparse tensor cores, mma.sp m16n8k32; session 8b;
 // opt-in: no faster than tc_sk on the H200, SPARSENM_RACE_TC_SP=1 races it),
+// "cuda:ew_spmv_tc_sk24" / "cuda:ew_spmv_tc_sk24r2" / "cuda:ew_spmv_tc_sk16r4" (the tc_sk kernel at 24
+// warps per CTA with 3 / 2 ring stages, at 16 warps with 4; session 8c; opt-in until measured faster:
+// SPARSENM_RACE_TC_SKW=1 races them),
 // "cuda:ew_spmv_sk_mb" / "cuda:ew_spmv_sk_mb2" (m = 2..8, f16 / bf16, stream-K split, CUDA cores)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
@@ -482,16 +485,16 @@ KernelCandidate ew_tc_candidate(cuda::ew::SpmvTcVariant v) {
 /// sparse: "cuda:ew_spmv_tc_sp", the same stored weight and plan on the sparse tensor cores (session 8b).
 class EwTcSkInstance final : public KernelInstance {
  public:
-  EwTcSkInstance(const CondensedMatrix& w0, const MatmulDesc& d, bool sparse) {
+  EwTcSkInstance(const CondensedMatrix& w0, const MatmulDesc& d, bool sparse, cuda::ew::TcSkShape shape) {
     std::optional<CondensedMatrix> hold;
     const CondensedMatrix& w = ew_weight(w0, hold);
     note_ = ew_repack_note(w0);
-    launch_ = cuda::ew::find_spmv_tcsk(w.dtype, w.pattern().n, w.pattern().m, sparse);
+    launch_ = cuda::ew::find_spmv_tcsk(w.dtype, w.pattern().n, w.pattern().m, sparse, shape);
     if (!launch_)
       throw Unsupported(std::string(sparse ? "ew_spmv_tc_sp" : "ew_spmv_tc_sk") + ": no compiled instance for " +
                         w.pattern().str());
     cuda::ew::SpmvTcPacked p = cuda::ew::pack_spmv_tc(w);
-    cfg_ = cuda::ew::plan_spmv_tcsk(p.layout, int(d.m), sm_count(), smem_optin(), args_, 0, 0, 0, sparse);
+    cfg_ = cuda::ew::plan_spmv_tcsk(p.layout, int(d.m), sm_count(), smem_optin(), args_, 0, 0, 0, sparse, shape);
     {
       std::vector<std::byte> v;
       std::vector<std::uint32_t> i;
@@ -528,18 +531,23 @@ class EwTcSkInstance final : public KernelInstance {
   cuda::ew::TcSkLaunchFn launch_ = nullptr;
 };
 
-KernelCandidate ew_tcsk_candidate(bool sparse) {
+KernelCandidate ew_tcsk_candidate(bool sparse, cuda::ew::TcSkShape shape = cuda::ew::TcSkShape::w16r3) {
   KernelCandidate c;
-  c.name = sparse ? "cuda:ew_spmv_tc_sp" : "cuda:ew_spmv_tc_sk";
+  const std::string name = sparse                                   ? "cuda:ew_spmv_tc_sp"
+                           : shape == cuda::ew::TcSkShape::w24r3 ? "cuda:ew_spmv_tc_sk24"
+                           : shape == cuda::ew::TcSkShape::w24r2 ? "cuda:ew_spmv_tc_sk24r2"
+                           : shape == cuda::ew::TcSkShape::w16r4 ? "cuda:ew_spmv_tc_sk16r4"
+                                                                 : "cuda:ew_spmv_tc_sk";
+  c.name = name;
   c.backend = Backend::cuda;
-  c.unsupported = [sparse](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
+  c.unsupported = [sparse, shape, name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
     if (auto why = ew_common_unsupported(w, d); !why.empty())
       return std::string(sparse ? "ew_spmv_tc_sp " : "ew_spmv_tc_sk ") + why;
     if (auto why = cuda::ew::spmv_tcsk_unsupported(ew_layout(w), w.dtype, d.m, sparse); !why.empty()) return why;
     try {  // one tile of X beside the rings and the table must fit the device's shared memory
       cuda::ew::TcSkArgs a;
       (void)cuda::ew::plan_spmv_tcsk(cuda::ew::SpmvTcLayout::of(ew_layout(w), w.dtype), int(d.m), sm_count(), smem_optin(), a,
-                                     0, 0, 0, sparse);
+                                     0, 0, 0, sparse, shape);
     } catch (const InvalidArgument& e) {
       return e.what();
     }
@@ -551,11 +559,17 @@ KernelCandidate ew_tcsk_candidate(bool sparse) {
       if (race == nullptr || std::string(race) != "1")
         return "ew_spmv_tc_sp is opt-in (force desc.kernel, or SPARSENM_RACE_TC_SP=1): measured no faster than ew_spmv_tc_sk";
     }
+    // The session-8c shapes: opt-in until their device measurement (docs/PERF.md "Session 8c").
+    if (shape != cuda::ew::TcSkShape::w16r3 && d.kernel != name) {
+      const char* race = std::getenv("SPARSENM_RACE_TC_SKW");
+      if (race == nullptr || std::string(race) != "1")
+        return name.substr(5) + " is opt-in (force desc.kernel, or SPARSENM_RACE_TC_SKW=1): not yet measured faster than ew_spmv_tc_sk";
+    }
     return needs_finite_x(d, sparse ? "multiplies X by explicit zeros (the padding slots of the 2:4 groups)"
                                     : "multiplies X by explicit zeros at pruned positions (dense tensor-core fragments)");
   };
-  c.create = [sparse](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-    return std::make_unique<EwTcSkInstance>(w, d, sparse);
+  c.create = [sparse, shape](const CondensedMatrix& w, const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwTcSkInstance>(w, d, sparse, shape);
   };
   return c;
 }
@@ -582,6 +596,9 @@ void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_tc_candidate(cuda::ew::SpmvTcVariant::ring));
   r.add(ew_tcsk_candidate(false));
   r.add(ew_tcsk_candidate(true));
+  r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w24r3));
+  r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w24r2));
+  r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w16r4));
   r.add(ew_candidate<true>());
   r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async));
   r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async16));

@@ -45,9 +45,19 @@ using TcSkLaunchFn = void (*)(const TcSkArgs&, const TcSkConfig&, cudaStream_t);
 constexpr int kTcSkRing = 3;       ///< ring stages per warp
 constexpr int kTcSkMaxWarps = 16;  ///< warps per CTA (launch bound)
 
+/// Warps per CTA x ring stages of the dense kernel (session 8c, docs/PERF.md): w16r3 is
+/// cuda:ew_spmv_tc_sk (16 warps, 3 stages); w24r3 "cuda:ew_spmv_tc_sk24" (24 warps, 3 stages: 48 tiles in
+/// flight per SM, 6 warps per scheduler, a smaller X span = more k chunks); w24r2 "cuda:ew_spmv_tc_sk24r2"
+/// (24 warps, 2 stages: 24 tiles in flight, the X span of tc_sk); w16r4 "cuda:ew_spmv_tc_sk16r4" (16
+/// warps, 4 stages: 48 tiles in flight at tc_sk's 4 warps per scheduler). tc_sp exists as w16r3 only.
+enum class TcSkShape : int { w16r3 = 0, w24r3 = 1, w24r2 = 2, w16r4 = 3 };
+constexpr int tcsk_shape_warps(TcSkShape s) { return s == TcSkShape::w24r3 || s == TcSkShape::w24r2 ? 24 : 16; }
+constexpr int tcsk_shape_ring(TcSkShape s) { return s == TcSkShape::w24r2 ? 2 : s == TcSkShape::w16r4 ? 4 : 3; }
+
 /// The compiled instance (f16 / bf16; 2:8, 1:8, 2:16, 1:16), or null. sparse: cuda:ew_spmv_tc_sp, the same
 /// tile, ring and arguments on the sparse tensor cores (mma.sp m16n8k32; spmv_tcsp_decode.cuh, session 8b).
-TcSkLaunchFn find_spmv_tcsk(DType dtype, int pn, int pm, bool sparse = false);
+/// shape: warps x stages (dense only; a sparse request with another shape gets null).
+TcSkLaunchFn find_spmv_tcsk(DType dtype, int pn, int pm, bool sparse = false, TcSkShape shape = TcSkShape::w16r3);
 
 /// Why (layout, dtype, m) cannot run on ew_spmv_tc_sk (or ew_spmv_tc_sp) ("" if it can).
 std::string spmv_tcsk_unsupported(const FormatLayout& f, DType dtype, long long m, bool sparse = false);
@@ -55,14 +65,15 @@ std::string spmv_tcsk_unsupported(const FormatLayout& f, DType dtype, long long 
 /// Chunk of unit u (units in chunk-major order: every chunk but the last holds row_blocks * kc units).
 inline long long tcsk_chunk_of(long long u, long long row_blocks, long long kc) { return u / (row_blocks * kc); }
 
-/// Plan: grid (default: one CTA per SM), warps per CTA (default kTcSkMaxWarps), the largest k chunk
+/// Plan: grid (default: one CTA per SM), warps per CTA (default tcsk_shape_warps(shape)), the largest k chunk
 /// whose widest CTA span of X fits the shared memory left by the selector table and the rings.
 /// `smem_limit`: the device's opt-in bytes per CTA. Overrides (> 0) for tests: grid, warps, kc.
 /// Throws InvalidArgument if even one tile of X does not fit. Fills every field of `a` but the
 /// pointers, y_dtype and x_vec.
 /// sparse: the plan of ew_spmv_tc_sp (its own table size; X pitch spmv_tc_pitch(cols, M / 2)).
 TcSkConfig plan_spmv_tcsk(const SpmvTcLayout& l, int m, int sms, int smem_limit, TcSkArgs& a, int grid_override = 0,
-                          int warps_override = 0, int kc_override = 0, bool sparse = false);
+                          int warps_override = 0, int kc_override = 0, bool sparse = false,
+                          TcSkShape shape = TcSkShape::w16r3);
 
 /// The tc-layout tiles (pack_spmv_tc) stored in unit order for kc: unit u = (chunk c, row block rb,
 /// tile tt of the chunk) at slot u, c-major, then rb, then tt. Plan time, once.

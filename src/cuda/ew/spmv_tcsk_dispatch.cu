@@ -14,17 +14,28 @@ namespace sparsenm::cuda::ew {
 
 template <class Tr>
 void launch_spmv_tcsk(const TcSkArgs& a, const TcSkConfig& cfg, cudaStream_t stream);  // spmv_tcsk_launch.cuh
-template <class T, int NN, int MM, bool SP>
+template <class T, int NN, int MM, bool SP, int WARPS, int RING>
 struct TcSkTraits;  // spmv_tcsk_kernel.cuh
 
 namespace {
 
-template <class T, bool SP>
+template <class T, bool SP, int W = kTcSkMaxWarps, int R = kTcSkRing>
 TcSkLaunchFn find_typed(int pn, int pm) {
-  if (pn == 2 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 2, 8, SP>>;
-  if (pn == 1 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 1, 8, SP>>;
-  if (pn == 2 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 2, 16, SP>>;
-  if (pn == 1 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 1, 16, SP>>;
+  if (pn == 2 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 2, 8, SP, W, R>>;
+  if (pn == 1 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 1, 8, SP, W, R>>;
+  if (pn == 2 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 2, 16, SP, W, R>>;
+  if (pn == 1 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 1, 16, SP, W, R>>;
+  return nullptr;
+}
+
+template <class T>
+TcSkLaunchFn find_dense(int pn, int pm, TcSkShape shape) {
+  switch (shape) {
+    case TcSkShape::w16r3: return find_typed<T, false>(pn, pm);
+    case TcSkShape::w24r3: return find_typed<T, false, 24, 3>(pn, pm);
+    case TcSkShape::w24r2: return find_typed<T, false, 24, 2>(pn, pm);
+    case TcSkShape::w16r4: return find_typed<T, false, 16, 4>(pn, pm);
+  }
   return nullptr;
 }
 
@@ -32,10 +43,11 @@ long long round128(long long b) { return (b + 127) / 128 * 128; }
 
 }  // namespace
 
-TcSkLaunchFn find_spmv_tcsk(DType dtype, int pn, int pm, bool sparse) {
+TcSkLaunchFn find_spmv_tcsk(DType dtype, int pn, int pm, bool sparse, TcSkShape shape) {
+  if (sparse && shape != TcSkShape::w16r3) return nullptr;
   switch (dtype) {
-    case DType::f16: return sparse ? find_typed<__half, true>(pn, pm) : find_typed<__half, false>(pn, pm);
-    case DType::bf16: return sparse ? find_typed<__nv_bfloat16, true>(pn, pm) : find_typed<__nv_bfloat16, false>(pn, pm);
+    case DType::f16: return sparse ? find_typed<__half, true>(pn, pm) : find_dense<__half>(pn, pm, shape);
+    case DType::bf16: return sparse ? find_typed<__nv_bfloat16, true>(pn, pm) : find_dense<__nv_bfloat16>(pn, pm, shape);
     default: return nullptr;
   }
 }
@@ -51,10 +63,13 @@ std::string spmv_tcsk_unsupported(const FormatLayout& f, DType dtype, long long 
 }
 
 TcSkConfig plan_spmv_tcsk(const SpmvTcLayout& l, int m, int sms, int smem_limit, TcSkArgs& a, int grid_override,
-                          int warps_override, int kc_override, bool sparse) {
-  const int cw = warps_override > 0 ? warps_override : kTcSkMaxWarps;
-  if (cw > kTcSkMaxWarps)
-    throw InvalidArgument("warps_override", "ew_spmv_tc_sk: at most " + std::to_string(kTcSkMaxWarps) + " warps per CTA");
+                          int warps_override, int kc_override, bool sparse, TcSkShape shape) {
+  if (sparse && shape != TcSkShape::w16r3)
+    throw InvalidArgument("shape", "ew_spmv_tc_sp: only the 16-warp, 3-stage shape is compiled");
+  const int max_warps = tcsk_shape_warps(shape), ring = tcsk_shape_ring(shape);
+  const int cw = warps_override > 0 ? warps_override : max_warps;
+  if (cw > max_warps)
+    throw InvalidArgument("warps_override", "ew_spmv_tc_sk: at most " + std::to_string(max_warps) + " warps per CTA");
   const int grid = grid_override > 0 ? grid_override : std::max(1, sms);
   if (kc_override > l.tiles) throw InvalidArgument("kc_override", "ew_spmv_tc_sk: more tiles per chunk than the row has");
   a.n = int(l.rows);
@@ -69,7 +84,7 @@ TcSkConfig plan_spmv_tcsk(const SpmvTcLayout& l, int m, int sms, int smem_limit,
   if (table == 0) throw InvalidArgument("l", "ew_spmv_tc_sk / tc_sp: no selector table for " + std::to_string(l.n) + ":" + std::to_string(l.m));
   const int pitch_m = sparse ? l.m / 2 : l.m;  // tc_sp: 8-byte (M = 8) / 16-byte (M = 16) B reads per lane
   const long long tile_bytes = 2048 + 128ll * l.bits;
-  const long long rings = (long long)cw * kTcSkRing * tile_bytes;
+  const long long rings = (long long)cw * ring * tile_bytes;
   const long long U = a.units, W = a.warps_total;
   // The widest X span (in tiles) of any CTA for chunks of kc tiles.
   auto widest = [&](long long kc) {

@@ -39,6 +39,9 @@
 // Sparse variant (TcSkTraits<..., true>, cuda:ew_spmv_tc_sp, session 8b): the same stored tiles, ring,
 //   X staging (at its own pitch), split-k and settle; each tile multiplied by mma.sp m16n8k32 instead
 //   (spmv_tcsp_decode.cuh): half the mma instructions and A registers per dense column.
+// Shapes (session 8c, TcSkTraits WARPS / RING, cuda:ew_spmv_tc_sk24 / _sk24r2 / _sk16r4, opt-in): the same
+//   loop at 24 warps per CTA with 3 or 2 ring stages, or at 16 warps with 4: more tiles in flight per SM
+//   or more warps per scheduler, paid with a smaller X span (more k chunks) where the rings grow.
 // Limits: f16 / bf16, N:M in {2:8, 1:8, 2:16, 1:16} (the PRMT decode), m <= 8 (padded to the n8 of the
 //   mma; the time is the same for every m), finite X (dense fragments: 0 x Inf at pruned positions,
 //   as ew_spmv_tc), one tile of X (8 x 64 M / N columns) must fit beside the rings.
@@ -58,7 +61,9 @@ namespace sparsenm::cuda::ew {
 /// the ring-stage geometry.
 /// SP_ = true: cuda:ew_spmv_tc_sp, the same tile on the sparse tensor cores (spmv_tcsp_decode.cuh): its
 /// own table, table copies and lane X offset; everything else is shared.
-template <class T, int NN_, int MM_, bool SP_ = false>
+/// WARPS_ / RING_ (session 8c): warps per CTA (the launch bound) and ring stages per warp; the base's
+/// kRing stays kTcSkRing (it only selects the 8-byte 2:8 selector entries).
+template <class T, int NN_, int MM_, bool SP_ = false, int WARPS_ = kTcSkMaxWarps, int RING_ = kTcSkRing>
 struct TcSkTraits : SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing> {
   using Base = SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing>;
   static constexpr bool kSp = SP_;
@@ -67,7 +72,10 @@ struct TcSkTraits : SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing> {
   static constexpr int kTabCopyMask = 128 / kTabCopyBytes - 1;
   static constexpr int kXLaneBytes = SP_ ? MM_ : MM_ * 2;  ///< staged X bytes before lane t's first B read, / t
   static_assert(SP_ || kTabCopyMask == Base::kTabCopyMask, "dense table copies unchanged");
-  static constexpr int kR = kTcSkRing;
+  static constexpr int kR = RING_;
+  static constexpr int kWarps = WARPS_;
+  static_assert(RING_ >= 2 && WARPS_ >= 1 && WARPS_ * 32 <= 1024, "ring of >= 2 stages, <= 32 warps");
+  static_assert(!SP_ || (WARPS_ == kTcSkMaxWarps && RING_ == kTcSkRing), "tc_sp: the session-8 shape only");
   static constexpr int kValBytes = 4 * 32 * 16;           ///< a tile's value vectors
   static constexpr int kIdxBytes = Base::B * 32 * 4;      ///< a tile's index words
   static constexpr int kTileBytes = kValBytes + kIdxBytes;  ///< one ring stage
@@ -140,7 +148,7 @@ __device__ __forceinline__ void settle(const TcSkArgs& a, int np, int prb, unsig
 }  // namespace tcsk
 
 template <class Tr>
-__global__ void __launch_bounds__(kTcSkMaxWarps * 32, 1) ew_spmv_tcsk_kernel(const __grid_constant__ TcSkArgs a) {
+__global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const __grid_constant__ TcSkArgs a) {
   extern __shared__ __align__(128) unsigned char tcsk_smem[];
   constexpr int R = Tr::kR, TB = Tr::kTileBytes;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;

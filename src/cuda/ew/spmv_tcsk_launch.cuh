@@ -13,9 +13,9 @@ namespace sparsenm::cuda::ew {
 
 template <class Tr>
 void launch_spmv_tcsk(const TcSkArgs& a, const TcSkConfig& cfg, cudaStream_t stream) {
-  if (a.cta_warps < 1 || a.cta_warps > kTcSkMaxWarps)
+  if (a.cta_warps < 1 || a.cta_warps > Tr::kWarps)
     throw InvalidArgument("cta_warps", std::string(Tr::kSp ? "ew_spmv_tc_sp" : "ew_spmv_tc_sk") + ": got " + std::to_string(a.cta_warps) + ", must be 1.." +
-                                           std::to_string(kTcSkMaxWarps));
+                                           std::to_string(Tr::kWarps));
   if (cfg.grid < 1 || a.warps_total != cfg.grid * a.cta_warps)
     throw InvalidArgument("grid", "ew_spmv_tc_sk: warps_total must be grid x cta_warps (plan_spmv_tcsk)");
   auto kernel = ew_spmv_tcsk_kernel<Tr>;
@@ -28,6 +28,11 @@ void launch_spmv_tcsk(const TcSkArgs& a, const TcSkConfig& cfg, cudaStream_t str
 
 #define SPARSENM_EW_SPMV_TCSK_INSTANCE(T, NN, MM)                                                     \
   template void ::sparsenm::cuda::ew::launch_spmv_tcsk<::sparsenm::cuda::ew::TcSkTraits<T, NN, MM>>( \
+      const ::sparsenm::cuda::ew::TcSkArgs&, const ::sparsenm::cuda::ew::TcSkConfig&, cudaStream_t);
+
+// Session 8c: the dense kernel at W warps per CTA and R ring stages (TcSkShape w24r3 / w24r2).
+#define SPARSENM_EW_SPMV_TCSKW_INSTANCE(T, NN, MM, W, R)                                                          \
+  template void ::sparsenm::cuda::ew::launch_spmv_tcsk<::sparsenm::cuda::ew::TcSkTraits<T, NN, MM, false, W, R>>( \
       const ::sparsenm::cuda::ew::TcSkArgs&, const ::sparsenm::cuda::ew::TcSkConfig&, cudaStream_t);
 
 #define SPARSENM_EW_SPMV_TCSP_INSTANCE(T, NN, MM)                                                           \
