@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -63,13 +64,28 @@ int smem_limit() {
   return b;
 }
 
+/// Cases the kernel ran / the plan refused for lack of shared memory (counted for the session-8c shapes).
+int g_wide_ran = 0, g_wide_unfit = 0;
+
 /// Runs the kernel `reps` times on one workspace, y poisoned (0xFF) before each launch with one extra
 /// guard row; checks each launch against `ref`.
 void run_and_check(const CondensedMatrix& w, const DenseMatrix& x, const SkCase& c, const std::vector<double>& ref,
                    int reps = 3, sew::TcSkArgs* plan_out = nullptr) {
   const auto packed = sew::pack_spmv_tc(w);
   sew::TcSkArgs a;
-  const auto cfg = sew::plan_spmv_tcsk(packed.layout, c.m, sms(), smem_limit(), a, c.grid, c.warps, c.kc, c.sp, c.shape);
+  sew::TcSkConfig cfg;
+  try {
+    cfg = sew::plan_spmv_tcsk(packed.layout, c.m, sms(), smem_limit(), a, c.grid, c.warps, c.kc, c.sp, c.shape);
+  } catch (const InvalidArgument& e) {
+    // The session-8c shapes hold more ring stages per CTA: a case whose table + rings + X tile does not
+    // fit is refused by the plan (the candidate's support check says the same); the shipped shape must
+    // fit every case of these tests.
+    if (c.shape == sew::TcSkShape::w16r3) throw;
+    EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
+    ++g_wide_unfit;
+    return;
+  }
+  ++g_wide_ran;
   if (plan_out) *plan_out = a;
   EXPECT_EQ(a.cta_warps, c.warps > 0 ? c.warps : sew::tcsk_shape_warps(c.shape));
   if (c.kc > 0) EXPECT_EQ(a.kc, c.kc);
@@ -215,9 +231,12 @@ void default_plan_multi_chunk(bool sp, sew::TcSkShape shape = sew::TcSkShape::w1
     SCOPED_TRACE(name(c));
     const auto w = random_ew(c.pattern, c.n, c.k, c.t, 501);
     const auto x = random_matrix(c.t, c.m, c.k, 502);
+    const int unfit = g_wide_unfit;
     run_and_check(w, x, c, oracle(x, w), 2, &a);
-    EXPECT_GT(a.chunks, 1);
-    EXPECT_EQ(a.cta_warps, sew::tcsk_shape_warps(shape));
+    if (g_wide_unfit == unfit) {  // ran (not refused for lack of shared memory)
+      EXPECT_GT(a.chunks, 1);
+      EXPECT_EQ(a.cta_warps, sew::tcsk_shape_warps(shape));
+    }
   }
   {
     SkCase c{Pattern::element(2, 16), 300, 20000, 5, DType::bf16, DType::bf16};
@@ -226,8 +245,9 @@ void default_plan_multi_chunk(bool sp, sew::TcSkShape shape = sew::TcSkShape::w1
     SCOPED_TRACE(name(c));
     const auto w = random_ew(c.pattern, c.n, c.k, c.t, 503);
     const auto x = random_matrix(c.t, c.m, c.k, 504);
+    const int unfit = g_wide_unfit;
     run_and_check(w, x, c, oracle(x, w), 2, &a);
-    EXPECT_GT(a.chunks, 1);
+    if (g_wide_unfit == unfit) EXPECT_GT(a.chunks, 1);
   }
 }
 TEST(EwSpmvTcSk, DefaultPlanMultiChunk) {
@@ -705,19 +725,31 @@ const sew::TcSkShape kWide[] = {sew::TcSkShape::w24r3, sew::TcSkShape::w24r2, se
 
 TEST(EwSpmvTcSkW, EveryPatternMAndDtype) {
   EW_REQUIRE_DEVICE();
+  g_wide_ran = g_wide_unfit = 0;
   for (auto s : kWide) every_pattern_m_and_dtype(false, s);
+  EXPECT_GT(g_wide_ran, 2 * g_wide_unfit) << "most cases must fit the session-8c shapes";
+  if (g_wide_unfit > 0) std::printf("  %d case(s) refused by the plan for lack of shared memory\n", g_wide_unfit);
 }
 TEST(EwSpmvTcSkW, ForcedGridsWarpsAndChunks) {
   EW_REQUIRE_DEVICE();
+  g_wide_ran = g_wide_unfit = 0;
   for (auto s : kWide) forced_grids_warps_and_chunks(false, s);
+  EXPECT_GT(g_wide_ran, 2 * g_wide_unfit) << "most cases must fit the session-8c shapes";
+  if (g_wide_unfit > 0) std::printf("  %d case(s) refused by the plan for lack of shared memory\n", g_wide_unfit);
 }
 TEST(EwSpmvTcSkW, DefaultPlanMultiChunk) {
   EW_REQUIRE_DEVICE();
+  g_wide_ran = g_wide_unfit = 0;
   for (auto s : kWide) default_plan_multi_chunk(false, s);
+  EXPECT_GT(g_wide_ran, 2 * g_wide_unfit) << "most cases must fit the session-8c shapes";
+  if (g_wide_unfit > 0) std::printf("  %d case(s) refused by the plan for lack of shared memory\n", g_wide_unfit);
 }
 TEST(EwSpmvTcSkW, LargeShape) {
   EW_REQUIRE_DEVICE();
+  g_wide_ran = g_wide_unfit = 0;
   for (auto s : kWide) large_shape(false, s);
+  EXPECT_GT(g_wide_ran, 2 * g_wide_unfit) << "most cases must fit the session-8c shapes";
+  if (g_wide_unfit > 0) std::printf("  %d case(s) refused by the plan for lack of shared memory\n", g_wide_unfit);
 }
 TEST(EwSpmvTcSkW, NanInfPropagate) {
   EW_REQUIRE_DEVICE();
@@ -757,7 +789,8 @@ TEST(EwSpmvTcSkWPlan, OptInAndForcedRun) {
   unsetenv("SPARSENM_RACE_TC_SKW");
   const Plan optin = Plan::create(w, d);
   EXPECT_NE(optin.reason().find("ew_spmv_tc_sk24 is opt-in"), std::string::npos) << optin.reason();
-  EXPECT_NE(optin.reason().find("ew_spmv_tc_sk16r4 is opt-in"), std::string::npos) << optin.reason();
+  for (const char* kn : {"cuda:ew_spmv_tc_sk24r2 [", "cuda:ew_spmv_tc_sk16r4 ["})  // raced by default
+    EXPECT_NE(optin.reason().find(kn), std::string::npos) << optin.reason();
   setenv("SPARSENM_RACE_TC_SKW", "1", 1);
   const Plan raced = Plan::create(w, d);
   unsetenv("SPARSENM_RACE_TC_SKW");

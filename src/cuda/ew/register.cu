@@ -10,8 +10,8 @@
 // "cuda:ew_spmv_tc_sp" (the same tile and ring on the sparse tensor cores, mma.sp m16n8k32; session 8b;
 // opt-in: no faster than tc_sk on the H200, SPARSENM_RACE_TC_SP=1 races it),
 // "cuda:ew_spmv_tc_sk24" / "cuda:ew_spmv_tc_sk24r2" / "cuda:ew_spmv_tc_sk16r4" (the tc_sk kernel at 24
-// warps per CTA with 3 / 2 ring stages, at 16 warps with 4; session 8c; opt-in until measured faster:
-// SPARSENM_RACE_TC_SKW=1 races them),
+// warps per CTA with 3 / 2 ring stages, at 16 warps with 4; session 8c; tc_sk24 opt-in, the fastest
+// form in no case: SPARSENM_RACE_TC_SKW=1 races it),
 // "cuda:ew_spmv_sk_mb" / "cuda:ew_spmv_sk_mb2" (m = 2..8, f16 / bf16, stream-K split, CUDA cores)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
@@ -559,11 +559,12 @@ KernelCandidate ew_tcsk_candidate(bool sparse, cuda::ew::TcSkShape shape = cuda:
       if (race == nullptr || std::string(race) != "1")
         return "ew_spmv_tc_sp is opt-in (force desc.kernel, or SPARSENM_RACE_TC_SP=1): measured no faster than ew_spmv_tc_sk";
     }
-    // The session-8c shapes: opt-in until their device measurement (docs/PERF.md "Session 8c").
-    if (shape != cuda::ew::TcSkShape::w16r3 && d.kernel != name) {
+    // The session-8c shapes: tc_sk24r2 and tc_sk16r4 are raced (the lead's run at 656a018 picked them
+    // for 2:8 at 28672x8192 and 2:16 on both shapes at m = 8); tc_sk24 won no case there: opt-in.
+    if (shape == cuda::ew::TcSkShape::w24r3 && d.kernel != name) {
       const char* race = std::getenv("SPARSENM_RACE_TC_SKW");
       if (race == nullptr || std::string(race) != "1")
-        return name.substr(5) + " is opt-in (force desc.kernel, or SPARSENM_RACE_TC_SKW=1): not yet measured faster than ew_spmv_tc_sk";
+        return name.substr(5) + " is opt-in (force desc.kernel, or SPARSENM_RACE_TC_SKW=1): the fastest form in no case of the H200 run";
     }
     return needs_finite_x(d, sparse ? "multiplies X by explicit zeros (the padding slots of the 2:4 groups)"
                                     : "multiplies X by explicit zeros at pruned positions (dense tensor-core fragments)");
