@@ -64,6 +64,25 @@ int smem_limit() {
   return b;
 }
 
+/// Runs an f16 -> f16 plan twice on device copies of x, y poisoned before each run; checks both
+/// against the fp64 oracle.
+void run_plan_twice_and_check(const Plan& plan, const DenseMatrix& x, const CondensedMatrix& w) {
+  const std::int64_t m = x.rows(), n = w.rows();
+  DeviceMem dx(x.size_bytes()), dy(std::size_t(m * n) * 2);
+  EW_CUDA(cudaMemcpy(dx.p, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
+  for (int rep = 0; rep < 2; ++rep) {
+    EW_CUDA(cudaMemset(dy.p, 0xFF, std::size_t(m * n) * 2));
+    plan.run(dx.p, dy.p, nullptr);
+    EW_CUDA(cudaGetLastError());
+    EW_CUDA(cudaDeviceSynchronize());
+    std::vector<std::byte> y(std::size_t(m * n) * 2);
+    EW_CUDA(cudaMemcpy(y.data(), dy.p, y.size(), cudaMemcpyDeviceToHost));
+    const auto cmp = compare(y, DType::f16, oracle(x, w));
+    EXPECT_EQ(cmp.unwritten, 0);
+    EXPECT_LT(cmp.rel_err, tolerance(DType::f16));
+  }
+}
+
 /// Cases the kernel ran / the plan refused for lack of shared memory (counted for the session-8c shapes).
 int g_wide_ran = 0, g_wide_unfit = 0;
 
@@ -407,19 +426,7 @@ TEST(EwSpmvTcSkPlan, RaceAndForcedRun) {
   forced.kernel = "cuda:ew_spmv_tc_sk";
   const Plan plan = Plan::create(w, forced);
   EXPECT_EQ(plan.kernel(), "cuda:ew_spmv_tc_sk");
-  DeviceMem dx(x.size_bytes()), dy(std::size_t(8 * n) * 2);
-  EW_CUDA(cudaMemcpy(dx.p, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
-  for (int rep = 0; rep < 2; ++rep) {
-    EW_CUDA(cudaMemset(dy.p, 0xFF, std::size_t(8 * n) * 2));
-    plan.run(dx.p, dy.p, nullptr);
-    EW_CUDA(cudaGetLastError());
-    EW_CUDA(cudaDeviceSynchronize());
-    std::vector<std::byte> y(std::size_t(8 * n) * 2);
-    EW_CUDA(cudaMemcpy(y.data(), dy.p, y.size(), cudaMemcpyDeviceToHost));
-    const auto cmp = compare(y, DType::f16, oracle(x, w));
-    EXPECT_EQ(cmp.unwritten, 0);
-    EXPECT_LT(cmp.rel_err, tolerance(DType::f16));
-  }
+  run_plan_twice_and_check(plan, x, w);
   const auto w48 = random_ew(Pattern::element(4, 8), n, k, DType::f16, 903);
   const Plan other = Plan::create(w48, d);
   EXPECT_NE(other.reason().find("ew_spmv_tc_sk: pattern 4:8 is not compiled"), std::string::npos) << other.reason();
@@ -680,19 +687,7 @@ TEST(EwSpmvTcSpPlan, RaceAndForcedRun) {
     forced.kernel = "cuda:ew_spmv_tc_sp";
     const Plan plan = Plan::create(w, forced);
     EXPECT_EQ(plan.kernel(), "cuda:ew_spmv_tc_sp");
-    DeviceMem dx(x.size_bytes()), dy(std::size_t(8 * n) * 2);
-    EW_CUDA(cudaMemcpy(dx.p, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
-    for (int rep = 0; rep < 2; ++rep) {
-      EW_CUDA(cudaMemset(dy.p, 0xFF, std::size_t(8 * n) * 2));
-      plan.run(dx.p, dy.p, nullptr);
-      EW_CUDA(cudaGetLastError());
-      EW_CUDA(cudaDeviceSynchronize());
-      std::vector<std::byte> y(std::size_t(8 * n) * 2);
-      EW_CUDA(cudaMemcpy(y.data(), dy.p, y.size(), cudaMemcpyDeviceToHost));
-      const auto cmp = compare(y, DType::f16, oracle(x, w));
-      EXPECT_EQ(cmp.unwritten, 0);
-      EXPECT_LT(cmp.rel_err, tolerance(DType::f16));
-    }
+    run_plan_twice_and_check(plan, x, w);
   }
 }
 
@@ -723,33 +718,30 @@ TEST(EwSpmvTcSkSmoke, SanitizerSmoke) {
 // at 16 warps with 4 stages (tc_sk16r4).
 const sew::TcSkShape kWide[] = {sew::TcSkShape::w24r3, sew::TcSkShape::w24r2, sew::TcSkShape::w16r4};
 
-TEST(EwSpmvTcSkW, EveryPatternMAndDtype) {
-  EW_REQUIRE_DEVICE();
+// Runs `body` for each session-8c shape; a case the planner refuses for lack of shared memory is
+// counted, and most cases must run.
+void for_wide_shapes(void (*body)(bool, sew::TcSkShape)) {
   g_wide_ran = g_wide_unfit = 0;
-  for (auto s : kWide) every_pattern_m_and_dtype(false, s);
+  for (auto s : kWide) body(false, s);
   EXPECT_GT(g_wide_ran, 2 * g_wide_unfit) << "most cases must fit the session-8c shapes";
   if (g_wide_unfit > 0) std::printf("  %d case(s) refused by the plan for lack of shared memory\n", g_wide_unfit);
+}
+
+TEST(EwSpmvTcSkW, EveryPatternMAndDtype) {
+  EW_REQUIRE_DEVICE();
+  for_wide_shapes(every_pattern_m_and_dtype);
 }
 TEST(EwSpmvTcSkW, ForcedGridsWarpsAndChunks) {
   EW_REQUIRE_DEVICE();
-  g_wide_ran = g_wide_unfit = 0;
-  for (auto s : kWide) forced_grids_warps_and_chunks(false, s);
-  EXPECT_GT(g_wide_ran, 2 * g_wide_unfit) << "most cases must fit the session-8c shapes";
-  if (g_wide_unfit > 0) std::printf("  %d case(s) refused by the plan for lack of shared memory\n", g_wide_unfit);
+  for_wide_shapes(forced_grids_warps_and_chunks);
 }
 TEST(EwSpmvTcSkW, DefaultPlanMultiChunk) {
   EW_REQUIRE_DEVICE();
-  g_wide_ran = g_wide_unfit = 0;
-  for (auto s : kWide) default_plan_multi_chunk(false, s);
-  EXPECT_GT(g_wide_ran, 2 * g_wide_unfit) << "most cases must fit the session-8c shapes";
-  if (g_wide_unfit > 0) std::printf("  %d case(s) refused by the plan for lack of shared memory\n", g_wide_unfit);
+  for_wide_shapes(default_plan_multi_chunk);
 }
 TEST(EwSpmvTcSkW, LargeShape) {
   EW_REQUIRE_DEVICE();
-  g_wide_ran = g_wide_unfit = 0;
-  for (auto s : kWide) large_shape(false, s);
-  EXPECT_GT(g_wide_ran, 2 * g_wide_unfit) << "most cases must fit the session-8c shapes";
-  if (g_wide_unfit > 0) std::printf("  %d case(s) refused by the plan for lack of shared memory\n", g_wide_unfit);
+  for_wide_shapes(large_shape);
 }
 TEST(EwSpmvTcSkW, NanInfPropagate) {
   EW_REQUIRE_DEVICE();
@@ -804,19 +796,7 @@ TEST(EwSpmvTcSkWPlan, OptInAndForcedRun) {
     forced.kernel = kn;
     const Plan plan = Plan::create(w, forced);
     EXPECT_EQ(plan.kernel(), kn);
-    DeviceMem dx(x.size_bytes()), dy(std::size_t(8 * n) * 2);
-    EW_CUDA(cudaMemcpy(dx.p, x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
-    for (int rep = 0; rep < 2; ++rep) {
-      EW_CUDA(cudaMemset(dy.p, 0xFF, std::size_t(8 * n) * 2));
-      plan.run(dx.p, dy.p, nullptr);
-      EW_CUDA(cudaGetLastError());
-      EW_CUDA(cudaDeviceSynchronize());
-      std::vector<std::byte> y(std::size_t(8 * n) * 2);
-      EW_CUDA(cudaMemcpy(y.data(), dy.p, y.size(), cudaMemcpyDeviceToHost));
-      const auto cmp = compare(y, DType::f16, oracle(x, w));
-      EXPECT_EQ(cmp.unwritten, 0);
-      EXPECT_LT(cmp.rel_err, tolerance(DType::f16));
-    }
+    run_plan_twice_and_check(plan, x, w);
     MatmulDesc nf = forced;
     nf.x_finite = false;
     EXPECT_THROW(Plan::create(w, nf), Unsupported);

@@ -587,6 +587,19 @@ struct FstLinear::Impl {
            std::to_string(out) + ", " + std::to_string(T) + ")";
   }
   /// Checks the requests before anything is allocated: forced cuSPARSELt that cannot run throws.
+  /// Construction-time timing inputs: random X, dZ and W (seeds seed, seed + 1, seed + 2), then a
+  /// real transposable mask and our packed operands of W, as at a refresh step.
+  void scratch_refresh(const DeviceBuffer& xs, const DeviceBuffer& dzs, std::uint32_t seed, cudaStream_t s) {
+    detail::fst_fill_random(cfg.dtype, xs.get(), std::size_t(T * in), seed, 1.f, s);
+    detail::fst_fill_random(cfg.dtype, dzs.get(), std::size_t(T * out), seed + 1, 1e-2f, s);
+    detail::fst_fill_random(cfg.dtype, w.get(), std::size_t(out * in), seed + 2, 0.03f, s);
+    cur = 0;
+    transposable_mask24(cfg.dtype, w.get(), out, in, mask[0].as<std::uint16_t>(), view(w_vals, w_hw, w_idx, gw),
+                        view(wt_vals, wt_hw, wt_idx, gwt), s);
+    pack_w_values(s);
+    detail::fst_repack_meta(w_idx.as<std::uint8_t>(), gw, w_meta.as<std::uint32_t>(), s);
+    detail::fst_repack_meta(wt_idx.as<std::uint8_t>(), gwt, wt_meta.as<std::uint32_t>(), s);
+  }
   /// Runs construction-time timing `f(stream)` on a private non-blocking stream and waits for it. The
   /// timed sequences leave a mask and operands of scratch data behind, so the layer's step state is
   /// reset after them: the first sparse step searches anew.
@@ -736,16 +749,7 @@ struct FstLinear::Impl {
   /// for each candidate, then the per-step sequences timed and the backends set.
   void time_and_choose(const bool cand[3], const FstBackend req[3], FstGemmChoice* ch[3], cudaStream_t s) {
     DeviceBuffer xs(std::size_t(T * in) * esz), dzs(std::size_t(T * out) * esz), ys(std::size_t(T * std::max(in, out)) * esz);
-    detail::fst_fill_random(cfg.dtype, xs.get(), std::size_t(T * in), 11, 1.f, s);
-    detail::fst_fill_random(cfg.dtype, dzs.get(), std::size_t(T * out), 12, 1e-2f, s);
-    detail::fst_fill_random(cfg.dtype, w.get(), std::size_t(out * in), 13, 0.03f, s);
-    // a real transposable mask and our operands, as at a refresh step
-    cur = 0;
-    transposable_mask24(cfg.dtype, w.get(), out, in, mask[0].as<std::uint16_t>(), view(w_vals, w_hw, w_idx, gw),
-                        view(wt_vals, wt_hw, wt_idx, gwt), s);
-    pack_w_values(s);
-    detail::fst_repack_meta(w_idx.as<std::uint8_t>(), gw, w_meta.as<std::uint32_t>(), s);
-    detail::fst_repack_meta(wt_idx.as<std::uint8_t>(), gwt, wt_meta.as<std::uint32_t>(), s);
+    scratch_refresh(xs, dzs, 11, s);
     packed_fresh = true;
     const std::uint64_t seed = 0x5eedull;
     if (cand[0] || cand[1]) {
@@ -853,15 +857,7 @@ struct FstLinear::Impl {
   }
   void time_tiles(cudaStream_t s) {
     DeviceBuffer xs(std::size_t(T * in) * esz), dzs(std::size_t(T * out) * esz), ys(std::size_t(T * std::max(in, out)) * esz);
-    detail::fst_fill_random(cfg.dtype, xs.get(), std::size_t(T * in), 21, 1.f, s);
-    detail::fst_fill_random(cfg.dtype, dzs.get(), std::size_t(T * out), 22, 1e-2f, s);
-    detail::fst_fill_random(cfg.dtype, w.get(), std::size_t(out * in), 23, 0.03f, s);
-    cur = 0;
-    transposable_mask24(cfg.dtype, w.get(), out, in, mask[0].as<std::uint16_t>(), view(w_vals, w_hw, w_idx, gw),
-                        view(wt_vals, wt_hw, wt_idx, gwt), s);
-    pack_w_values(s);
-    detail::fst_repack_meta(w_idx.as<std::uint8_t>(), gw, w_meta.as<std::uint32_t>(), s);
-    detail::fst_repack_meta(wt_idx.as<std::uint8_t>(), gwt, wt_meta.as<std::uint32_t>(), s);
+    scratch_refresh(xs, dzs, 21, s);
     gg = pack_geom(out, T);
     grad_operand(dzs.get(), T, 0x711eull, s);
     std::int64_t ldx_f = 0, ldx_d = 0;
