@@ -124,6 +124,7 @@ TEST(VnmSmallLayout, LayoutAndGeometryValues) {
   EXPECT_EQ(l.sel_bytes(), std::size_t(8 * 128 * 4));
   for (int m : {1, 8, 9, 17, 32})
     for (int variant = 0; variant < sv::kVariants; ++variant) {
+      if (!sv::variant_built(variant)) continue;  // reserved by another branch
       const sv::Geometry g = sv::choose_geometry(l, m, 132, variant);
       const int want = sv::lean2_or_lean(l, variant);  // venom: variant 13 is 12
       EXPECT_EQ(g.variant, want);
@@ -161,6 +162,7 @@ TEST(VnmSmallLayout, GatherUnitsCoverChunkOnceAndStayInBounds) {
     const sv::Layout& l = pk.layout;
     for (int m : {1, 3, 8, 9, 16, 17, 20, 24, 25, 32})
       for (int variant = 0; variant < sv::kVariants; ++variant) {
+        if (!sv::variant_built(variant)) continue;  // reserved by another branch
         if (variant == sv::kStreamVariant) continue;  // no word gather (StreamedStaging... below)
         SCOPED_TRACE(pat.str() + " m=" + std::to_string(m) + " variant=" + std::to_string(variant));
         const sv::Geometry g = sv::choose_geometry(l, m, 132, variant, 2);
@@ -390,7 +392,8 @@ TEST(VnmSmallLayout, EveryGeometryFitsTheLaunchersSharedMemoryLimit) {
                       Pattern::hw24()})
     for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{40, 100}, {4096, 4096}, {28672, 8192}, {300, 20000}})
       for (int m = 1; m <= 32; ++m)
-        for (int variant = 0; variant < sv::kVariants; ++variant)
+        for (int variant = 0; variant < sv::kVariants; ++variant) {
+          if (!sv::variant_built(variant)) continue;  // reserved by another branch
           for (int sms : {1, 16, 132})
             for (int bps : {1, 2, 3, 8}) {
               const sv::Layout l = sv::Layout::of(FormatLayout::of(pat, n, k));
@@ -401,6 +404,7 @@ TEST(VnmSmallLayout, EveryGeometryFitsTheLaunchersSharedMemoryLimit) {
               ASSERT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
               ASSERT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
             }
+        }
 }
 
 TEST(VnmSmallLayout, AsyncDirectStagingFeedsLdmatrixTheBFragmentsConflictFree) {
@@ -807,6 +811,48 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
       EXPECT_EQ(a.chunk_pairs, b.chunk_pairs);
       EXPECT_EQ(a.splits, b.splits);
     }
+}
+
+TEST(VnmSmallLayout, VnmLeanPairedGeometry) {
+  // Variants 20 / 21 (kernel10.cuh): venom V = 128 only — one slab per block, 4 warps of two row tiles,
+  // the compile-time chunk lean_chunk_pairs (the kernel's X buffers, 64 C columns x NT 16-byte units,
+  // fit the geometry's buffers), rings of 4 two-record slots per warp, 3 blocks per SM, the one-wave
+  // split rule over the slabs (variant 20: <= 8, one cluster); V != 128 and hw24: variant 9.
+  for (int M : {8, 16, 10})
+    for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{28672, 8192}, {12288, 12288}, {300, 1234}})
+      for (int m : {1, 8, 9, 16, 17, 24, 25, 32})
+        for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant}) {
+          SCOPED_TRACE("M=" + std::to_string(M) + " n=" + std::to_string(n) + " m=" + std::to_string(m) + " v" + std::to_string(v));
+          const sv::Layout l = sv::Layout::of(FormatLayout::of(Pattern::venom(128, M), n, k));
+          const sv::Geometry g = sv::choose_geometry(l, m, 132, v, 3);
+          const int nt = (m + 7) / 8, C = sv::lean_chunk_pairs(nt);
+          EXPECT_EQ(g.variant, v);
+          EXPECT_EQ(g.warps, 4);
+          EXPECT_EQ(g.tiles_per_warp, 2);
+          EXPECT_EQ(g.tiles_per_group, 8);
+          EXPECT_EQ(g.groups, l.groups);
+          EXPECT_EQ(g.chunk_pairs, C);
+          EXPECT_EQ(g.buffers, 2);
+          EXPECT_GE(g.buffer_words() * 4, std::size_t(64 * C * nt * 16)) << "the kernel's X buffer (kBuf)";
+          EXPECT_EQ(g.ring_bytes, std::size_t(4 * 2 * sv::kRingStages * sv::kRecordBytes));
+          EXPECT_LE(3 * (g.smem_bytes() + 1024), 228u * 1024u) << "3 blocks per SM";
+          EXPECT_LE(g.smem_bytes(), sv::max_smem_bytes(nt));
+          EXPECT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
+          if (v == sv::kVnmLeanVariant) EXPECT_LE(g.splits, sv::kStreamMaxSplits);
+          if (n == 28672) EXPECT_EQ(g.splits, 1) << "224 slabs fill 396 slots";
+          if (n == 12288 && M == 8) EXPECT_EQ(g.splits, 4) << "96 slabs, 396 slots";
+        }
+  for (const Pattern& pat : {Pattern::venom(64, 8), Pattern::venom(256, 8), Pattern::venom(32, 16), Pattern::hw24()}) {
+    const sv::Layout l = sv::Layout::of(FormatLayout::of(pat, 1000, 4096));
+    for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant}) {
+      EXPECT_EQ(sv::lean2_or_lean(l, v), sv::kAsyncVariant) << pat.str();
+      EXPECT_EQ(sv::choose_geometry(l, 17, 132, v, 3).variant, sv::kAsyncVariant) << pat.str();
+    }
+  }
+  EXPECT_TRUE(sv::variant_built(sv::kVnmLeanVariant));
+  EXPECT_TRUE(sv::variant_built(sv::kVnmLeanReduceVariant));
+  EXPECT_FALSE(sv::variant_built(sv::kVariants));
+  EXPECT_FALSE(sv::variant_built(-1));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "cuda/vnm_small/kernel7.cuh"
 #include "cuda/vnm_small/kernel8.cuh"
 #include "cuda/vnm_small/kernel9.cuh"
+#include "cuda/vnm_small/launch10.cuh"  // variants 20 / 21
 #include "cuda/vnm_small/vnm_small.hpp"
 
 namespace sparsenm::cuda::vnm_small {
@@ -44,6 +45,10 @@ const void* kernel_of(int variant) {
 template <class T, int NT>
 int prepare(int variant, int threads, std::size_t smem_bytes) {
   using Tr = Traits<T, NT>;
+  if (sparsenm::vnm_small::vlean_variant(variant)) {  // 20 / 21: their own two instances (launch10.cuh)
+    if (smem_bytes > sparsenm::vnm_small::max_smem_bytes(NT)) throw std::logic_error("vnm_small: geometry exceeds max_smem_bytes");
+    return prepare_vlean<T, NT>(threads, smem_bytes, sparsenm::vnm_small::max_smem_bytes(NT));
+  }
   const void* k = kernel_of<Tr>(variant);
   // The limit is per function and shared by every instance: always the bound of any geometry of
   // this instantiation, never this geometry's size (device run of ca6f7f6: a limit set from one
@@ -304,6 +309,7 @@ int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
   attr[0].val.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
+  if (g.variant == sparsenm::vnm_small::kVnmLeanVariant) return vlean_max_clusters<T, NT>(g);  // launch10.cuh
   int n = 0;
   if (g.variant == sparsenm::vnm_small::kLean2ClusterVariant)
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true>, &cfg));
@@ -370,6 +376,10 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
       break;
     case 10:
       launch_pair<Tr>(p, g, groups, stream);
+      break;
+    case 20:
+    case 21:
+      launch_vlean<T, NT>(p, g, groups, stream);  // launch10.cuh (inst10_*.cu)
       break;
     case 1:
       vnm_small_kernel2<Tr, false><<<grid, block, g.smem_bytes(), stream>>>(p);
