@@ -516,6 +516,28 @@ TEST(VnmSmallGpu, VenomLeanPairedOtherVAndPatternsRunVariant9) {
       }
 }
 
+TEST(VnmSmallGpu, VenomLeanPairedIsThePlansChoiceForV128AtMFrom8) {
+  // The default rule (vnm_small.cu default_variant, from the s9vnm H200 run): variant 20 for V = 128
+  // with M <= 16 at m >= 8 (sm_90+); variant 4 at m < 8; other V / M unchanged; and it runs right.
+  REQUIRE_DEVICE();
+  int dev = 0, major = 0;
+  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
+  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  std::uint64_t seed = 23000;
+  for (const Pattern& pat : {Pattern::venom(128, 8), Pattern::venom(128, 16), Pattern::venom(128, 32), Pattern::venom(64, 8)})
+    for (std::int64_t m : {1, 7, 8, 16, 32}) {
+      Problem pr = make_problem(pat, DType::f16, m, 200, std::int64_t(pat.m) * 16 * 6 + 1, ++seed);
+      MatmulDesc d;
+      d.m = m;
+      d.x_dtype = DType::f16;
+      d.y_dtype = DType::f16;
+      const int v = vs::geometry_for(pr.w, d).variant;
+      const bool lean = pat.v == 128 && pat.m <= 16 && m >= 8 && major >= 9;
+      EXPECT_EQ(v == vnm_small::kVnmLeanVariant, lean) << pat.str() << " m=" << m << " variant " << v;
+      run_and_check_at(pr, DType::f16, {0, -1}, pat.str() + " plan's choice m=" + std::to_string(m), 0);
+    }
+}
+
 TEST(VnmSmallGpu, VenomLeanPairedSmall) {
   // Small enough for memcheck: variants 20 / 21 at 128:2:8 and 128:2:10, m = 5 / 17 / 32, a partial
   // last slab, a partial last chunk, splits 1 and 3 (cluster / reduce kernel).

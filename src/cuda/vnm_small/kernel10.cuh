@@ -2,6 +2,12 @@
 // variants 13 / 14 (kernel9.cuh) for venom V:2:M with V = 128. Read kernel9.cuh (ring, commit order,
 // wait counts, cluster reduction) and kernel6.cuh (the transposed-X gather of venom) first.
 //
+// Status (H200 run f3a9476, PERF-vnm-small.md "Session 9 (s9vnm) measured"): correct (every VnmSmallGpu
+// test, memcheck clean); ncu 47 instructions per record at m = 32 (variant 9: 167); the fastest V:2:M row
+// in all 12 cases measured (128:2:8 / 128:2:16, 28672 x 8192 / 12288^2, m = 8 / 16 / 32: 1.009-1.27x of
+// the old default), the default for V = 128, M <= 16 at m >= 8; 0.51-0.76 of the byte ratio (bar 0.8):
+// DRAM 55 % at 28672 x 8192 m = 32 (224 blocks of short slabs: few bytes in flight per SM).
+//
 // Why (PERF-vnm-small.md "Session 9 (s9vnm)"). V:2:M at small m still ran variants 4 / 9: variant 9's
 // general record cursor, run-time wait counts and per-unit index math (~180 instructions per record
 // at m = 32 on hw24, session 7d), every warp loading the same B fragments. The hw24 lean kernels

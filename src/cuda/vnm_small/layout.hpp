@@ -249,8 +249,11 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 transposed X (variant 9's Xt, PDL) by a division-free gather with the selection
 ///                 bytes loaded one chunk ahead; every B fragment (ldmatrix.x4.trans) feeds the two
 ///                 tiles' mma.sp; k splits of a slab as one cluster, reduced through distributed
-///                 shared memory. Other V and hw24: variant 9 (lean2_or_lean).
-///  21 as 20 with the k splits summed by the reduce kernel (fp32 partials; no clusters).
+///                 shared memory. Other V and hw24: variant 9 (lean2_or_lean). Measured (f3a9476, session
+///                 9): 1.009-1.27x of variants 4 / 9 on 128:2:8 / 128:2:16 at m = 8 / 16 / 32 (both
+///                 shapes); the default for V = 128, M <= 16 at m >= 8 (vnm_small.cu default_variant).
+///  21 as 20 with the k splits summed by the reduce kernel (fp32 partials; no clusters). Measured: ties 20
+///                 at one split, 1.5-3 us slower at 12288^2; opt-in.
 inline constexpr int kVariants = 22;
 /// Variant numbers with a kernel on this branch (17..19: session 9's hw24 variants of branch s9v24,
 /// not merged here; a merge makes this `v != 19` or whatever that branch registers).

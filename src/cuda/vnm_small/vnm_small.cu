@@ -210,7 +210,13 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // (14 with chunks of 16 / 16 / 8 / 8 pairs: half the block barriers, 2 blocks per SM) 0.6 % faster than
   // 14 at 12288^2 m = 32 (2 splits), ties at m = 16 and at 28672 x 8192: geometry_for takes 16 at m > 24
   // where 14 would run splits (and 16 does too), 14 / 12 elsewhere.
+  // s9vnm (session 9, bench/results/NVIDIA_H200-vnm_small-2026-11-22-f3a9476-s9vnm.jsonl, same process as
+  // cuBLAS): variant 20 (kernel10.cuh, V:2:M V = 128 on the lean paired structure, its own split rule)
+  // beats the default (4 / 9) in all 12 cases measured — 128:2:8 and 128:2:16, 28672 x 8192 and 12288^2,
+  // m = 8 / 16 / 32 — by 1.009-1.27x (128:2:8 28672 x 8192: 43.55 / 44.51 / 66.43 us against 46.91 /
+  // 54.56 / 67.71). So 20 for V = 128 with M <= 16 at m >= 8 (m < 8 and M > 16 were not measured).
   const Pattern& p = w.pattern();
+  if (p.kind == Granularity::venom && p.v == 128 && p.m <= 16 && m >= 8) return sv::kVnmLeanVariant;  // 4 below sm_90
   if (p.kind == Granularity::hw24 && w.cols() % 8 == 0) return sv::kLean2ClusterVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 24) return sv::kAsyncVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 8) return 6;  // 6 falls back to 5 below sm_90 (geometry_for)
