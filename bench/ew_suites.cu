@@ -219,6 +219,7 @@ struct Libs {
 
 /// SPARSENM_BENCH_KERNELS="cuda:a,cuda:b": time only these forced kernels (the automatic choice,
 /// cuBLAS and cuSPARSE always run); unset or empty: every forced kernel of the suite.
+/// SPARSENM_BENCH_NO_CUSPARSE=1: leave out the cuSPARSE CSR peer (spmv / spmm suites).
 /// SPARSENM_BENCH_NO_AUTO=1: leave out the automatic choice (its race builds every candidate: device
 /// calls that only compare forced kernels with cuBLAS save that time).
 bool bench_kernel_selected(const std::string& kernel) {
@@ -339,7 +340,10 @@ void run_case(Context& ctx, Timer& timer, Libs& libs, const CaseSpec& cs, std::u
            },
            double(wd.size_bytes()) + xy, t == DType::f32 ? "SGEMM without TF32" : "tensor cores, fp32 accumulate");
     }
-    // cuSPARSE CSR on the same matrix.
+    // cuSPARSE CSR on the same matrix (SPARSENM_BENCH_NO_CUSPARSE=1 leaves it out: at m = 8 it takes ~25 ms a
+    // run on the bar shapes, ~2 s of a device call per case).
+    const char* no_csr = std::getenv("SPARSENM_BENCH_NO_CUSPARSE");
+    if (no_csr != nullptr && std::string(no_csr) == "1") continue;
     try {
       const float one = 1.0f, zero = 0.0f;
       const double cbytes = double(csr.nnz) * double(es + 4) + double(n + 1) * 4;
