@@ -54,7 +54,8 @@ constexpr int kTcSkMaxWarps = 16;  ///< warps per CTA (launch bound)
 /// w8r8 "cuda:ew_spmv_tc_sk8r8" (56); and two shapes that put more bytes in flight without shared memory:
 /// w16r4p "cuda:ew_spmv_tc_sk16r4p" / w24r2p "cuda:ew_spmv_tc_sk24r2p", the w16r4 / w24r2 rings plus an L2
 /// prefetch of the tiles tcsk_shape_prefetch(s) ahead of the ring's last request (80 / 72 tiles per SM
-/// requested from DRAM, the ring's copies then hit L2).
+/// requested from DRAM, the ring's copies then hit L2). Measured slower in every bar case (docs/PERF.md
+/// "Session 9 measured"): opt-in candidates.
 enum class TcSkShape : int { w16r3 = 0, w24r3 = 1, w24r2 = 2, w16r4 = 3, w12r6 = 4, w8r8 = 5, w16r4p = 6, w24r2p = 7 };
 constexpr int tcsk_shape_warps(TcSkShape s) {
   return s == TcSkShape::w24r3 || s == TcSkShape::w24r2 || s == TcSkShape::w24r2p ? 24

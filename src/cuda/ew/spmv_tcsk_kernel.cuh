@@ -44,7 +44,8 @@
 //   or more warps per scheduler, paid with a smaller X span (more k chunks) where the rings grow.
 // Shapes (session 9, cuda:ew_spmv_tc_sk12r6 / _sk8r8 / _sk16r4p / _sk24r2p): deeper rings at 12 / 8 warps, and
 //   the w16r4 / w24r2 rings plus an L2 prefetch (PF tiles beyond the ring's last request, one prefetch per
-//   lane and tile: more bytes in flight from DRAM at no shared-memory cost).
+//   lane and tile: more bytes in flight from DRAM at no shared-memory cost). Measured (H200, a35d9c4): slower than
+//   tc_sk16r4 / tc_sk24r2 / tc_sk in every bar case (the prefetch shapes by ~10 % at 2:8): opt-in.
 // Limits: f16 / bf16, N:M in {2:8, 1:8, 2:16, 1:16} (the PRMT decode), m <= 8 (padded to the n8 of the
 //   mma; the time is the same for every m), finite X (dense fragments: 0 x Inf at pruned positions,
 //   as ew_spmv_tc), one tile of X (8 x 64 M / N columns) must fit beside the rings.
