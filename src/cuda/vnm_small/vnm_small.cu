@@ -122,7 +122,9 @@ class Instance final : public detail::KernelInstance {
                                                       "async gather + ring, lean, two tiles per warp (hw24 direct)",
                                                       "async gather + ring, lean, two tiles per warp, cluster split reduce (hw24 direct)",
                                                       "async gather + ring, lean, two tiles per warp, 256-row groups, cluster split reduce (hw24 direct)",
-                                                      "async gather + ring, lean, two tiles per warp, long chunks, cluster split reduce (hw24 direct)"};
+                                                      "async gather + ring, lean, two tiles per warp, long chunks, cluster split reduce (hw24 direct)",
+                                                      "async gather + bulk-copy ring, lean, two tiles per warp, cluster split reduce (hw24 direct)",
+                                                      "async gather + bulk-copy ring, L2 hints, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps" +
