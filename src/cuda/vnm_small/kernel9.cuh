@@ -68,6 +68,11 @@
 // cache policies: the weight bulk copies evict_first (each byte is read once), the X gather's cp.async
 // evict_last (X rows are read by every group) — the question whether the X lines evict or delay the
 // weight lines (PERF-vnm-small.md "Session 9").
+// Measured (H200 848b735, PERF-vnm-small.md "Session 9 measured"): correct (every VnmSmallGpu test incl.
+// BulkRingHw24EveryM, memcheck clean); not faster: 12288^2 m = 32 51.20 (17) / 51.14 (18) us against 14's
+// 51.55 and 16's 50.82; 1.6-2.2 % slower than 12 / 14 at m <= 16 and at 28672 x 8192 (the elected-lane issue:
+// ncu +46 % instructions at m = 1). ncu: the same DRAM bytes and L2 misses as 14 at every m (X never
+// re-fetched), so the hints of 18 change nothing. Opt-in.
 #pragma once
 #include <cooperative_groups.h>
 

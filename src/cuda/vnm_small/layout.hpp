@@ -249,6 +249,9 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 record instead of 3 per lane); the warp waits on the slot's mbarrier phase. X as 14.
 ///  18 as 17 with L2 cache hints (kLoad = 2): the weight bulk copies evict_first, the X gather's
 ///                 cp.async evict_last (do the X lines evict or delay the weight lines?).
+///                 Measured (848b735, session 9): 17 / 18 not faster than the default anywhere (12288^2
+///                 m = 32 51.20 / 51.14 us against 16's 50.82; 1.6-2.2 % slower at m <= 16 and at 28672 x
+///                 8192); ncu: DRAM bytes = records + X once at every m, X all L2 hits. Opt-in.
 inline constexpr int kVariants = 19;
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
