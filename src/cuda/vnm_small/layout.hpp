@@ -242,7 +242,17 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 Measured (80b4392, session 8d): barrier stalls halved, time within 0.6 % of 14
 ///                 (12288^2 m = 32 51.39 vs 51.68 us, 2 splits); the plan's choice at m > 24 where
 ///                 14 would run splits (geometry_for), 14 / 12 elsewhere.
-inline constexpr int kVariants = 17;
+///  17 lean paired, bulk-copy ring, cluster reduce (kernel9.cuh, kLoad = 1; session 9) - variant 14
+///                 (geometry, chunk, splits, cluster reduction) with the weight records moved into each
+///                 warp's ring by one elected lane: per two-record slot one mbarrier expect_tx of 2304
+///                 bytes and two 1152-byte cp.async.bulk copies completing on it (one request per
+///                 record instead of 3 per lane); the warp waits on the slot's mbarrier phase. X as 14.
+///  18 as 17 with L2 cache hints (kLoad = 2): the weight bulk copies evict_first, the X gather's
+///                 cp.async evict_last (do the X lines evict or delay the weight lines?).
+///                 Measured (848b735, session 9): 17 / 18 not faster than the default anywhere (12288^2
+///                 m = 32 51.20 / 51.14 us against 16's 50.82; 1.6-2.2 % slower at m <= 16 and at 28672 x
+///                 8192); ncu: DRAM bytes = records + X once at every m, X all L2 hits. Opt-in.
+inline constexpr int kVariants = 19;
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
@@ -253,10 +263,14 @@ inline constexpr int kLean2ClusterVariant = 14;  ///< variant 13, splits reduced
 inline constexpr int kLean2WideVariant = 15;     ///< variant 14 with 256-row groups, 8 warps (kernel9.cuh)
 inline constexpr int kLean2WideTiles = 16;       ///< variant 15: row tiles per block
 inline constexpr int kLean2LongVariant = 16;     ///< variant 14 with lean_long_chunk_pairs (kernel9.cuh)
-/// Variants 13 / 14 / 15 / 16: the lean kernel with two row tiles per warp.
-constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16; }
-/// Variants 14 / 15 / 16: the k splits of a group are one cluster, reduced through distributed shared memory.
-constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16; }
+inline constexpr int kLean2BulkVariant = 17;     ///< variant 14 with the weight ring filled by cp.async.bulk (kernel9.cuh)
+inline constexpr int kLean2BulkHintVariant = 18; ///< variant 17 with L2 hints: weights evict_first, X evict_last
+/// Variants 17 / 18: variant 14 with the bulk-copy weight ring (mbarrier per slot).
+constexpr bool lean2_bulk_variant(int v) { return v == kLean2BulkVariant || v == kLean2BulkHintVariant; }
+/// Variants 13 .. 18: the lean kernel with two row tiles per warp.
+constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || lean2_bulk_variant(v); }
+/// Variants 14 / 15 / 16 / 17 / 18: the k splits of a group are one cluster, reduced through distributed shared memory.
+constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || lean2_bulk_variant(v); }
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)

@@ -122,7 +122,9 @@ class Instance final : public detail::KernelInstance {
                                                       "async gather + ring, lean, two tiles per warp (hw24 direct)",
                                                       "async gather + ring, lean, two tiles per warp, cluster split reduce (hw24 direct)",
                                                       "async gather + ring, lean, two tiles per warp, 256-row groups, cluster split reduce (hw24 direct)",
-                                                      "async gather + ring, lean, two tiles per warp, long chunks, cluster split reduce (hw24 direct)"};
+                                                      "async gather + ring, lean, two tiles per warp, long chunks, cluster split reduce (hw24 direct)",
+                                                      "async gather + bulk-copy ring, lean, two tiles per warp, cluster split reduce (hw24 direct)",
+                                                      "async gather + bulk-copy ring, L2 hints, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps" +
@@ -207,6 +209,10 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // (14 with chunks of 16 / 16 / 8 / 8 pairs: half the block barriers, 2 blocks per SM) 0.6 % faster than
   // 14 at 12288^2 m = 32 (2 splits), ties at m = 16 and at 28672 x 8192: geometry_for takes 16 at m > 24
   // where 14 would run splits (and 16 does too), 14 / 12 elsewhere.
+  // s9v24 (session 9, bench/results/NVIDIA_H200-vnm_small-2026-11-22-848b735-s9v24.jsonl): variants 17 / 18 (14
+  // with the weight ring filled by cp.async.bulk; 18 with L2 hints) are not faster than this rule's choice
+  // anywhere (12288^2 m = 32 51.20 / 51.14 against 16's 50.82 us; 1.6-2.2 % slower at m <= 16 and on
+  // 28672 x 8192): not taken.
   const Pattern& p = w.pattern();
   if (p.kind == Granularity::hw24 && w.cols() % 8 == 0) return sv::kLean2ClusterVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 24) return sv::kAsyncVariant;  // 4 below sm_90 (geometry_for)
