@@ -219,6 +219,7 @@ struct Libs {
 
 /// SPARSENM_BENCH_KERNELS="cuda:a,cuda:b": time only these forced kernels (the automatic choice,
 /// cuBLAS and cuSPARSE always run); unset or empty: every forced kernel of the suite.
+/// SPARSENM_BENCH_NO_CUSPARSE=1: leave out the cuSPARSE CSR peer (spmv / spmm suites).
 /// SPARSENM_BENCH_NO_AUTO=1: leave out the automatic choice (its race builds every candidate: device
 /// calls that only compare forced kernels with cuBLAS save that time).
 bool bench_kernel_selected(const std::string& kernel) {
@@ -339,7 +340,10 @@ void run_case(Context& ctx, Timer& timer, Libs& libs, const CaseSpec& cs, std::u
            },
            double(wd.size_bytes()) + xy, t == DType::f32 ? "SGEMM without TF32" : "tensor cores, fp32 accumulate");
     }
-    // cuSPARSE CSR on the same matrix.
+    // cuSPARSE CSR on the same matrix (SPARSENM_BENCH_NO_CUSPARSE=1 leaves it out: at m = 8 it takes ~25 ms a
+    // run on the bar shapes, ~2 s of a device call per case).
+    const char* no_csr = std::getenv("SPARSENM_BENCH_NO_CUSPARSE");
+    if (no_csr != nullptr && std::string(no_csr) == "1") continue;
     try {
       const float one = 1.0f, zero = 0.0f;
       const double cbytes = double(csr.nnz) * double(es + 4) + double(n + 1) * 4;
@@ -520,7 +524,7 @@ Suite spmv_suite() {
   Suite s;
   s.name = "spmv";
   s.description =
-      "EW N:M SpMV / small batch (m = 1, 2, 4, 8): cuda:ew_spmv (CUDA cores), cuda:ew_spmv_sk / _sk4 / _skr / _skv / _skw (m = 1), cuda:ew_spmv_sk_mb / _mb2 (m = 2..8), cuda:ew_spmv_tc / _bal / _prmt / _ring / _tc_sk / _tc_sp / _tc_sk24 / _tc_sk24r2 / _tc_sk16r4 "
+      "EW N:M SpMV / small batch (m = 1, 2, 4, 8): cuda:ew_spmv (CUDA cores), cuda:ew_spmv_sk / _sk4 / _skr / _skv / _skw (m = 1), cuda:ew_spmv_sk_mb / _mb2 (m = 2..8), cuda:ew_spmv_tc / _bal / _prmt / _ring / _tc_sk / _tc_sp / _tc_sk24 / _tc_sk24r2 / _tc_sk16r4 / _tc_sk12r6 / _tc_sk8r8 / _tc_sk16r4p / _tc_sk24r2p "
       "(tensor cores, f16/bf16) and the plan's automatic choice vs cuBLAS dense and cuSPARSE CSR";
   s.needs_gpu = true;
   s.run = [](Context& ctx) {
@@ -536,7 +540,8 @@ Suite spmv_suite() {
                  {1, 2, 4, 8},
                  {"cuda:ew_spmv", "cuda:ew_spmv_sk", "cuda:ew_spmv_sk4", "cuda:ew_spmv_skr", "cuda:ew_spmv_skv", "cuda:ew_spmv_skw", "cuda:ew_spmv_skg", "cuda:ew_spmv_skrg", "cuda:ew_spmv_skwg", "cuda:ew_spmv_sk_mb", "cuda:ew_spmv_sk_mb2", "cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt",
                   "cuda:ew_spmv_tc_ring", "cuda:ew_spmv_tc_sk", "cuda:ew_spmv_tc_sp", "cuda:ew_spmv_tc_sk24",
-                  "cuda:ew_spmv_tc_sk24r2", "cuda:ew_spmv_tc_sk16r4", ""});
+                  "cuda:ew_spmv_tc_sk24r2", "cuda:ew_spmv_tc_sk16r4", "cuda:ew_spmv_tc_sk12r6", "cuda:ew_spmv_tc_sk8r8",
+                  "cuda:ew_spmv_tc_sk16r4p", "cuda:ew_spmv_tc_sk24r2p", ""});
   };
   return s;
 }

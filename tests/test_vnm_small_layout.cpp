@@ -795,6 +795,23 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
       EXPECT_LT(std::int64_t(L.splits - 1) * L.pairs_per_split, l.pairs);
       if (n == 12288) EXPECT_EQ(L.splits, m > 8 ? 2 : 4) << "96 groups, 264 / 396 slots";
       if (n == 28672) EXPECT_EQ(L.splits, 1) << "224 groups";
+      // variants 17 / 18 (bulk-copy ring): variant 14's geometry exactly (same kernel shape, chunk,
+      // shared memory, splits); their mbarriers are static shared memory, outside smem_bytes()
+      for (const int bv : {sv::kLean2BulkVariant, sv::kLean2BulkHintVariant}) {
+        EXPECT_TRUE(sv::lean2_variant(bv) && sv::lean2_cluster_variant(bv) && sv::lean2_bulk_variant(bv));
+        const sv::Geometry B = sv::choose_geometry(l, m, 132, bv, 3);
+        EXPECT_EQ(B.variant, bv);
+        EXPECT_EQ(B.warps, c.warps);
+        EXPECT_EQ(B.tiles_per_warp, c.tiles_per_warp);
+        EXPECT_EQ(B.tiles_per_group, c.tiles_per_group);
+        EXPECT_EQ(B.chunk_pairs, c.chunk_pairs);
+        EXPECT_EQ(B.splits, c.splits);
+        EXPECT_EQ(B.pairs_per_split, c.pairs_per_split);
+        EXPECT_EQ(B.ring_bytes, c.ring_bytes);
+        EXPECT_EQ(B.smem_bytes(), c.smem_bytes());
+        EXPECT_EQ(B.smem_bytes() % 16, 0u) << "bulk copies: 16-byte aligned ring slots";
+        EXPECT_EQ(std::size_t(2) * B.buffer_words() * 4 % 16, 0u) << "the rings start 16-byte aligned";
+      }
     }
   const sv::Layout odd = sv::Layout::of(FormatLayout::of(Pattern::hw24(), 28672, 8188));
   const sv::Layout v = sv::Layout::of(FormatLayout::of(Pattern::venom(128, 8), 12288, 12288));
@@ -804,6 +821,8 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2ClusterVariant), sv::kLeanVariant);
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2WideVariant), sv::kLeanVariant);
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2LongVariant), sv::kLeanVariant);
+      EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2BulkVariant), sv::kLeanVariant);
+      EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2BulkHintVariant), sv::kLeanVariant);
       EXPECT_EQ(sv::choose_geometry(*l, m, 132, sv::kLean2WideVariant, 2).tiles_per_group, sv::choose_geometry(*l, m, 132, sv::kLeanVariant, 2).tiles_per_group);
       const sv::Geometry a = sv::choose_geometry(*l, m, 132, sv::kLean2Variant, 3), b = sv::choose_geometry(*l, m, 132, sv::kLeanVariant, 3);
       EXPECT_EQ(a.variant, sv::kLeanVariant);

@@ -330,8 +330,9 @@ TEST(VnmSmallGpu, LeanPairedDirectHw24) {
   // n = 1000 with 13.1 pairs' k: one long chunk, clusters of 2 / 3 over 8 groups.
   REQUIRE_DEVICE();
   std::uint64_t seed = 13000;
+  // Variants 17 / 18 (bulk-copy ring, mbarrier per slot; 18 with L2 hints) take every case too.
   for (const int v : {vnm_small::kLean2Variant, vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant,
-                      vnm_small::kLean2LongVariant})
+                      vnm_small::kLean2LongVariant, vnm_small::kLean2BulkVariant, vnm_small::kLean2BulkHintVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 16, 19, 25, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -348,6 +349,29 @@ TEST(VnmSmallGpu, LeanPairedDirectHw24) {
           run_and_check_at(pw, splits == 3 ? DType::f32 : t, {splits, v}, "lean2 n=1000 splits=" + std::to_string(splits) + " " + tag, 0);
       }
     }
+}
+
+TEST(VnmSmallGpu, BulkRingHw24EveryM) {
+  // Variants 17 / 18 (kernel9.cuh kLoad = 1 / 2: the weight ring filled by cp.async.bulk, one
+  // mbarrier per two-record slot, the parity of its phase from the record index) at every m = 1..32
+  // (odd m: rows past m zero in the staged X, never stored), f16 and bf16. n = 296: the last group
+  // has 3 of 8 row tiles (warp 1 streams the last tile's records for its missing second tile, warps 2
+  // / 3 stream it for both and store nothing); k = 64 * 21 + 8: 22 pairs, the last one 8 columns wide
+  // (zero-filled X units past k; the records are whole), i.e. 5 / 3 / 2 chunks (NT = 1 / 2 / 3-4: 16 /
+  // 8 / 4 pairs) with a partial last one, so the slot phases wrap several times (22 records: parity
+  // flips at records 4, 8, ..., 20); splits 0 (plan) / 1 (the non-cluster kernel) / 3 (a cluster of 3:
+  // 8 / 8 / 6 pairs) / 8 (a cluster of 8: 3 pairs per split and 1 in the last, fewer records than the
+  // ring prologue's 3 slots, the only chunk partial); y f32 / 16-bit.
+  REQUIRE_DEVICE();
+  std::uint64_t seed = 17000;
+  for (const int v : {vnm_small::kLean2BulkVariant, vnm_small::kLean2BulkHintVariant})
+    for (DType t : {DType::f16, DType::bf16})
+      for (std::int64_t m = 1; m <= 32; ++m) {
+        const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
+        Problem pr = make_problem(Pattern::hw24(), t, m, 296, 64 * 21 + 8, ++seed);
+        for (int splits : {0, 1, 3, 8})
+          run_and_check_at(pr, splits == 3 ? t : DType::f32, {splits, v}, "bulk n=296 splits=" + std::to_string(splits) + " " + tag, 0);
+      }
 }
 
 TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
@@ -372,8 +396,10 @@ TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
   // Variant 14 (the same with the splits reduced in a cluster): non-power-of-two clusters (3, 5).
   // Variant 15 (8 warps, 256-row groups: n = 296 is one full group and one of 3 tiles) likewise.
   // Variant 16 (long chunks) likewise (its misaligned-X cases: variant 9's kernel with its chunk).
+  // Variants 17 / 18 (bulk-copy ring) likewise (misaligned X: variant 9's kernel in 14's geometry).
   for (const int v9 : {vnm_small::kAsyncVariant, vnm_small::kFusedVariant, vnm_small::kLeanVariant, vnm_small::kLean2Variant,
-                       vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant, vnm_small::kLean2LongVariant})
+                       vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant, vnm_small::kLean2LongVariant,
+                       vnm_small::kLean2BulkVariant, vnm_small::kLean2BulkHintVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 17, 21, 24, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v9);

@@ -242,6 +242,16 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 Measured (80b4392, session 8d): barrier stalls halved, time within 0.6 % of 14
 ///                 (12288^2 m = 32 51.39 vs 51.68 us, 2 splits); the plan's choice at m > 24 where
 ///                 14 would run splits (geometry_for), 14 / 12 elsewhere.
+///  17 lean paired, bulk-copy ring, cluster reduce (kernel9.cuh, kLoad = 1; session 9) - variant 14
+///                 (geometry, chunk, splits, cluster reduction) with the weight records moved into each
+///                 warp's ring by one elected lane: per two-record slot one mbarrier expect_tx of 2304
+///                 bytes and two 1152-byte cp.async.bulk copies completing on it (one request per
+///                 record instead of 3 per lane); the warp waits on the slot's mbarrier phase. X as 14.
+///  18 as 17 with L2 cache hints (kLoad = 2): the weight bulk copies evict_first, the X gather's
+///                 cp.async evict_last (do the X lines evict or delay the weight lines?).
+///                 Measured (848b735, session 9): 17 / 18 not faster than the default anywhere (12288^2
+///                 m = 32 51.20 / 51.14 us against 16's 50.82; 1.6-2.2 % slower at m <= 16 and at 28672 x
+///                 8192); ncu: DRAM bytes = records + X once at every m, X all L2 hits. Opt-in.
 ///  20 V:2:M lean paired, cluster reduce (kernel10.cuh; session 9, s9vnm) - variant 14's structure for
 ///                 venom V = 128: one 128-row slab per block, 4 warps of two row tiles (the slab's 8
 ///                 tiles), compile-time chunk lean_chunk_pairs, constant cp.async wait counts, one
@@ -255,9 +265,8 @@ inline Packed pack(const CondensedMatrix& c) {
 ///  21 as 20 with the k splits summed by the reduce kernel (fp32 partials; no clusters). Measured: ties 20
 ///                 at one split, 1.5-3 us slower at 12288^2; opt-in.
 inline constexpr int kVariants = 22;
-/// Variant numbers with a kernel on this branch (17..19: session 9's hw24 variants of branch s9v24,
-/// not merged here; a merge makes this `v != 19` or whatever that branch registers).
-constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && (v < 17 || v >= 20); }
+/// Variant numbers with a kernel (19: unused — s9v24 reserved 17..19 and registered 17 / 18).
+constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 19; }
 inline constexpr int kVnmLeanVariant = 20;        ///< V:2:M (V = 128) lean paired, cluster split reduce (kernel10.cuh)
 inline constexpr int kVnmLeanReduceVariant = 21;  ///< variant 20 with the reduce kernel for its splits
 /// Variants 20 / 21: the V:2:M lean paired kernel (kernel10.cuh).
@@ -272,10 +281,14 @@ inline constexpr int kLean2ClusterVariant = 14;  ///< variant 13, splits reduced
 inline constexpr int kLean2WideVariant = 15;     ///< variant 14 with 256-row groups, 8 warps (kernel9.cuh)
 inline constexpr int kLean2WideTiles = 16;       ///< variant 15: row tiles per block
 inline constexpr int kLean2LongVariant = 16;     ///< variant 14 with lean_long_chunk_pairs (kernel9.cuh)
-/// Variants 13 / 14 / 15 / 16: the lean kernel with two row tiles per warp.
-constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16; }
-/// Variants 14 / 15 / 16: the k splits of a group are one cluster, reduced through distributed shared memory.
-constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || v == kVnmLeanVariant; }
+inline constexpr int kLean2BulkVariant = 17;     ///< variant 14 with the weight ring filled by cp.async.bulk (kernel9.cuh)
+inline constexpr int kLean2BulkHintVariant = 18; ///< variant 17 with L2 hints: weights evict_first, X evict_last
+/// Variants 17 / 18: variant 14 with the bulk-copy weight ring (mbarrier per slot).
+constexpr bool lean2_bulk_variant(int v) { return v == kLean2BulkVariant || v == kLean2BulkHintVariant; }
+/// Variants 13 .. 18: the lean kernel with two row tiles per warp.
+constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || lean2_bulk_variant(v); }
+/// Variants 14 / 15 / 16 / 17 / 18 / 20: the k splits of a group are one cluster, reduced through distributed shared memory.
+constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || lean2_bulk_variant(v) || v == kVnmLeanVariant; }
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)

@@ -122,7 +122,9 @@ class Instance final : public detail::KernelInstance {
                                                       "async gather + ring, lean, two tiles per warp (hw24 direct)",
                                                       "async gather + ring, lean, two tiles per warp, cluster split reduce (hw24 direct)",
                                                       "async gather + ring, lean, two tiles per warp, 256-row groups, cluster split reduce (hw24 direct)",
-                                                      "async gather + ring, lean, two tiles per warp, long chunks, cluster split reduce (hw24 direct)"};
+                                                      "async gather + ring, lean, two tiles per warp, long chunks, cluster split reduce (hw24 direct)",
+                                                      "async gather + bulk-copy ring, lean, two tiles per warp, cluster split reduce (hw24 direct)",
+                                                      "async gather + bulk-copy ring, L2 hints, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
     const char* name = geom_.variant == sv::kVnmLeanVariant ? "V:2:M lean, two tiles per warp, cluster split reduce (V = 128, transposed X)"
                        : geom_.variant == sv::kVnmLeanReduceVariant ? "V:2:M lean, two tiles per warp, reduce kernel (V = 128, transposed X)"
                        : kNames[geom_.variant] ? kNames[geom_.variant] : "?";
@@ -215,6 +217,10 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // beats the default (4 / 9) in all 12 cases measured — 128:2:8 and 128:2:16, 28672 x 8192 and 12288^2,
   // m = 8 / 16 / 32 — by 1.009-1.27x (128:2:8 28672 x 8192: 43.55 / 44.51 / 66.43 us against 46.91 /
   // 54.56 / 67.71). So 20 for V = 128 with M <= 16 at m >= 8 (m < 8 and M > 16 were not measured).
+  // s9v24 (session 9, bench/results/NVIDIA_H200-vnm_small-2026-11-22-848b735-s9v24.jsonl): variants 17 / 18 (14
+  // with the weight ring filled by cp.async.bulk; 18 with L2 hints) are not faster than this rule's choice
+  // anywhere (12288^2 m = 32 51.20 / 51.14 against 16's 50.82 us; 1.6-2.2 % slower at m <= 16 and on
+  // 28672 x 8192): not taken.
   const Pattern& p = w.pattern();
   if (p.kind == Granularity::venom && p.v == 128 && p.m <= 16 && m >= 8) return sv::kVnmLeanVariant;  // 4 below sm_90
   if (p.kind == Granularity::hw24 && w.cols() % 8 == 0) return sv::kLean2ClusterVariant;  // 4 below sm_90 (geometry_for)
