@@ -489,6 +489,12 @@ TEST(VnmSmallGpu, Rejects) {
   EXPECT_THROW(vs::create(condense(f.view(), Pattern::hw24()), d), InvalidArgument);
 }
 
+// Every form of the V:2:M lean paired kernel (kernel10.cuh): 20 / 21 and session 9c's 22 (no PDL), 23
+// (padded to 2 blocks per SM), 24 (8-slot ring: a chunk of 4 pairs is half the ring at m > 16, the slot
+// and wait counts depend on the chunk's parity), 25 (24 without PDL).
+constexpr int kVleanAll[] = {vnm_small::kVnmLeanVariant,      vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmLeanNoPdlVariant,
+                             vnm_small::kVnmLeanSpreadVariant, vnm_small::kVnmLeanDeepVariant,   vnm_small::kVnmLeanDeepNoPdlVariant};
+
 TEST(VnmSmallGpu, VenomLeanPairedV128) {
   // Variants 20 / 21 (kernel10.cuh, V:2:M lean paired) on their own path: V = 128 with M = 8 / 16 and
   // the non-power-of-two M = 10 / 5 (column = window * M + selection: any M), m over all four n8-tile
@@ -501,7 +507,7 @@ TEST(VnmSmallGpu, VenomLeanPairedV128) {
   // f16 / bf16, fp32 / 16-bit y. Every case runs twice on poisoned y (run_and_check_at).
   REQUIRE_DEVICE();
   std::uint64_t seed = 20000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant})
+  for (const int v : kVleanAll)
     for (DType t : {DType::f16, DType::bf16})
       for (std::int64_t m : {1, 3, 8, 9, 16, 17, 24, 25, 32}) {
         const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -529,7 +535,7 @@ TEST(VnmSmallGpu, VenomLeanPairedOtherVAndPatternsRunVariant9) {
   // (layout.hpp lean2_or_lean), and are still correct.
   REQUIRE_DEVICE();
   std::uint64_t seed = 21000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant})
+  for (const int v : kVleanAll)
     for (const Pattern& pat : {Pattern::venom(64, 8), Pattern::venom(256, 16), Pattern::hw24()})
       for (std::int64_t m : {1, 12, 32}) {
         Problem pr = make_problem(pat, DType::f16, m, 300, 8 * 16 * 5 + 3, ++seed);
@@ -565,11 +571,11 @@ TEST(VnmSmallGpu, VenomLeanPairedIsThePlansChoiceForV128AtMFrom8) {
 }
 
 TEST(VnmSmallGpu, VenomLeanPairedSmall) {
-  // Small enough for memcheck: variants 20 / 21 at 128:2:8 and 128:2:10, m = 5 / 17 / 32, a partial
+  // Small enough for memcheck: variants 20 .. 25 at 128:2:8 and 128:2:10, m = 5 / 17 / 32, a partial
   // last slab, a partial last chunk, splits 1 and 3 (cluster / reduce kernel).
   REQUIRE_DEVICE();
   std::uint64_t seed = 22000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant})
+  for (const int v : kVleanAll)
     for (int M : {8, 10})
       for (std::int64_t m : {5, 17, 32}) {
         Problem pr = make_problem(Pattern::venom(128, M), DType::f16, m, 128 + 40, std::int64_t(M) * 16 * 13 - 1, ++seed);

@@ -127,6 +127,10 @@ class Instance final : public detail::KernelInstance {
                                                       "async gather + bulk-copy ring, L2 hints, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
     const char* name = geom_.variant == sv::kVnmLeanVariant ? "V:2:M lean, two tiles per warp, cluster split reduce (V = 128, transposed X)"
                        : geom_.variant == sv::kVnmLeanReduceVariant ? "V:2:M lean, two tiles per warp, reduce kernel (V = 128, transposed X)"
+                       : geom_.variant == sv::kVnmLeanNoPdlVariant ? "V:2:M lean as 20, no PDL"
+                       : geom_.variant == sv::kVnmLeanSpreadVariant ? "V:2:M lean as 20, shared memory padded to 2 blocks per SM"
+                       : geom_.variant == sv::kVnmLeanDeepVariant ? "V:2:M lean as 20, 8-slot ring"
+                       : geom_.variant == sv::kVnmLeanDeepNoPdlVariant ? "V:2:M lean as 20, 8-slot ring, no PDL"
                        : kNames[geom_.variant] ? kNames[geom_.variant] : "?";
     return "variant " + std::to_string(geom_.variant) + " (" + name + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
