@@ -840,14 +840,10 @@ TEST(VnmSmallLayout, VnmLeanPairedGeometry) {
   for (int M : {8, 16, 10})
     for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{28672, 8192}, {12288, 12288}, {300, 1234}})
       for (int m : {1, 8, 9, 16, 17, 24, 25, 32})
-        for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant, sv::kVnmLeanNoPdlVariant, sv::kVnmLeanSpreadVariant,
-                      sv::kVnmLeanDeepVariant, sv::kVnmLeanDeepNoPdlVariant}) {
+        for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant}) {
           SCOPED_TRACE("M=" + std::to_string(M) + " n=" + std::to_string(n) + " m=" + std::to_string(m) + " v" + std::to_string(v));
           const sv::Layout l = sv::Layout::of(FormatLayout::of(Pattern::venom(128, M), n, k));
-          // 23 / 24 / 25: 8 two-record slots per warp (24 / 25 use them, 23 is padded to their size): 2 per SM
-          const bool big = sv::vlean_deep(v) || v == sv::kVnmLeanSpreadVariant;
-          const int per_sm = big ? 2 : 3;
-          const sv::Geometry g = sv::choose_geometry(l, m, 132, v, per_sm);
+          const sv::Geometry g = sv::choose_geometry(l, m, 132, v, 3);
           const int nt = (m + 7) / 8, C = sv::lean_chunk_pairs(nt);
           EXPECT_EQ(g.variant, v);
           EXPECT_EQ(g.warps, 4);
@@ -857,28 +853,71 @@ TEST(VnmSmallLayout, VnmLeanPairedGeometry) {
           EXPECT_EQ(g.chunk_pairs, C);
           EXPECT_EQ(g.buffers, 2);
           EXPECT_GE(g.buffer_words() * 4, std::size_t(64 * C * nt * 16)) << "the kernel's X buffer (kBuf)";
-          EXPECT_EQ(g.ring_bytes, std::size_t(4 * 2 * (big ? 2 : 1) * sv::kRingStages * sv::kRecordBytes));
-          EXPECT_LE(std::size_t(per_sm) * (g.smem_bytes() + 1024), 228u * 1024u) << per_sm << " blocks per SM";
-          if (big) EXPECT_GT(3 * (g.smem_bytes() + 1024), 228u * 1024u) << "not 3 blocks per SM";
+          EXPECT_EQ(g.ring_bytes, std::size_t(4 * 2 * sv::kRingStages * sv::kRecordBytes));
+          EXPECT_LE(3 * (g.smem_bytes() + 1024), 228u * 1024u) << "3 blocks per SM";
           EXPECT_LE(g.smem_bytes(), sv::max_smem_bytes(nt));
           EXPECT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
-          EXPECT_EQ(sv::lean2_cluster_variant(v), v != sv::kVnmLeanReduceVariant);
-          EXPECT_EQ(sv::vlean_pdl(v), v != sv::kVnmLeanNoPdlVariant && v != sv::kVnmLeanDeepNoPdlVariant);
-          if (v != sv::kVnmLeanReduceVariant) EXPECT_LE(g.splits, sv::kStreamMaxSplits);
-          if (n == 28672) EXPECT_EQ(g.splits, 1) << "224 slabs fill 396 / 264 slots";
-          if (n == 12288 && M == 8) EXPECT_EQ(g.splits, big ? 2 : 4) << "96 slabs, 396 / 264 slots";
+          if (v == sv::kVnmLeanVariant) EXPECT_LE(g.splits, sv::kStreamMaxSplits);
+          if (n == 28672) EXPECT_EQ(g.splits, 1) << "224 slabs fill 396 slots";
+          if (n == 12288 && M == 8) EXPECT_EQ(g.splits, 4) << "96 slabs, 396 slots";
         }
   for (const Pattern& pat : {Pattern::venom(64, 8), Pattern::venom(256, 8), Pattern::venom(32, 16), Pattern::hw24()}) {
     const sv::Layout l = sv::Layout::of(FormatLayout::of(pat, 1000, 4096));
-    for (int v = sv::kVnmLeanVariant; v <= sv::kVnmLeanDeepNoPdlVariant; ++v) {
-      EXPECT_TRUE(sv::vlean_variant(v));
+    for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant}) {
       EXPECT_EQ(sv::lean2_or_lean(l, v), sv::kAsyncVariant) << pat.str();
       EXPECT_EQ(sv::choose_geometry(l, 17, 132, v, 3).variant, sv::kAsyncVariant) << pat.str();
     }
   }
   EXPECT_TRUE(sv::variant_built(sv::kVnmLeanVariant));
   EXPECT_TRUE(sv::variant_built(sv::kVnmLeanReduceVariant));
-  for (int v = sv::kVnmLeanNoPdlVariant; v <= sv::kVnmLeanDeepNoPdlVariant; ++v) EXPECT_TRUE(sv::variant_built(v));
+}
+
+TEST(VnmSmallLayout, VnmLeanSpreadPadsToTwoBlocksPerSmWhereTheGridFits) {
+  // Session 9c (s9vnm2), vlean_spread: variants 20 / 21 with groups x splits <= 2 sms get rings of
+  // kVleanSpreadRingBytes (<= max_smem_bytes, 2 blocks per SM fit, 3 do not); larger grids, other
+  // variants and V != 128 (variant 9) are left as they are.
+  for (int M : {8, 16, 10})
+    for (int m : {1, 8, 9, 16, 17, 24, 25, 32})
+      for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant}) {
+        SCOPED_TRACE("M=" + std::to_string(M) + " m=" + std::to_string(m) + " v" + std::to_string(v));
+        const int nt = (m + 7) / 8;
+        const sv::Layout wide = sv::Layout::of(FormatLayout::of(Pattern::venom(128, M), 28672, 8192));
+        sv::Geometry g = sv::choose_geometry(wide, m, 132, v, 3);
+        const std::size_t ring = g.ring_bytes;
+        ASSERT_EQ(g.splits, 1);
+        EXPECT_TRUE(sv::vlean_spread(g, 132)) << "224 blocks <= 264";
+        EXPECT_GT(g.ring_bytes, ring);
+        EXPECT_EQ(g.ring_bytes, sv::kVleanSpreadRingBytes);
+        EXPECT_LE(g.smem_bytes(), sv::max_smem_bytes(nt));
+        EXPECT_LE(2 * (g.smem_bytes() + 1024), 228u * 1024u) << "2 blocks per SM fit";
+        EXPECT_GT(3 * (g.smem_bytes() + 1024), 228u * 1024u) << "3 do not";
+        sv::Geometry again = g;
+        EXPECT_TRUE(sv::vlean_spread(again, 132));
+        EXPECT_EQ(again.ring_bytes, g.ring_bytes) << "idempotent";
+        sv::Geometry few = sv::choose_geometry(wide, m, 100, v, 3);  // 224 > 200: unchanged
+        const std::size_t few_ring = few.ring_bytes;
+        EXPECT_FALSE(sv::vlean_spread(few, 100));
+        EXPECT_EQ(few.ring_bytes, few_ring);
+        const sv::Layout sq = sv::Layout::of(FormatLayout::of(Pattern::venom(128, M), 12288, 12288));
+        sv::Geometry gs = sv::choose_geometry(sq, m, 132, v, 3);  // 96 slabs x 4 splits (M = 8) > 264
+        if (gs.groups * gs.splits > 264) {
+          const std::size_t r = gs.ring_bytes;
+          EXPECT_FALSE(sv::vlean_spread(gs, 132));
+          EXPECT_EQ(gs.ring_bytes, r);
+        }
+        if (M == 8) EXPECT_EQ(gs.splits, 4);
+      }
+  for (int v : {sv::kAsyncVariant, sv::kLean2ClusterVariant, 4}) {
+    const sv::Layout l = sv::Layout::of(FormatLayout::of(Pattern::venom(128, 8), 1000, 4096));
+    sv::Geometry g = sv::choose_geometry(l, 8, 132, v, 3);
+    const std::size_t r = g.ring_bytes;
+    EXPECT_FALSE(sv::vlean_spread(g, 132)) << v;
+    EXPECT_EQ(g.ring_bytes, r);
+  }
+  const sv::Layout v64 = sv::Layout::of(FormatLayout::of(Pattern::venom(64, 8), 1000, 4096));
+  sv::Geometry g9 = sv::choose_geometry(v64, 8, 132, sv::kVnmLeanVariant, 3);
+  EXPECT_EQ(g9.variant, sv::kAsyncVariant);
+  EXPECT_FALSE(sv::vlean_spread(g9, 132));
   EXPECT_FALSE(sv::variant_built(sv::kVariants));
   EXPECT_FALSE(sv::variant_built(-1));
 }

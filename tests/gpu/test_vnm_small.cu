@@ -489,12 +489,6 @@ TEST(VnmSmallGpu, Rejects) {
   EXPECT_THROW(vs::create(condense(f.view(), Pattern::hw24()), d), InvalidArgument);
 }
 
-// Every form of the V:2:M lean paired kernel (kernel10.cuh): 20 / 21 and session 9c's 22 (no PDL), 23
-// (padded to 2 blocks per SM), 24 (8-slot ring: a chunk of 4 pairs is half the ring at m > 16, the slot
-// and wait counts depend on the chunk's parity), 25 (24 without PDL).
-constexpr int kVleanAll[] = {vnm_small::kVnmLeanVariant,      vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmLeanNoPdlVariant,
-                             vnm_small::kVnmLeanSpreadVariant, vnm_small::kVnmLeanDeepVariant,   vnm_small::kVnmLeanDeepNoPdlVariant};
-
 TEST(VnmSmallGpu, VenomLeanPairedV128) {
   // Variants 20 / 21 (kernel10.cuh, V:2:M lean paired) on their own path: V = 128 with M = 8 / 16 and
   // the non-power-of-two M = 10 / 5 (column = window * M + selection: any M), m over all four n8-tile
@@ -507,7 +501,7 @@ TEST(VnmSmallGpu, VenomLeanPairedV128) {
   // f16 / bf16, fp32 / 16-bit y. Every case runs twice on poisoned y (run_and_check_at).
   REQUIRE_DEVICE();
   std::uint64_t seed = 20000;
-  for (const int v : kVleanAll)
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant})
     for (DType t : {DType::f16, DType::bf16})
       for (std::int64_t m : {1, 3, 8, 9, 16, 17, 24, 25, 32}) {
         const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -535,7 +529,7 @@ TEST(VnmSmallGpu, VenomLeanPairedOtherVAndPatternsRunVariant9) {
   // (layout.hpp lean2_or_lean), and are still correct.
   REQUIRE_DEVICE();
   std::uint64_t seed = 21000;
-  for (const int v : kVleanAll)
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant})
     for (const Pattern& pat : {Pattern::venom(64, 8), Pattern::venom(256, 16), Pattern::hw24()})
       for (std::int64_t m : {1, 12, 32}) {
         Problem pr = make_problem(pat, DType::f16, m, 300, 8 * 16 * 5 + 3, ++seed);
@@ -570,12 +564,48 @@ TEST(VnmSmallGpu, VenomLeanPairedIsThePlansChoiceForV128AtMFrom8) {
     }
 }
 
+TEST(VnmSmallGpu, VenomLeanPairedSpreadPaddingByGridSize) {
+  // Session 9c (s9vnm2): variants 20 / 21 pad their shared memory to <= 2 blocks per SM where the grid
+  // fits so (layout.hpp vlean_spread), and keep 3 per SM where it does not: n = 128 (2 SMs + 1) rows is
+  // one block more than 2 per SM at one split (unpadded), n = 296 (3 slabs, any split count <= 8:
+  // padded, clusters of 3 / 8 included). Both are run (poisoned y, twice) against the fp64 reference.
+  REQUIRE_DEVICE();
+  int dev = 0, sms = 0, major = 0;
+  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
+  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  if (major < 9) GTEST_SKIP() << "variants 20 / 21 need sm_90+ (they run variant 4 below)";
+  std::uint64_t seed = 24000;
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant})
+    for (std::int64_t m : {8, 17, 32}) {
+      const std::string tag = "m=" + std::to_string(m) + " v" + std::to_string(v);
+      MatmulDesc d;
+      d.m = m;
+      d.x_dtype = DType::f16;
+      d.y_dtype = DType::f32;
+      // one split (3 blocks per SM: 396 slots >= 2 sms + 1 slabs), more blocks than 2 per SM: unpadded
+      Problem big = make_problem(Pattern::venom(128, 8), DType::f16, m, 128 * (2 * std::int64_t(sms) + 1), 8 * 16 * 2 + 5, ++seed);
+      const vnm_small::Geometry gb = vs::geometry_for(big.w, d, {1, v});
+      EXPECT_EQ(gb.splits, 1);
+      EXPECT_EQ(gb.groups, 2 * sms + 1);
+      EXPECT_LT(gb.ring_bytes, vnm_small::kVleanSpreadRingBytes) << tag;
+      run_and_check_at(big, DType::f32, {1, v}, "n = 128 (2 sms + 1) " + tag, 0);
+      Problem small = make_problem(Pattern::venom(128, 10), DType::f16, m, 296, 10 * (16 * 20 + 3) - 7, ++seed);
+      for (int splits : {0, 1, 3, 8}) {
+        const vnm_small::Geometry gs = vs::geometry_for(small.w, d, {splits, v});
+        EXPECT_EQ(gs.ring_bytes, vnm_small::kVleanSpreadRingBytes) << tag << " splits " << splits;
+        EXPECT_NE(vs::create(small.w, d, {splits, v})->describe().find("padded"), std::string::npos) << tag;
+        run_and_check_at(small, DType::f32, {splits, v}, "n = 296 splits=" + std::to_string(splits) + " " + tag, 0);
+      }
+    }
+}
+
 TEST(VnmSmallGpu, VenomLeanPairedSmall) {
-  // Small enough for memcheck: variants 20 .. 25 at 128:2:8 and 128:2:10, m = 5 / 17 / 32, a partial
+  // Small enough for memcheck: variants 20 / 21 at 128:2:8 and 128:2:10, m = 5 / 17 / 32, a partial
   // last slab, a partial last chunk, splits 1 and 3 (cluster / reduce kernel).
   REQUIRE_DEVICE();
   std::uint64_t seed = 22000;
-  for (const int v : kVleanAll)
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant})
     for (int M : {8, 10})
       for (std::int64_t m : {5, 17, 32}) {
         Problem pr = make_problem(Pattern::venom(128, M), DType::f16, m, 128 + 40, std::int64_t(M) * 16 * 13 - 1, ++seed);

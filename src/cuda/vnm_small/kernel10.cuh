@@ -7,6 +7,11 @@
 // in all 12 cases measured (128:2:8 / 128:2:16, 28672 x 8192 / 12288^2, m = 8 / 16 / 32: 1.009-1.27x of
 // the old default), the default for V = 128, M <= 16 at m >= 8; 0.51-0.76 of the byte ratio (bar 0.8):
 // DRAM 55 % at 28672 x 8192 m = 32 (224 blocks of short slabs: few bytes in flight per SM).
+// Session 9c (s9vnm2, H200 run 5585405, PERF-vnm-small.md "Session 9c"): launched as a programmatic dependent
+// of the transpose with room for 3 blocks per SM, a sub-wave grid was placed unevenly beside the transpose's
+// blocks (28672 x 8192 m = 32: 67.5 us; without PDL 57.4); the geometry now pads the shared memory to <= 2
+// blocks per SM where the grid fits so (layout.hpp vlean_spread: 56.1 us). A ring of 8 slots per warp
+// (2.3x the bytes in flight) measured no faster (ncu m = 8: DRAM 69-73 % either way) and was removed.
 //
 // Why (PERF-vnm-small.md "Session 9 (s9vnm)"). V:2:M at small m still ran variants 4 / 9: variant 9's
 // general record cursor, run-time wait counts and per-unit index math (~180 instructions per record
@@ -38,24 +43,13 @@
 
 namespace sparsenm::cuda::vnm_small {
 
-// kD: two-record ring slots per warp, 4 (variants 20 / 21 / 22 / 23) or 8 (24 / 25, session 9c: 7 pairs in
-// flight per warp; ~107 KB of shared memory, 2 blocks per SM). With kD = 8 and C = 4 (NT = 3 / 4) a chunk
-// is half the ring: the slot of pair j of chunk c is (cC + j) % kD (run time), and the groups newer than
-// slot cC + j are the kD - 2 later ring slots, G(c + 1) (j <= kD - 2) and G(c) (j <= kD - 2 - C):
-// vlean_wait_newer below (chunk 1 and chunk 0 have one more, G0: the wait is then one group stricter).
-template <int D, int C>
-__host__ __device__ constexpr int vlean_wait_newer(int j) { return j <= D - 2 ? D - 2 + (D - 2 - j) / C + 1 : D - 2; }
-static_assert(vlean_wait_newer<4, 4>(0) == 3 && vlean_wait_newer<4, 4>(2) == 3 && vlean_wait_newer<4, 4>(3) == 2, "D = 4");
-static_assert(vlean_wait_newer<8, 4>(2) == 8 && vlean_wait_newer<8, 4>(3) == 7 && vlean_wait_newer<8, 8>(6) == 7 &&
-              vlean_wait_newer<8, 8>(7) == 6 && vlean_wait_newer<8, 16>(15) == 6, "D = 8");
-
-template <class Tr, bool kCluster, int kD = 4>
-__global__ void __launch_bounds__(128, kD == 4 ? 3 : 2) vnm_small_kernel_vlean(const Params p) {
+template <class Tr, bool kCluster>
+__global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p) {
   using T = typename Tr::T;
   namespace sv = sparsenm::vnm_small;
   constexpr int NT = Tr::kNTiles;
   constexpr int C = sv::lean_chunk_pairs(NT);
-  constexpr int D = kD;
+  constexpr int D = sv::kRingStages;
   constexpr int kWarps = 4;
   constexpr int kThreads = 32 * kWarps;
   constexpr int kRows = 32 * kWarps;             // the slab: 8 tiles of 16 rows
@@ -64,9 +58,7 @@ __global__ void __launch_bounds__(128, kD == 4 ? 3 : 2) vnm_small_kernel_vlean(c
   constexpr std::uint32_t kBuf = std::uint32_t(kCols * NT * 16);
   constexpr std::uint32_t kRec = std::uint32_t(sv::kRecordBytes);
   constexpr std::uint32_t kSlot = 2 * kRec;
-  static_assert((D == 4 || D == 8) && C % 4 == 0 && (C % D == 0 || 2 * C == D) && kCols % kThreads == 0,
-                "vlean: chunk / ring / thread shape");
-  static_assert(C >= D - 1 || (D - 2) / C <= 1, "vlean: vlean_wait_newer counts G(c + 1) and G(c) only");
+  static_assert(C % D == 0 && kCols % kThreads == 0 && D == 4, "vlean: chunk / ring / thread shape");
 
   extern __shared__ uint4 smem_u4[];
   const std::uint32_t sbase = smem_addr(smem_u4);
@@ -88,7 +80,7 @@ __global__ void __launch_bounds__(128, kD == 4 ? 3 : 2) vnm_small_kernel_vlean(c
   const char* a4 = a16 + 1024 - lane * 12;
   const char* b4 = b16 + 1024 - lane * 12;
   int left = nrec;  // slots (pairs) not yet issued
-  auto issue = [&](int slot) {  // slot: a constant after unrolling when C % D == 0
+  auto issue = [&](int slot) {  // slot: a constant after unrolling
     if (left > 0) {
       const std::uint32_t d16 = ring16 + std::uint32_t(slot) * kSlot, d4 = ring4 + std::uint32_t(slot) * kSlot;
       ring_cp16(d16, a16);
@@ -168,7 +160,7 @@ __global__ void __launch_bounds__(128, kD == 4 ? 3 : 2) vnm_small_kernel_vlean(c
     if (c == 0)
       ring_wait<0>();  // G0 is the newest group
     else
-      ring_wait<(C < D - 1 ? C : D - 1)>();  // G(c): older than chunk c - 1's C slot groups
+      ring_wait<D - 1>();  // G(c): older than the D - 1 newest groups (slots cC .. cC + 2)
     __syncthreads();       // everyone's copies of G(c); chunk c - 1's reads of buffer b ^ 1 done
     if (c + 1 < nchunks) {
       gather(b ^ 1);
@@ -181,24 +173,16 @@ __global__ void __launch_bounds__(128, kD == 4 ? 3 : 2) vnm_small_kernel_vlean(c
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) xbase[nt] = opaque(xb + loff[nt]);
     const int np = min(C, nrec - c * C);
-    const int cs = C % D == 0 ? 0 : (c * C) % D;  // ring slot of the chunk's pair 0
 #pragma unroll
     for (int j = 0; j < C; ++j) {
       if (j < np) {
-        {  // D = 4: G(c + 1) is newer than slot cC + j for j < D - 1 (j is a constant after unrolling)
-          constexpr int kMax = vlean_wait_newer<D, C>(0);
-          static_assert(kMax <= D && vlean_wait_newer<D, C>(C - 1) >= D - 2, "vlean: wait counts D - 2 .. D");
-          const int nw = vlean_wait_newer<D, C>(j);
-          if (nw == D)
-            ring_wait<(kMax == D ? D : D - 1)>();
-          else if (nw == D - 1)
-            ring_wait<D - 1>();
-          else
-            ring_wait<D - 2>();
-        }
-        issue((cs + j + D - 1) % D);  // slot cC + j + D - 1 into the one slot cC + j - 1 used
+        if (j < D - 1)
+          ring_wait<D - 1>();  // G(c + 1) is newer than slot cC + j
+        else
+          ring_wait<D - 2>();
+        issue((j + D - 1) % D);  // slot cC + j + 3 into the one slot cC + j - 1 used
         {
-          const std::uint32_t s = std::uint32_t((cs + j) % D) * kSlot;
+          const std::uint32_t s = std::uint32_t(j % D) * kSlot;
           uint4 a0, a1, b0, b1;
           std::uint32_t ea, eb;
           asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a0.x), "=r"(a0.y), "=r"(a0.z), "=r"(a0.w) : "r"(ring16 + s) : "memory");

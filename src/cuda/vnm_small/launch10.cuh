@@ -12,13 +12,13 @@
 
 namespace sparsenm::cuda::vnm_small {
 
-/// X -> Xt, then the kernel (PDL but 22 / 25; splits: clusters, 21: reduce kernel; 24 / 25: 8-slot ring).
+/// X -> Xt, then the kernel (PDL; variant 20 with splits: clusters; 21: reduce kernel).
 template <class T, int NT>
 void launch_vlean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream);
-/// Lifts variant's two kernel instances' dynamic shared-memory limit to `bound`; their smaller occupancy.
+/// Lifts both kernel instances' dynamic shared-memory limit to `bound`; their smaller occupancy.
 template <class T, int NT>
-int prepare_vlean(int variant, int threads, std::size_t smem_bytes, std::size_t bound);
-/// Variants 20 / 22 .. 25 with g.splits > 1: clusters of g.splits blocks resident at once.
+int prepare_vlean(int threads, std::size_t smem_bytes, std::size_t bound);
+/// Variant 20 with g.splits > 1: clusters of g.splits blocks resident at once.
 template <class T, int NT>
 int vlean_max_clusters(const sparsenm::vnm_small::Geometry& g);
 

@@ -1,6 +1,5 @@
-// sparsenm — cuda:vnm_gemv launch of variants 20 .. 25 (kernel10.cuh, V:2:M lean paired): X -> Xt
-// (kernel3.cuh transpose), then the kernel as a programmatic dependent of it (22 / 25: a plain launch;
-// 24 / 25: the 8-slot ring instance; 23: 20's instance with 24's shared memory); variant 20 with k splits
+// sparsenm — cuda:vnm_gemv launch of variants 20 / 21 (kernel10.cuh, V:2:M lean paired): X -> Xt
+// (kernel3.cuh transpose), then the kernel as a programmatic dependent of it; variant 20 with k splits
 // launches the splits of a slab as one cluster (1, splits, 1) reduced in it, variant 21 sums them with
 // the reduce kernel. Included only by the inst10_*.cu files (the instantiations, declared in
 // launch10.cuh for launch.cuh).
@@ -15,23 +14,19 @@
 
 namespace sparsenm::cuda::vnm_small {
 
-/// The kernel instance of variant `variant` (20 .. 25): ring depth 8 for 24 / 25, cluster or not.
 template <class Tr>
-const void* vlean_kernel(int variant, bool cluster) {
-  if (sparsenm::vnm_small::vlean_deep(variant))
-    return cluster ? reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, true, 8>)
-                   : reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, false, 8>);
-  return cluster ? reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, true, 4>)
-                 : reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, false, 4>);
+const void* vlean_kernel(bool cluster) {
+  return cluster ? reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, true>)
+                 : reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, false>);
 }
 
 /// Lifts both instances' shared-memory limit to `bound` and returns the smaller occupancy.
 template <class T, int NT>
-int prepare_vlean(int variant, int threads, std::size_t smem_bytes, std::size_t bound) {
+int prepare_vlean(int threads, std::size_t smem_bytes, std::size_t bound) {
   using Tr = Traits<T, NT>;
   int best = 1 << 30;
   for (bool cluster : {false, true}) {
-    const void* f = vlean_kernel<Tr>(variant, cluster);
+    const void* f = vlean_kernel<Tr>(cluster);
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bound)));
     int b = 0;
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, threads, smem_bytes));
@@ -56,10 +51,7 @@ int vlean_max_clusters(const sparsenm::vnm_small::Geometry& g) {
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   int n = 0;
-  if (sparsenm::vnm_small::vlean_deep(g.variant))
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_vlean<Tr, true, 8>, &cfg));
-  else
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_vlean<Tr, true, 4>, &cfg));
+  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_vlean<Tr, true>, &cfg));
   return n;
 }
 
@@ -70,8 +62,7 @@ void launch_vlean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
   if (g.warps != 4 || g.tiles_per_warp != 2 || p.tiles_per_group != 8 || p.sel == nullptr || p.xt == nullptr ||
       g.chunk_pairs != sv::lean_chunk_pairs(NT))
     throw std::logic_error("vnm_small: variant 20 / 21 geometry is not the V:2:M lean paired kernel's");
-  const bool cluster = sv::vlean_cluster(g.variant) && g.splits > 1;
-  const bool pdl = sv::vlean_pdl(g.variant);  // 22 / 25: a plain launch after the transpose
+  const bool cluster = g.variant == sv::kVnmLeanVariant && g.splits > 1;
   if (cluster && g.splits > sv::kStreamMaxSplits) throw std::logic_error("vnm_small: variant 20 cluster > 8 blocks");
   // X -> Xt (kernel3.cuh), as launch_transpose in launch.cuh
   const dim3 tgrid(unsigned(std::min<std::int64_t>(1024, (p.k + 255) / 256)), unsigned(NT));
@@ -83,32 +74,18 @@ void launch_vlean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
   cfg.dynamicSmemBytes = g.smem_bytes();
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];
-  unsigned na = 0;
-  if (pdl) {
-    attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[na].val.programmaticStreamSerializationAllowed = 1;
-    ++na;
-  }
-  if (cluster) {
-    attr[na].id = cudaLaunchAttributeClusterDimension;
-    attr[na].val.clusterDim.x = 1;
-    attr[na].val.clusterDim.y = unsigned(g.splits);
-    attr[na].val.clusterDim.z = 1;
-    ++na;
-  }
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  attr[1].id = cudaLaunchAttributeClusterDimension;
+  attr[1].val.clusterDim.x = 1;
+  attr[1].val.clusterDim.y = unsigned(g.splits);
+  attr[1].val.clusterDim.z = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = na;  // without PDL the kernel's griddepcontrol.wait returns at once (the stream orders it)
-  if (sv::vlean_deep(g.variant)) {
-    if (cluster)
-      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_vlean<Tr, true, 8>, p));
-    else
-      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_vlean<Tr, false, 8>, p));
-  } else {
-    if (cluster)
-      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_vlean<Tr, true, 4>, p));
-    else
-      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_vlean<Tr, false, 4>, p));
-  }
+  cfg.numAttrs = cluster ? 2 : 1;
+  if (cluster)
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_vlean<Tr, true>, p));
+  else
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_vlean<Tr, false>, p));
   SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_vlean");
   if (!cluster && g.splits > 1) launch_reduce(p, stream);
 }
@@ -119,5 +96,5 @@ void launch_vlean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
   template void sparsenm::cuda::vnm_small::launch_vlean<T, NT>(const sparsenm::cuda::vnm_small::Params&,     \
                                                                 const sparsenm::vnm_small::Geometry&,        \
                                                                 std::int64_t, cudaStream_t);                 \
-  template int sparsenm::cuda::vnm_small::prepare_vlean<T, NT>(int, int, std::size_t, std::size_t);            \
+  template int sparsenm::cuda::vnm_small::prepare_vlean<T, NT>(int, std::size_t, std::size_t);            \
   template int sparsenm::cuda::vnm_small::vlean_max_clusters<T, NT>(const sparsenm::vnm_small::Geometry&);

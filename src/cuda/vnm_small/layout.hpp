@@ -262,32 +262,17 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 shared memory. Other V and hw24: variant 9 (lean2_or_lean). Measured (f3a9476, session
 ///                 9): 1.009-1.27x of variants 4 / 9 on 128:2:8 / 128:2:16 at m = 8 / 16 / 32 (both
 ///                 shapes); the default for V = 128, M <= 16 at m >= 8 (vnm_small.cu default_variant).
+///                 Session 9c (s9vnm2): shared memory padded to <= 2 blocks per SM where the grid fits
+///                 so (vlean_spread: even placement under PDL; 1.01-1.20x at 28672 x 8192).
 ///  21 as 20 with the k splits summed by the reduce kernel (fp32 partials; no clusters). Measured: ties 20
 ///                 at one split, 1.5-3 us slower at 12288^2; opt-in.
-///  22 as 20 launched without the programmatic dependency on the transpose (session 9c, s9vnm2: the
-///                 placement question of PERF-vnm-small.md "Session 9c").
-///  23 as 20 with its shared memory padded to variant 24's size (at most 2 blocks per SM: the blocks of a
-///                 sub-wave grid spread over the SMs; same kernel, same ring).
-///  24 as 20 with a ring of 8 two-record slots per warp (7 pairs in flight instead of 3; ~107 KB: 2
-///                 blocks per SM).
-///  25 as 24 without the programmatic dependency.
-inline constexpr int kVariants = 26;
+inline constexpr int kVariants = 22;
 /// Variant numbers with a kernel (19: unused — s9v24 reserved 17..19 and registered 17 / 18).
 constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 19; }
 inline constexpr int kVnmLeanVariant = 20;        ///< V:2:M (V = 128) lean paired, cluster split reduce (kernel10.cuh)
 inline constexpr int kVnmLeanReduceVariant = 21;  ///< variant 20 with the reduce kernel for its splits
-inline constexpr int kVnmLeanNoPdlVariant = 22;   ///< variant 20, plain launch after the transpose
-inline constexpr int kVnmLeanSpreadVariant = 23;  ///< variant 20, shared memory padded to 2 blocks per SM
-inline constexpr int kVnmLeanDeepVariant = 24;    ///< variant 20 with 8 two-record ring slots per warp
-inline constexpr int kVnmLeanDeepNoPdlVariant = 25;  ///< variant 24, plain launch after the transpose
-/// Variants 20 .. 25: the V:2:M lean paired kernel (kernel10.cuh).
-constexpr bool vlean_variant(int v) { return v >= kVnmLeanVariant && v <= kVnmLeanDeepNoPdlVariant; }
-/// Variants 24 / 25: kernel10.cuh with the 8-slot ring.
-constexpr bool vlean_deep(int v) { return v == kVnmLeanDeepVariant || v == kVnmLeanDeepNoPdlVariant; }
-/// Variants 20 .. 25 but 22 / 25: the kernel is a programmatic dependent of the transpose.
-constexpr bool vlean_pdl(int v) { return vlean_variant(v) && v != kVnmLeanNoPdlVariant && v != kVnmLeanDeepNoPdlVariant; }
-/// Variants 20 .. 25 but 21: k splits as one cluster, reduced through distributed shared memory.
-constexpr bool vlean_cluster(int v) { return vlean_variant(v) && v != kVnmLeanReduceVariant; }
+/// Variants 20 / 21: the V:2:M lean paired kernel (kernel10.cuh).
+constexpr bool vlean_variant(int v) { return v == kVnmLeanVariant || v == kVnmLeanReduceVariant; }
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
@@ -304,8 +289,8 @@ inline constexpr int kLean2BulkHintVariant = 18; ///< variant 17 with L2 hints: 
 constexpr bool lean2_bulk_variant(int v) { return v == kLean2BulkVariant || v == kLean2BulkHintVariant; }
 /// Variants 13 .. 18: the lean kernel with two row tiles per warp.
 constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || lean2_bulk_variant(v); }
-/// Variants 14 / 15 / 16 / 17 / 18 / 20 / 22 .. 25: the k splits of a group are one cluster, reduced through distributed shared memory.
-constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || lean2_bulk_variant(v) || vlean_cluster(v); }
+/// Variants 14 / 15 / 16 / 17 / 18 / 20: the k splits of a group are one cluster, reduced through distributed shared memory.
+constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || lean2_bulk_variant(v) || v == kVnmLeanVariant; }
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)
@@ -353,12 +338,7 @@ constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_vari
 constexpr bool ring_variant(int v) { return v == kRingVariant || async_variant(v) || v == kPairVariant; }
 /// Ring slots per warp of a ring variant.
 /// (Variant 13: kRingStages slots of two records each, counted here in records.)
-/// (Variants 23 / 24 / 25: 8 slots of two records; 23 runs 20's 4-slot kernel, the rest is padding.)
-constexpr int ring_stages(int v) {
-  return v == kPairVariant ? kPairRingStages
-         : vlean_deep(v) || v == kVnmLeanSpreadVariant ? 4 * kRingStages
-         : lean2_variant(v) || vlean_variant(v) ? 2 * kRingStages : kRingStages;
-}
+constexpr int ring_stages(int v) { return v == kPairVariant ? kPairRingStages : lean2_variant(v) || vlean_variant(v) ? 2 * kRingStages : kRingStages; }
 /// Variants whose shared memory may pass 48 KB (the launcher lifts the limit to max_smem_bytes).
 constexpr bool large_smem_variant(int v) { return two_buffer_variant(v) || ring_variant(v); }
 
@@ -541,6 +521,21 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   g.smem_words_per_row = g.chunk_pairs * 32 + 16;
   if (ring_variant(variant)) g.ring_bytes = std::size_t(g.warps) * ring_stages(variant) * kRecordBytes;
   return g;
+}
+
+/// Variants 20 / 21: the rings' bytes when padded so that at most 2 blocks fit on an SM (4 warps x 8
+/// two-record slots; the kernel uses the first 4 of each warp): smem 101-111 KB (<= max_smem_bytes).
+inline constexpr std::size_t kVleanSpreadRingBytes = std::size_t(4) * 4 * kRingStages * kRecordBytes;
+/// Variants 20 / 21 (session 9c, s9vnm2; PERF-vnm-small.md): where the grid fits 2 blocks per SM
+/// (groups x splits <= 2 sms), pad the shared memory so that no SM can take a third block. The kernel is
+/// a programmatic dependent of the X transpose, whose blocks are still resident when its blocks are
+/// placed; with room for 3 per SM the placement came out uneven (H200, 5585405, 128:2:8 28672 x 8192
+/// m = 32: 67.5 us; padded 56.1, without PDL 57.4; 128:2:16 40.8 -> 34.2). Returns whether it padded.
+inline bool vlean_spread(Geometry& g, int sms) {
+  if (!vlean_variant(g.variant) || g.warps != 4) return false;
+  if (g.groups * std::int64_t(g.splits) > 2 * std::int64_t(std::max(1, sms))) return false;
+  g.ring_bytes = std::max(g.ring_bytes, kVleanSpreadRingBytes);
+  return true;
 }
 
 // ---- index math shared by the kernels (device) and the CPU tests (host) ----

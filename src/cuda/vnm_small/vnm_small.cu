@@ -127,12 +127,10 @@ class Instance final : public detail::KernelInstance {
                                                       "async gather + bulk-copy ring, L2 hints, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
     const char* name = geom_.variant == sv::kVnmLeanVariant ? "V:2:M lean, two tiles per warp, cluster split reduce (V = 128, transposed X)"
                        : geom_.variant == sv::kVnmLeanReduceVariant ? "V:2:M lean, two tiles per warp, reduce kernel (V = 128, transposed X)"
-                       : geom_.variant == sv::kVnmLeanNoPdlVariant ? "V:2:M lean as 20, no PDL"
-                       : geom_.variant == sv::kVnmLeanSpreadVariant ? "V:2:M lean as 20, shared memory padded to 2 blocks per SM"
-                       : geom_.variant == sv::kVnmLeanDeepVariant ? "V:2:M lean as 20, 8-slot ring"
-                       : geom_.variant == sv::kVnmLeanDeepNoPdlVariant ? "V:2:M lean as 20, 8-slot ring, no PDL"
                        : kNames[geom_.variant] ? kNames[geom_.variant] : "?";
-    return "variant " + std::to_string(geom_.variant) + " (" + name + "), grid " + std::to_string(geom_.groups) +
+    const bool spread = sv::vlean_variant(geom_.variant) && geom_.ring_bytes == sv::kVleanSpreadRingBytes;
+    return "variant " + std::to_string(geom_.variant) + " (" + name + (spread ? ", shared memory padded: <= 2 blocks per SM" : "") +
+           "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps" +
            (active_clusters_ > 0 ? ", clusters of " + std::to_string(geom_.splits) + ": " + std::to_string(active_clusters_) +
@@ -226,6 +224,9 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // anywhere (12288^2 m = 32 51.20 / 51.14 against 16's 50.82 us; 1.6-2.2 % slower at m <= 16 and on
   // 28672 x 8192): not taken.
   const Pattern& p = w.pattern();
+  // s9vnm2 (bench/results/NVIDIA_H200-vnm_small-2026-11-22-5585405-s9vnm2.jsonl): 20 with its shared memory
+  // padded to <= 2 blocks per SM where the grid fits so (geometry_of_variant, layout.hpp vlean_spread):
+  // 1.01-1.20x at 28672 x 8192 (measured as the then variant 23); 12288^2 (288 blocks) unchanged.
   if (p.kind == Granularity::venom && p.v == 128 && p.m <= 16 && m >= 8) return sv::kVnmLeanVariant;  // 4 below sm_90
   if (p.kind == Granularity::hw24 && w.cols() % 8 == 0) return sv::kLean2ClusterVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 24) return sv::kAsyncVariant;  // 4 below sm_90 (geometry_for)
@@ -296,6 +297,17 @@ sv::Geometry geometry_of_variant(const CondensedMatrix& w, const MatmulDesc& des
       s = std::min<std::int64_t>(s, sv::kStreamMaxSplits);  // one cluster
     g.pairs_per_split = (l.pairs + s - 1) / s;
     g.splits = int((l.pairs + g.pairs_per_split - 1) / g.pairs_per_split);
+  }
+  // Variants 20 / 21: at most 2 blocks per SM where the grid fits so (layout.hpp vlean_spread, s9vnm2:
+  // even placement beside the transpose's blocks); a cluster split keeps the padding only if its
+  // clusters all fit at that occupancy.
+  if (sv::vlean_variant(g.variant)) {
+    const sv::Geometry unpadded = g;
+    if (sv::vlean_spread(g, sms) && sv::lean2_cluster_variant(g.variant) && g.splits > 1) {
+      const ClustersFn clusters =
+          w.dtype == DType::f16 ? pick_clusters<__half>(g.n_tiles) : pick_clusters<__nv_bfloat16>(g.n_tiles);
+      if (std::int64_t(clusters(g)) < g.groups) g = unpadded;
+    }
   }
   return g;
 }
