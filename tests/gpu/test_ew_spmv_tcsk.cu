@@ -50,10 +50,6 @@ const char* shape_name(sew::TcSkShape s) {
     case sew::TcSkShape::w24r3: return " w24r3";
     case sew::TcSkShape::w24r2: return " w24r2";
     case sew::TcSkShape::w16r4: return " w16r4";
-    case sew::TcSkShape::w12r6: return " w12r6";
-    case sew::TcSkShape::w8r8: return " w8r8";
-    case sew::TcSkShape::w16r4p: return " w16r4p";
-    case sew::TcSkShape::w24r2p: return " w24r2p";
     default: return "";
   }
 }
@@ -220,7 +216,7 @@ void forced_grids_warps_and_chunks(bool sp, sew::TcSkShape shape = sew::TcSkShap
     SkCase cc = c;
     cc.sp = sp;
     cc.shape = shape;
-    cc.warps = std::min(cc.warps, sew::tcsk_shape_warps(shape));  // the 8- and 12-warp shapes (session 9)
+    cc.warps = std::min(cc.warps, sew::tcsk_shape_warps(shape));
     check(cc, seed++);
   }
   if (shape == sew::TcSkShape::w16r3) return;
@@ -726,10 +722,6 @@ TEST(EwSpmvTcSkSmoke, SanitizerSmoke) {
 // at 16 warps with 4 stages (tc_sk16r4).
 const sew::TcSkShape kWide[] = {sew::TcSkShape::w24r3, sew::TcSkShape::w24r2, sew::TcSkShape::w16r4};
 
-// Session 9: 12 warps x 6 stages, 8 x 8, and the 16 x 4 / 24 x 2 rings with an L2 prefetch.
-const std::vector<sew::TcSkShape> kShapes9 = {sew::TcSkShape::w12r6, sew::TcSkShape::w8r8, sew::TcSkShape::w16r4p,
-                                              sew::TcSkShape::w24r2p};
-
 // Runs `body` for each shape of `shapes` (default: the session-8c ones); a case the planner refuses for
 // lack of shared memory is counted, and most cases must run.
 void for_wide_shapes(void (*body)(bool, sew::TcSkShape),
@@ -830,121 +822,6 @@ TEST(EwSpmvTcSkWSmoke, SanitizerSmoke) {
          }) {
       c.shape = s;
       if (c.warps > sew::tcsk_shape_warps(s)) c.warps = sew::tcsk_shape_warps(s);
-      check(c, seed++);
-    }
-  }
-}
-
-// Session 9 shapes (tc_sk12r6, tc_sk8r8, tc_sk16r4p, tc_sk24r2p): the same cases as the session-8c ones.
-TEST(EwSpmvTcSk9, EveryPatternMAndDtype) {
-  EW_REQUIRE_DEVICE();
-  for_wide_shapes(every_pattern_m_and_dtype, kShapes9);
-}
-TEST(EwSpmvTcSk9, ForcedGridsWarpsAndChunks) {
-  EW_REQUIRE_DEVICE();
-  for_wide_shapes(forced_grids_warps_and_chunks, kShapes9);
-}
-TEST(EwSpmvTcSk9, DefaultPlanMultiChunk) {
-  EW_REQUIRE_DEVICE();
-  for_wide_shapes(default_plan_multi_chunk, kShapes9);
-}
-TEST(EwSpmvTcSk9, LargeShape) {
-  EW_REQUIRE_DEVICE();
-  for_wide_shapes(large_shape, kShapes9);
-}
-TEST(EwSpmvTcSk9, NanInfPropagate) {
-  EW_REQUIRE_DEVICE();
-  for (auto s : kShapes9) nan_inf_propagate(false, s);
-}
-
-// The plan of every session-9 shape on the bar shape (H200: 132 SMs, 227 KiB): rings warps x stages x tile
-// bytes, at most the opt-in shared memory, the warps bound; a shape whose rings leave no room refuses with
-// a message naming shared memory (w12r6 at 2:16 on 28672 x 8192).
-TEST(EwSpmvTcSk9Host, PlanBounds) {
-  const auto w = random_ew(Pattern::element(2, 8), 28672 / 64, 8192, DType::f16, 822);
-  const auto l = sew::SpmvTcLayout::of(w.layout, DType::f16);
-  for (auto s : kShapes9) {
-    SCOPED_TRACE(shape_name(s));
-    sew::TcSkArgs a;
-    const auto cfg = sew::plan_spmv_tcsk(l, 8, 132, 232448, a, 0, 0, 0, false, s);
-    const int cw = sew::tcsk_shape_warps(s);
-    EXPECT_EQ(a.cta_warps, cw);
-    EXPECT_EQ(a.warps_total, 132 * cw);
-    EXPECT_LE(cfg.smem_bytes, 232448);
-    EXPECT_EQ(a.x_off, sew::spmv_tc_table_bytes(sew::kDecPrmt, 2, 8));
-    EXPECT_GE(a.ring_off, a.x_off + 8 * a.pitch);
-    EXPECT_EQ(cfg.smem_bytes, a.ring_off + cw * sew::tcsk_shape_ring(s) * (2048 + 3 * 128));
-    EXPECT_THROW(sew::plan_spmv_tcsk(l, 8, 132, 232448, a, 0, cw + 1, 0, false, s), InvalidArgument);
-    EXPECT_THROW(sew::plan_spmv_tcsk(l, 8, 132, 232448, a, 0, 0, 0, true, s), InvalidArgument);
-    EXPECT_EQ(sew::find_spmv_tcsk(DType::f16, 2, 8, true, s), nullptr);
-    for (DType t : {DType::f16, DType::bf16})
-      for (const Pattern& p : compiled()) EXPECT_NE(sew::find_spmv_tcsk(t, p.n, p.m, false, s), nullptr) << p.str();
-  }
-  EXPECT_EQ(sew::tcsk_shape_prefetch(sew::TcSkShape::w16r4p), 2);
-  EXPECT_EQ(sew::tcsk_shape_prefetch(sew::TcSkShape::w16r4), 0);
-  EXPECT_EQ(sew::tcsk_shape_ring(sew::TcSkShape::w16r4p), sew::tcsk_shape_ring(sew::TcSkShape::w16r4));
-  // 2:16 at 28672 x 8192: 12 x 6 stages of 2560 B + the 32 KiB table leave less than two tiles of X.
-  const auto w216 = random_ew(Pattern::element(2, 16), 28672 / 64, 8192, DType::f16, 823);
-  sew::TcSkArgs a;
-  bool refused = false;
-  try {
-    (void)sew::plan_spmv_tcsk(sew::SpmvTcLayout::of(w216.layout, DType::f16), 8, 132, 232448, a, 0, 0, 0, false,
-                              sew::TcSkShape::w12r6);
-  } catch (const InvalidArgument& e) {
-    refused = true;
-    EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
-  }
-  EXPECT_TRUE(refused);
-}
-
-TEST(EwSpmvTcSk9Plan, OptInAndForcedRun) {
-  EW_REQUIRE_DEVICE();
-  const std::int64_t n = 300, k = 1024;
-  const auto w = random_ew(Pattern::element(2, 8), n, k, DType::f16, 921);
-  MatmulDesc d;
-  d.m = 8;
-  d.x_dtype = DType::f16;
-  d.y_dtype = DType::f16;
-  unsetenv("SPARSENM_RACE_TC_SKW");
-  const Plan optin = Plan::create(w, d);
-  for (auto s : kShapes9) {
-    const std::string kn = sew::tcsk_shape_kernel(s);
-    EXPECT_NE(optin.reason().find(kn.substr(5) + " is opt-in"), std::string::npos) << optin.reason();
-  }
-  setenv("SPARSENM_RACE_TC_SKW", "1", 1);
-  const Plan raced = Plan::create(w, d);
-  unsetenv("SPARSENM_RACE_TC_SKW");
-  for (auto s : kShapes9)  // raced and timed (a timed entry carries its describe() in brackets)
-    EXPECT_NE(raced.reason().find(std::string(sew::tcsk_shape_kernel(s)) + " ["), std::string::npos) << raced.reason();
-  const auto x = random_matrix(DType::f16, 8, k, 922);
-  for (auto s : kShapes9) {
-    const std::string kn = sew::tcsk_shape_kernel(s);
-    SCOPED_TRACE(kn);
-    MatmulDesc forced = d;
-    forced.kernel = kn;
-    const Plan plan = Plan::create(w, forced);
-    EXPECT_EQ(plan.kernel(), kn);
-    run_plan_twice_and_check(plan, x, w);
-    MatmulDesc nf = forced;
-    nf.x_finite = false;
-    EXPECT_THROW(Plan::create(w, nf), Unsupported);
-  }
-}
-
-// Small cases for compute-sanitizer memcheck of the session-9 shapes (the prefetch runs to the range's end).
-TEST(EwSpmvTcSk9Smoke, SanitizerSmoke) {
-  EW_REQUIRE_DEVICE();
-  for (auto s : kShapes9) {
-    std::uint64_t seed = 1301 + 10 * std::uint64_t(s);
-    for (SkCase c : std::vector<SkCase>{
-             {Pattern::element(2, 8), 150, 3001, 8, DType::f16, DType::f16, 3, 24, 5},
-             {Pattern::element(2, 8), 40, 2000, 8, DType::f16, DType::f16, 1, 1, 1},
-             {Pattern::element(1, 16), 33, 3000, 3, DType::bf16, DType::f32, 4, 7, 2, true},
-             {Pattern::element(2, 16), 70, 4100, 8, DType::f16, DType::bf16, 0, 0, 0},
-             {Pattern::element(1, 8), 50, 2000, 5, DType::bf16, DType::bf16, 2, 20, 0},
-         }) {
-      c.shape = s;
-      c.warps = std::min(c.warps, sew::tcsk_shape_warps(s));
       check(c, seed++);
     }
   }

@@ -50,38 +50,19 @@ constexpr int kTcSkMaxWarps = 16;  ///< warps per CTA (launch bound)
 /// flight per SM, 6 warps per scheduler, a smaller X span = more k chunks); w24r2 "cuda:ew_spmv_tc_sk24r2"
 /// (24 warps, 2 stages: 24 tiles in flight, the X span of tc_sk); w16r4 "cuda:ew_spmv_tc_sk16r4" (16
 /// warps, 4 stages: 48 tiles in flight at tc_sk's 4 warps per scheduler). tc_sp exists as w16r3 only.
-/// Session 9: deeper rings at fewer warps, w12r6 "cuda:ew_spmv_tc_sk12r6" (60 tiles in flight per SM) and
-/// w8r8 "cuda:ew_spmv_tc_sk8r8" (56); and two shapes that put more bytes in flight without shared memory:
-/// w16r4p "cuda:ew_spmv_tc_sk16r4p" / w24r2p "cuda:ew_spmv_tc_sk24r2p", the w16r4 / w24r2 rings plus an L2
-/// prefetch of the tiles tcsk_shape_prefetch(s) ahead of the ring's last request (80 / 72 tiles per SM
-/// requested from DRAM, the ring's copies then hit L2). Measured slower in every bar case (docs/PERF.md
-/// "Session 9 measured"): opt-in candidates.
-enum class TcSkShape : int { w16r3 = 0, w24r3 = 1, w24r2 = 2, w16r4 = 3, w12r6 = 4, w8r8 = 5, w16r4p = 6, w24r2p = 7 };
-constexpr int tcsk_shape_warps(TcSkShape s) {
-  return s == TcSkShape::w24r3 || s == TcSkShape::w24r2 || s == TcSkShape::w24r2p ? 24
-         : s == TcSkShape::w12r6                                                 ? 12
-         : s == TcSkShape::w8r8                                                  ? 8
-                                                                                 : 16;
-}
+/// (Session 9 tried 12 x 6, 8 x 8 and the w16r4 / w24r2 rings plus an L2 prefetch: slower in every bar case,
+/// removed in session 9b; docs/PERF.md "Session 9 measured".)
+enum class TcSkShape : int { w16r3 = 0, w24r3 = 1, w24r2 = 2, w16r4 = 3 };
+constexpr int tcsk_shape_warps(TcSkShape s) { return s == TcSkShape::w24r3 || s == TcSkShape::w24r2 ? 24 : 16; }
 constexpr int tcsk_shape_ring(TcSkShape s) {
-  return s == TcSkShape::w24r2 || s == TcSkShape::w24r2p   ? 2
-         : s == TcSkShape::w16r4 || s == TcSkShape::w16r4p ? 4
-         : s == TcSkShape::w12r6                           ? 6
-         : s == TcSkShape::w8r8                            ? 8
-                                                           : 3;
+  return s == TcSkShape::w24r2 ? 2 : s == TcSkShape::w16r4 ? 4 : 3;
 }
-/// Tiles each warp prefetches into L2 beyond its ring's last cp.async request (0: none).
-constexpr int tcsk_shape_prefetch(TcSkShape s) { return s == TcSkShape::w16r4p || s == TcSkShape::w24r2p ? 2 : 0; }
 /// The plan candidate's name of a dense shape ("cuda:ew_spmv_tc_sk" for w16r3).
 constexpr const char* tcsk_shape_kernel(TcSkShape s) {
   switch (s) {
     case TcSkShape::w24r3: return "cuda:ew_spmv_tc_sk24";
     case TcSkShape::w24r2: return "cuda:ew_spmv_tc_sk24r2";
     case TcSkShape::w16r4: return "cuda:ew_spmv_tc_sk16r4";
-    case TcSkShape::w12r6: return "cuda:ew_spmv_tc_sk12r6";
-    case TcSkShape::w8r8: return "cuda:ew_spmv_tc_sk8r8";
-    case TcSkShape::w16r4p: return "cuda:ew_spmv_tc_sk16r4p";
-    case TcSkShape::w24r2p: return "cuda:ew_spmv_tc_sk24r2p";
     default: return "cuda:ew_spmv_tc_sk";
   }
 }

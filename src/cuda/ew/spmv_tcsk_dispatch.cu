@@ -14,17 +14,17 @@ namespace sparsenm::cuda::ew {
 
 template <class Tr>
 void launch_spmv_tcsk(const TcSkArgs& a, const TcSkConfig& cfg, cudaStream_t stream);  // spmv_tcsk_launch.cuh
-template <class T, int NN, int MM, bool SP, int WARPS, int RING, int PF>
+template <class T, int NN, int MM, bool SP, int WARPS, int RING>
 struct TcSkTraits;  // spmv_tcsk_kernel.cuh
 
 namespace {
 
-template <class T, bool SP, int W = kTcSkMaxWarps, int R = kTcSkRing, int PF = 0>
+template <class T, bool SP, int W = kTcSkMaxWarps, int R = kTcSkRing>
 TcSkLaunchFn find_typed(int pn, int pm) {
-  if (pn == 2 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 2, 8, SP, W, R, PF>>;
-  if (pn == 1 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 1, 8, SP, W, R, PF>>;
-  if (pn == 2 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 2, 16, SP, W, R, PF>>;
-  if (pn == 1 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 1, 16, SP, W, R, PF>>;
+  if (pn == 2 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 2, 8, SP, W, R>>;
+  if (pn == 1 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 1, 8, SP, W, R>>;
+  if (pn == 2 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 2, 16, SP, W, R>>;
+  if (pn == 1 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 1, 16, SP, W, R>>;
   return nullptr;
 }
 
@@ -35,10 +35,6 @@ TcSkLaunchFn find_dense(int pn, int pm, TcSkShape shape) {
     case TcSkShape::w24r3: return find_typed<T, false, 24, 3>(pn, pm);
     case TcSkShape::w24r2: return find_typed<T, false, 24, 2>(pn, pm);
     case TcSkShape::w16r4: return find_typed<T, false, 16, 4>(pn, pm);
-    case TcSkShape::w12r6: return find_typed<T, false, 12, 6>(pn, pm);
-    case TcSkShape::w8r8: return find_typed<T, false, 8, 8>(pn, pm);
-    case TcSkShape::w16r4p: return find_typed<T, false, 16, 4, tcsk_shape_prefetch(TcSkShape::w16r4p)>(pn, pm);
-    case TcSkShape::w24r2p: return find_typed<T, false, 24, 2, tcsk_shape_prefetch(TcSkShape::w24r2p)>(pn, pm);
   }
   return nullptr;
 }

@@ -42,10 +42,8 @@
 // Shapes (session 8c, TcSkTraits WARPS / RING, cuda:ew_spmv_tc_sk24 / _sk24r2 / _sk16r4, opt-in): the same
 //   loop at 24 warps per CTA with 3 or 2 ring stages, or at 16 warps with 4: more tiles in flight per SM
 //   or more warps per scheduler, paid with a smaller X span (more k chunks) where the rings grow.
-// Shapes (session 9, cuda:ew_spmv_tc_sk12r6 / _sk8r8 / _sk16r4p / _sk24r2p): deeper rings at 12 / 8 warps, and
-//   the w16r4 / w24r2 rings plus an L2 prefetch (PF tiles beyond the ring's last request, one prefetch per
-//   lane and tile: more bytes in flight from DRAM at no shared-memory cost). Measured (H200, a35d9c4): slower than
-//   tc_sk16r4 / tc_sk24r2 / tc_sk in every bar case (the prefetch shapes by ~10 % at 2:8): opt-in.
+// (Session 9 tried deeper rings at 12 / 8 warps and an L2 prefetch beyond the ring: slower than tc_sk16r4 /
+//   tc_sk24r2 / tc_sk in every bar case (H200, a35d9c4); removed in session 9b.)
 // Limits: f16 / bf16, N:M in {2:8, 1:8, 2:16, 1:16} (the PRMT decode), m <= 8 (padded to the n8 of the
 //   mma; the time is the same for every m), finite X (dense fragments: 0 x Inf at pruned positions,
 //   as ew_spmv_tc), one tile of X (8 x 64 M / N columns) must fit beside the rings.
@@ -67,9 +65,7 @@ namespace sparsenm::cuda::ew {
 /// own table, table copies and lane X offset; everything else is shared.
 /// WARPS_ / RING_ (session 8c): warps per CTA (the launch bound) and ring stages per warp; the base's
 /// kRing stays kTcSkRing (it only selects the 8-byte 2:8 selector entries).
-/// PF_ (session 9): tiles each warp prefetches into L2 (prefetch.global.L2) beyond the ring's last
-/// cp.async request, so R - 1 + PF tiles per warp are on their way from DRAM without more shared memory.
-template <class T, int NN_, int MM_, bool SP_ = false, int WARPS_ = kTcSkMaxWarps, int RING_ = kTcSkRing, int PF_ = 0>
+template <class T, int NN_, int MM_, bool SP_ = false, int WARPS_ = kTcSkMaxWarps, int RING_ = kTcSkRing>
 struct TcSkTraits : SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing> {
   using Base = SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing>;
   static constexpr bool kSp = SP_;
@@ -80,10 +76,8 @@ struct TcSkTraits : SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing> {
   static_assert(SP_ || kTabCopyMask == Base::kTabCopyMask, "dense table copies unchanged");
   static constexpr int kR = RING_;
   static constexpr int kWarps = WARPS_;
-  static constexpr int kPf = PF_;
-  static_assert(PF_ >= 0 && PF_ <= 4, "0..4 tiles prefetched ahead");
   static_assert(RING_ >= 2 && WARPS_ >= 1 && WARPS_ * 32 <= 1024, "ring of >= 2 stages, <= 32 warps");
-  static_assert(!SP_ || (WARPS_ == kTcSkMaxWarps && RING_ == kTcSkRing && PF_ == 0), "tc_sp: the session-8 shape only");
+  static_assert(!SP_ || (WARPS_ == kTcSkMaxWarps && RING_ == kTcSkRing), "tc_sp: the session-8 shape only");
   static constexpr int kValBytes = 4 * 32 * 16;           ///< a tile's value vectors
   static constexpr int kIdxBytes = Base::B * 32 * 4;      ///< a tile's index words
   static constexpr int kTileBytes = kValBytes + kIdxBytes;  ///< one ring stage
@@ -107,15 +101,6 @@ __device__ __forceinline__ void ring_issue(unsigned st, const TcSkArgs& a, long 
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(st + unsigned(Tr::kValBytes + lane * 16)),
                  "l"(gi + lane * 16)
                  : "memory");
-}
-/// Stored tile u into L2 (no destination; one 128-byte line per lane: the value lines, then the index lines).
-template <class Tr>
-__device__ __forceinline__ void l2_prefetch(const TcSkArgs& a, long long u, int lane) {
-  constexpr int kValLines = Tr::kValBytes / 128, kIdxLines = Tr::kIdxBytes / 128;
-  static_assert(Tr::kIdxBytes % 128 == 0 && kValLines + kIdxLines <= 32, "a tile is whole 128-byte lines, one per lane");
-  const char* p = lane < kValLines ? static_cast<const char*>(a.values) + std::size_t(u) * Tr::kValBytes + lane * 128
-                                   : reinterpret_cast<const char*>(a.indices) + std::size_t(u) * Tr::kIdxBytes + (lane - kValLines) * 128;
-  if (lane < kValLines + kIdxLines) asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 __device__ __forceinline__ void ring_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
@@ -183,11 +168,6 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
     if (s < n_units) tcsk::ring_issue<Tr>(ring_sh + unsigned(s * TB), a, u0 + s, lane);
     tcsk::ring_commit();
   }
-  if constexpr (Tr::kPf > 0) {  // the tiles the loop's first kPf iterations copy, into L2
-#pragma unroll
-    for (int s = R - 1; s < R - 1 + Tr::kPf; ++s)
-      if (s < n_units) tcsk::l2_prefetch<Tr>(a, u0 + s, lane);
-  }
   if constexpr (Tr::kSp) tcsp::fill_table<Tr>(tcsk_smem);  // published by the __syncthreads below
   else tc_detail::fill_table<Tr>(tcsk_smem);
 
@@ -253,8 +233,6 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
     const int refill = stage == 0 ? R - 1 : stage - 1;
     if (q + R - 1 < n_units) tcsk::ring_issue<Tr>(ring_sh + unsigned(refill * TB), a, u0 + q + R - 1, lane);
     tcsk::ring_commit();
-    if constexpr (Tr::kPf > 0)
-      if (q + R - 1 + Tr::kPf < n_units) tcsk::l2_prefetch<Tr>(a, u0 + q + R - 1 + Tr::kPf, lane);
     tc_detail::Tile<Tr> tile;
     tcsk::ring_read<Tr>(tile, ring + stage * TB, lane);
     const int t = c * a.kc + tt;  // tile along the row
