@@ -6,7 +6,10 @@
 // to zero), poisoned outputs, NaN / Inf from stored slots; the unit-order reorder and the plan's
 // bounds on the host; the plan race and a forced run. The same cases for cuda:ew_spmv_tc_sp (the tile on
 // the sparse tensor cores, session 8b; EwSpmvTcSp*), plus a CPU check of its decode tables, and for the
-// 24-warp shapes of the dense kernel (3 and 2 ring stages, session 8c; EwSpmvTcSkW*).
+// 24-warp shapes of the dense kernel (3 and 2 ring stages, session 8c; EwSpmvTcSkW*), and for the session-9b
+// prologue / settle fixes (EwSpmvTcSkB*: X staged in pieces on mbarriers, 16-byte REDs and plain read-back), with
+// cases on the piece path (k % 8 == 0, x aligned): m = 1..8, split rows at CTA and warp boundaries, more than 32
+// tiles of X per CTA (pieces of 2 tiles), empty CTAs, multi-chunk plans.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -50,6 +53,11 @@ const char* shape_name(sew::TcSkShape s) {
     case sew::TcSkShape::w24r3: return " w24r3";
     case sew::TcSkShape::w24r2: return " w24r2";
     case sew::TcSkShape::w16r4: return " w16r4";
+    case sew::TcSkShape::w16r3p: return " w16r3p";
+    case sew::TcSkShape::w16r3s: return " w16r3s";
+    case sew::TcSkShape::w16r3b: return " w16r3b";
+    case sew::TcSkShape::w16r4b: return " w16r4b";
+    case sew::TcSkShape::w24r2b: return " w24r2b";
     default: return "";
   }
 }
@@ -301,11 +309,11 @@ TEST(EwSpmvTcSp, LargeShape) {
   large_shape(true);
 }
 
-void nan_inf_propagate(bool sp, sew::TcSkShape shape = sew::TcSkShape::w16r3) {
+void nan_inf_propagate(bool sp, sew::TcSkShape shape = sew::TcSkShape::w16r3, std::int64_t k = 203) {
   for (DType t : {DType::f16, DType::bf16})
     for (const Pattern& p : compiled()) {
       SCOPED_TRACE(p.str());
-      const std::int64_t n = 64, k = 203;
+      const std::int64_t n = 64;
       const auto w = random_ew(p, n, k, t, 701);
       auto x = random_matrix(t, 3, k, 702);
       const auto& l = w.layout;
@@ -824,6 +832,178 @@ TEST(EwSpmvTcSkWSmoke, SanitizerSmoke) {
       if (c.warps > sew::tcsk_shape_warps(s)) c.warps = sew::tcsk_shape_warps(s);
       check(c, seed++);
     }
+  }
+}
+
+// Session 9b: the prologue / settle fixes on the shipped shapes (tc_skb, tc_sk16r4b, tc_sk24r2b) and one fix each
+// (tc_skp, tc_sks).
+const std::vector<sew::TcSkShape> kFixShapes = {sew::TcSkShape::w16r3b, sew::TcSkShape::w16r4b, sew::TcSkShape::w24r2b,
+                                                sew::TcSkShape::w16r3p, sew::TcSkShape::w16r3s};
+
+TEST(EwSpmvTcSkB, EveryPatternMAndDtype) {
+  EW_REQUIRE_DEVICE();
+  for_wide_shapes(every_pattern_m_and_dtype, kFixShapes);
+}
+TEST(EwSpmvTcSkB, ForcedGridsWarpsAndChunks) {
+  EW_REQUIRE_DEVICE();
+  for_wide_shapes(forced_grids_warps_and_chunks, kFixShapes);
+}
+TEST(EwSpmvTcSkB, DefaultPlanMultiChunk) {
+  EW_REQUIRE_DEVICE();
+  for_wide_shapes(default_plan_multi_chunk, kFixShapes);
+}
+TEST(EwSpmvTcSkB, LargeShape) {
+  EW_REQUIRE_DEVICE();
+  for_wide_shapes(large_shape, kFixShapes);
+}
+TEST(EwSpmvTcSkB, NanInfPropagate) {
+  EW_REQUIRE_DEVICE();
+  for (auto s : kFixShapes) {
+    nan_inf_propagate(false, s);       // the whole-span X path (k % 8 != 0)
+    nan_inf_propagate(false, s, 200);  // the X-piece path
+  }
+}
+
+// The X-piece path needs k % 8 == 0 and an aligned x (the cases above mostly take the whole-span path): every
+// pattern, f16 / bf16, m = 1..8, row tails and k not a multiple of the tile; forced grids / warps / chunks whose
+// ranges split row blocks at warp and CTA boundaries and cross chunks; a span of more than 32 tiles (pieces of 2
+// tiles); more warps than units (empty ranges and CTAs).
+void piece_path_cases(sew::TcSkShape shape, std::uint64_t seed) {
+  const int cw = sew::tcsk_shape_warps(shape);
+  for (const Pattern& p : compiled())
+    for (DType t : {DType::f16, DType::bf16})
+      for (int m = 1; m <= 8; ++m) {
+        SkCase c{p, 83 + 8 * m, 1000 + 8 * m, m, t, m % 3 == 0 ? DType::f32 : t};
+        c.shape = shape;
+        if (m % 2 == 0) {  // split rows at warp and CTA boundaries, chunks
+          c.grid = 2 + m % 5;
+          c.warps = std::min(cw, 3 + m);
+          c.kc = 1 + m % 3;
+        }
+        check(c, seed++);
+      }
+  for (SkCase c : std::vector<SkCase>{
+           {Pattern::element(2, 8), 150, 3000, 8, DType::f16, DType::f16, 3, 5, 5},     // ranges cross chunks and row blocks
+           {Pattern::element(2, 8), 150, 3000, 8, DType::f16, DType::f16, 1, 1, 1},     // one warp, > 32 pending segments
+           {Pattern::element(2, 8), 100, 10248, 5, DType::f16, DType::f16, 3, 4, 0},    // 41 tiles of X: pieces of 2 tiles
+           {Pattern::element(2, 8), 64, 8200, 8, DType::bf16, DType::bf16, 2, 2, 0},    // 33 tiles: 17 pieces, the last of 1
+           {Pattern::element(2, 8), 150, 3000, 8, DType::f16, DType::f16, 17, 16, 2},   // 272 warps for 120 units
+           {Pattern::element(2, 16), 200, 4104, 7, DType::bf16, DType::f32, 5, 2, 1},
+           {Pattern::element(1, 16), 33, 9000, 3, DType::f16, DType::f16, 4, 7, 2},
+           {Pattern::element(2, 8), 64, 2048, 8, DType::f16, DType::f16, 2, 2, 0},      // no tails
+           {Pattern::element(2, 8), 300, 6000, 6, DType::bf16, DType::bf16, 3, 24, 5},  // 24-warp CTAs (16 on w16)
+       }) {
+    c.shape = shape;
+    c.warps = std::min(c.warps, cw);
+    check(c, seed++);
+  }
+}
+TEST(EwSpmvTcSkB, PiecePathEveryMAndBoundary) {
+  EW_REQUIRE_DEVICE();
+  g_wide_ran = g_wide_unfit = 0;
+  std::uint64_t seed = 1400;
+  for (auto s : kFixShapes) {
+    SCOPED_TRACE(shape_name(s));
+    piece_path_cases(s, seed);
+    seed += 100;
+  }
+  EXPECT_GT(g_wide_ran, 2 * g_wide_unfit);
+  // the old kernel on the same cases (the comparison of the two forms runs the same inputs)
+  piece_path_cases(sew::TcSkShape::w16r3, 1400);
+}
+
+// Plan bounds of the fixed shapes (H200: 132 SMs, 227 KiB): the rings as their base shapes, the mbarriers after the
+// rings (kTcSkBarBytes, the prologue fix only), at most the opt-in shared memory.
+TEST(EwSpmvTcSkBHost, PlanBounds) {
+  const auto w = random_ew(Pattern::element(2, 8), 28672 / 64, 8192, DType::f16, 832);
+  const auto l = sew::SpmvTcLayout::of(w.layout, DType::f16);
+  for (auto s : kFixShapes) {
+    SCOPED_TRACE(shape_name(s));
+    sew::TcSkArgs a;
+    const auto cfg = sew::plan_spmv_tcsk(l, 8, 132, 232448, a, 0, 0, 0, false, s);
+    const int cw = sew::tcsk_shape_warps(s);
+    const bool pro = (sew::tcsk_shape_fix(s) & sew::kTcSkFixPrologue) != 0;
+    EXPECT_EQ(a.cta_warps, cw);
+    EXPECT_LE(cfg.smem_bytes, 232448);
+    EXPECT_GE(a.ring_off, a.x_off + 8 * a.pitch);
+    const int rings = cw * sew::tcsk_shape_ring(s) * (2048 + 3 * 128);
+    EXPECT_EQ(a.bar_off, pro ? a.ring_off + rings : 0);
+    EXPECT_EQ(cfg.smem_bytes, a.ring_off + rings + (pro ? sew::kTcSkBarBytes : 0));
+    EXPECT_EQ(a.bar_off % 8, 0);
+    EXPECT_THROW(sew::plan_spmv_tcsk(l, 8, 132, 232448, a, 0, cw + 1, 0, false, s), InvalidArgument);
+    EXPECT_THROW(sew::plan_spmv_tcsk(l, 8, 132, 232448, a, 0, 0, 0, true, s), InvalidArgument);
+    for (DType t : {DType::f16, DType::bf16})
+      for (const Pattern& p : compiled()) EXPECT_NE(sew::find_spmv_tcsk(t, p.n, p.m, false, s), nullptr) << p.str();
+  }
+  EXPECT_EQ(sew::tcsk_shape_fix(sew::TcSkShape::w16r3), 0);
+  EXPECT_EQ(sew::tcsk_shape_fix(sew::TcSkShape::w16r3p), sew::kTcSkFixPrologue);
+  EXPECT_EQ(sew::tcsk_shape_fix(sew::TcSkShape::w16r3s), sew::kTcSkFixSettle);
+  EXPECT_EQ(sew::tcsk_shape_ring(sew::TcSkShape::w24r2b), 2);
+  EXPECT_EQ(sew::tcsk_shape_ring(sew::TcSkShape::w16r4b), 4);
+}
+
+TEST(EwSpmvTcSkBPlan, RacedOptInAndForcedRun) {
+  EW_REQUIRE_DEVICE();
+  const std::int64_t n = 300, k = 1024;
+  const auto w = random_ew(Pattern::element(2, 8), n, k, DType::f16, 931);
+  MatmulDesc d;
+  d.m = 8;
+  d.x_dtype = DType::f16;
+  d.y_dtype = DType::f16;
+  unsetenv("SPARSENM_RACE_TC_SKW");
+  const Plan plan0 = Plan::create(w, d);
+  for (const char* kn : {"cuda:ew_spmv_tc_skb [", "cuda:ew_spmv_tc_sk16r4b [", "cuda:ew_spmv_tc_sk24r2b ["})  // raced
+    EXPECT_NE(plan0.reason().find(kn), std::string::npos) << plan0.reason();
+  for (const char* kn : {"ew_spmv_tc_skp is opt-in", "ew_spmv_tc_sks is opt-in"})
+    EXPECT_NE(plan0.reason().find(kn), std::string::npos) << plan0.reason();
+  const auto x = random_matrix(DType::f16, 8, k, 932);
+  run_plan_twice_and_check(plan0, x, w);
+  for (auto s : kFixShapes) {
+    const std::string kn = sew::tcsk_shape_kernel(s);
+    SCOPED_TRACE(kn);
+    MatmulDesc forced = d;
+    forced.kernel = kn;
+    const Plan plan = Plan::create(w, forced);
+    EXPECT_EQ(plan.kernel(), kn);
+    run_plan_twice_and_check(plan, x, w);
+    MatmulDesc nf = forced;
+    nf.x_finite = false;
+    EXPECT_THROW(Plan::create(w, nf), Unsupported);
+  }
+}
+
+// Small cases for compute-sanitizer memcheck / racecheck of the fixed shapes: the piece path (k % 8 == 0) with split
+// rows at warp and CTA boundaries, chunks, > 32 pending segments, pieces of 2 tiles, m < 8; the whole-span path.
+TEST(EwSpmvTcSkBSmoke, SanitizerSmoke) {
+  EW_REQUIRE_DEVICE();
+  for (auto s : kFixShapes) {
+    std::uint64_t seed = 1501 + 10 * std::uint64_t(s);
+    for (SkCase c : std::vector<SkCase>{
+             {Pattern::element(2, 8), 150, 3000, 8, DType::f16, DType::f16, 3, 24, 5},
+             {Pattern::element(2, 8), 40, 2000, 8, DType::f16, DType::f16, 1, 1, 1},
+             {Pattern::element(2, 8), 100, 10248, 5, DType::f16, DType::f16, 3, 4, 0},
+             {Pattern::element(1, 16), 33, 3000, 3, DType::bf16, DType::f32, 4, 7, 2},
+             {Pattern::element(2, 16), 70, 4104, 8, DType::f16, DType::bf16, 0, 0, 0},
+             {Pattern::element(1, 8), 50, 2001, 5, DType::bf16, DType::bf16, 2, 20, 0},
+         }) {
+      c.shape = s;
+      c.warps = std::min(c.warps, sew::tcsk_shape_warps(s));
+      check(c, seed++);
+    }
+  }
+}
+
+// A smaller set for compute-sanitizer racecheck (the settle and the X pieces are synchronization changes): tc_skb
+// and tc_sk24r2b on the piece path with split rows at warp and CTA boundaries, 2 chunks, m = 5.
+TEST(EwSpmvTcSkBRace, RacecheckSmoke) {
+  EW_REQUIRE_DEVICE();
+  for (auto s : {sew::TcSkShape::w16r3b, sew::TcSkShape::w24r2b}) {
+    SkCase c{Pattern::element(2, 8), 150, 3000, 5, DType::f16, DType::f16, 3, 6, 5};
+    c.shape = s;
+    check(c, 1601 + std::uint64_t(s));
+    SkCase d{Pattern::element(1, 16), 40, 4104, 8, DType::bf16, DType::f32, 2, 3, 2};
+    d.shape = s;
+    check(d, 1611 + std::uint64_t(s));
   }
 }
 

@@ -31,6 +31,7 @@ struct TcSkArgs {
   int pitch = 0;                           ///< bytes of one staged X row (spmv_tc_pitch of the widest CTA span)
   int x_off = 0;                           ///< byte offset of the staged X (after the selector table)
   int ring_off = 0;                        ///< byte offset of the warps' tile rings
+  int bar_off = 0;                         ///< byte offset of the X pieces' mbarriers (32 x 8 B; kTcSkFixPrologue)
   int y_dtype = 0;                         ///< 0 f32, 1 f16, 2 bf16
   int x_vec = 0;                           ///< 1: k % 8 == 0 and x 16-byte aligned (set per run)
 };
@@ -44,6 +45,12 @@ using TcSkLaunchFn = void (*)(const TcSkArgs&, const TcSkConfig&, cudaStream_t);
 
 constexpr int kTcSkRing = 3;       ///< ring stages per warp
 constexpr int kTcSkMaxWarps = 16;  ///< warps per CTA (launch bound)
+/// Session-9b fixes of the fixed costs (TcSkTraits FIX bits; docs/PERF.md "Session 9b"): X staged in pieces with one
+/// mbarrier each, every warp starting on its first tile without a CTA-wide wait; the boundary partials as 16-byte
+/// REDs and the completed row blocks read back with plain L2 loads instead of atomicExch.
+constexpr int kTcSkFixPrologue = 1;
+constexpr int kTcSkFixSettle = 2;
+constexpr int kTcSkBarBytes = 32 * 8;  ///< the X pieces' mbarriers
 
 /// Warps per CTA x ring stages of the dense kernel (session 8c, docs/PERF.md): w16r3 is
 /// cuda:ew_spmv_tc_sk (16 warps, 3 stages); w24r3 "cuda:ew_spmv_tc_sk24" (24 warps, 3 stages: 48 tiles in
@@ -52,10 +59,22 @@ constexpr int kTcSkMaxWarps = 16;  ///< warps per CTA (launch bound)
 /// warps, 4 stages: 48 tiles in flight at tc_sk's 4 warps per scheduler). tc_sp exists as w16r3 only.
 /// (Session 9 tried 12 x 6, 8 x 8 and the w16r4 / w24r2 rings plus an L2 prefetch: slower in every bar case,
 /// removed in session 9b; docs/PERF.md "Session 9 measured".)
-enum class TcSkShape : int { w16r3 = 0, w24r3 = 1, w24r2 = 2, w16r4 = 3 };
-constexpr int tcsk_shape_warps(TcSkShape s) { return s == TcSkShape::w24r3 || s == TcSkShape::w24r2 ? 24 : 16; }
+/// Session 9b: the same loop with the fixes of the prologue / settle (kTcSkFix*): w16r3p "cuda:ew_spmv_tc_skp"
+/// (prologue only), w16r3s "cuda:ew_spmv_tc_sks" (settle only), w16r3b / w16r4b / w24r2b "cuda:ew_spmv_tc_skb" /
+/// "_sk16r4b" / "_sk24r2b" (both, on the three shipped shapes).
+enum class TcSkShape : int { w16r3 = 0, w24r3 = 1, w24r2 = 2, w16r4 = 3, w16r3p = 4, w16r3s = 5, w16r3b = 6, w16r4b = 7, w24r2b = 8 };
+constexpr int tcsk_shape_warps(TcSkShape s) {
+  return s == TcSkShape::w24r3 || s == TcSkShape::w24r2 || s == TcSkShape::w24r2b ? 24 : 16;
+}
 constexpr int tcsk_shape_ring(TcSkShape s) {
-  return s == TcSkShape::w24r2 ? 2 : s == TcSkShape::w16r4 ? 4 : 3;
+  return s == TcSkShape::w24r2 || s == TcSkShape::w24r2b ? 2 : s == TcSkShape::w16r4 || s == TcSkShape::w16r4b ? 4 : 3;
+}
+/// The kTcSkFix* bits of a shape (0: the session-8 kernel).
+constexpr int tcsk_shape_fix(TcSkShape s) {
+  return s == TcSkShape::w16r3p                                                      ? kTcSkFixPrologue
+         : s == TcSkShape::w16r3s                                                    ? kTcSkFixSettle
+         : s == TcSkShape::w16r3b || s == TcSkShape::w16r4b || s == TcSkShape::w24r2b ? kTcSkFixPrologue | kTcSkFixSettle
+                                                                                      : 0;
 }
 /// The plan candidate's name of a dense shape ("cuda:ew_spmv_tc_sk" for w16r3).
 constexpr const char* tcsk_shape_kernel(TcSkShape s) {
@@ -63,6 +82,11 @@ constexpr const char* tcsk_shape_kernel(TcSkShape s) {
     case TcSkShape::w24r3: return "cuda:ew_spmv_tc_sk24";
     case TcSkShape::w24r2: return "cuda:ew_spmv_tc_sk24r2";
     case TcSkShape::w16r4: return "cuda:ew_spmv_tc_sk16r4";
+    case TcSkShape::w16r3p: return "cuda:ew_spmv_tc_skp";
+    case TcSkShape::w16r3s: return "cuda:ew_spmv_tc_sks";
+    case TcSkShape::w16r3b: return "cuda:ew_spmv_tc_skb";
+    case TcSkShape::w16r4b: return "cuda:ew_spmv_tc_sk16r4b";
+    case TcSkShape::w24r2b: return "cuda:ew_spmv_tc_sk24r2b";
     default: return "cuda:ew_spmv_tc_sk";
   }
 }

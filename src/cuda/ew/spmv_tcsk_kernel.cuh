@@ -65,7 +65,12 @@ namespace sparsenm::cuda::ew {
 /// own table, table copies and lane X offset; everything else is shared.
 /// WARPS_ / RING_ (session 8c): warps per CTA (the launch bound) and ring stages per warp; the base's
 /// kRing stays kTcSkRing (it only selects the 8-byte 2:8 selector entries).
-template <class T, int NN_, int MM_, bool SP_ = false, int WARPS_ = kTcSkMaxWarps, int RING_ = kTcSkRing>
+/// FIX_ (session 9b, bits of kTcSkFix*): kTcSkFixPrologue stages X in pieces (one cp.async.bulk per piece row, one
+/// mbarrier per piece) and lets each warp start on its first tile as soon as that tile and the X piece it needs have
+/// landed (no CTA-wide wait for X or for the other warps' first tiles); kTcSkFixSettle adds each boundary partial as
+/// one 16-byte RED per lane (4x fewer workspace atomics) and reads the completed row blocks back with plain L2 loads
+/// and stores (no atomicExch per value).
+template <class T, int NN_, int MM_, bool SP_ = false, int WARPS_ = kTcSkMaxWarps, int RING_ = kTcSkRing, int FIX_ = 0>
 struct TcSkTraits : SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing> {
   using Base = SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing>;
   static constexpr bool kSp = SP_;
@@ -76,8 +81,10 @@ struct TcSkTraits : SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing> {
   static_assert(SP_ || kTabCopyMask == Base::kTabCopyMask, "dense table copies unchanged");
   static constexpr int kR = RING_;
   static constexpr int kWarps = WARPS_;
+  static constexpr int kFix = FIX_;
+  static_assert(FIX_ >= 0 && FIX_ <= (kTcSkFixPrologue | kTcSkFixSettle), "fix bits");
   static_assert(RING_ >= 2 && WARPS_ >= 1 && WARPS_ * 32 <= 1024, "ring of >= 2 stages, <= 32 warps");
-  static_assert(!SP_ || (WARPS_ == kTcSkMaxWarps && RING_ == kTcSkRing), "tc_sp: the session-8 shape only");
+  static_assert(!SP_ || (WARPS_ == kTcSkMaxWarps && RING_ == kTcSkRing && FIX_ == 0), "tc_sp: the session-8 shape only");
   static constexpr int kValBytes = 4 * 32 * 16;           ///< a tile's value vectors
   static constexpr int kIdxBytes = Base::B * 32 * 4;      ///< a tile's index words
   static constexpr int kTileBytes = kValBytes + kIdxBytes;  ///< one ring stage
@@ -121,6 +128,9 @@ __device__ __forceinline__ void ring_read(tc_detail::Tile<Tr>& t, const unsigned
 
 /// Settles the warp's pending segments (lane i < np: row block prb, pcnt tiles, already added to the
 /// workspace): one fence, every counter bumped at once, the completed row blocks read back to Y.
+/// LEAN (session 9b): the read-back is one plain 16-byte L2 load and one zero store per lane and row block (lane l:
+/// row l / 2, columns 4 (l % 2) .. + 3), not 4 atomicExch per lane; the counter is reset by a plain store.
+template <bool LEAN = false>
 __device__ __forceinline__ void settle(const TcSkArgs& a, int np, int prb, unsigned pcnt, int lane) {
   __threadfence();  // this lane's workspace adds before any counter bump of the warp
   __syncwarp();
@@ -135,15 +145,31 @@ __device__ __forceinline__ void settle(const TcSkArgs& a, int np, int prb, unsig
     const int i = __ffs(done) - 1;
     done &= done - 1u;
     const int rb = __shfl_sync(0xffffffffu, prb, i);
+    if constexpr (LEAN) {
+      // Every contributor's adds happened before its counter bump (fence), the bump before ours: a plain L2
+      // load (.cg: not L1) after our fence sees the sums. Zeroed for the next launch by a plain store.
+      const int row = rb * 16 + (lane >> 1), c4 = (lane & 1) * 4;
+      float4* wp = reinterpret_cast<float4*>(a.ws + std::size_t(row) * 8 + c4);
+      const float4 v = __ldcg(wp);
+      __stcg(wp, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+      if (row < a.n) {
+        const float vv[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int row = rb * 16 + g + (e >> 1) * 8, xr = 2 * tq + (e & 1);
-      if (xr < a.m) {
-        const float s = atomicExch(a.ws + std::size_t(row) * 8 + xr, 0.0f);
-        if (row < a.n) tc_detail::store_y(a.y, std::size_t(xr) * a.n + row, s, a.y_dtype);
+        for (int j = 0; j < 4; ++j)
+          if (c4 + j < a.m) tc_detail::store_y(a.y, std::size_t(c4 + j) * a.n + row, vv[j], a.y_dtype);
       }
+      if (lane == i) __stcg(a.cnt + rb, 0u);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = rb * 16 + g + (e >> 1) * 8, xr = 2 * tq + (e & 1);
+        if (xr < a.m) {
+          const float s = atomicExch(a.ws + std::size_t(row) * 8 + xr, 0.0f);
+          if (row < a.n) tc_detail::store_y(a.y, std::size_t(xr) * a.n + row, s, a.y_dtype);
+        }
+      }
+      if (lane == i) atomicExch(a.cnt + rb, 0u);
     }
-    if (lane == i) atomicExch(a.cnt + rb, 0u);
   }
 }
 
@@ -153,6 +179,12 @@ template <class Tr>
 __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const __grid_constant__ TcSkArgs a) {
   extern __shared__ __align__(128) unsigned char tcsk_smem[];
   constexpr int R = Tr::kR, TB = Tr::kTileBytes;
+  constexpr bool kLean = (Tr::kFix & kTcSkFixSettle) != 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  constexpr bool kV4 = false;  // the 16-byte float RED is sm_90
+#else
+  constexpr bool kV4 = kLean;
+#endif
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
   const long long W = a.warps_total, U = a.units;
   const long long gw = (long long)blockIdx.x * a.cta_warps + warp;
@@ -184,7 +216,60 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
     }
   }
   unsigned char* xs = tcsk_smem + a.x_off;
-  {
+  // Session 9b prologue (kTcSkFixPrologue, sm_90: cp.async.bulk + mbarrier.try_wait; the sm_80 build of the same
+  // instance takes the whole-span path below): X in pieces of 2^ps tiles (<= 32 pieces), piece p copied by thread p
+  // (one bulk copy per X row, completing on mbarrier p); the zero padding (rows >= m, columns >= k) and the table
+  // are written by the threads before the one __syncthreads, which then waits for no memory. `ready`: the pieces
+  // this warp has seen complete (bit p).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  constexpr bool kPieces = false;
+#else
+  constexpr bool kPieces = (Tr::kFix & kTcSkFixPrologue) != 0;
+#endif
+  const bool pieces = kPieces && a.x_vec && ncols > 0;
+  const int span_t0 = col0 / Tr::kTileCols;
+  int ps = 0;
+  unsigned ready = ~0u;
+  if (pieces) {
+    const int span_tiles = ncols / Tr::kTileCols;
+    while (((span_tiles + (1 << ps) - 1) >> ps) > 32) ++ps;
+    const int npieces = (span_tiles + (1 << ps) - 1) >> ps;
+    ready = npieces >= 32 ? 0u : ~0u << npieces;
+    const int nv = ncols / 8, kv = (a.k - col0) / 8;  // 16-byte vectors per staged row; those before column k
+    const unsigned base = sm0 + unsigned(a.x_off);
+    // zeros: rows m..7 over the span, and columns k.. of rows < m (k % 8 == 0 on this path)
+    for (int e = threadIdx.x; e < (8 - a.m) * nv; e += int(blockDim.x)) {
+      const int r = e / nv, v = e - r * nv;
+      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(base + unsigned((a.m + r) * a.pitch + v * 16)), "r"(0u)
+                   : "memory");
+    }
+    if (kv < nv) {
+      const int nt = nv - kv;
+      for (int e = threadIdx.x; e < a.m * nt; e += int(blockDim.x)) {
+        const int r = e / nt, v = kv + (e - r * nt);
+        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(base + unsigned(r * a.pitch + v * 16)), "r"(0u)
+                     : "memory");
+      }
+    }
+    if (int(threadIdx.x) < npieces) {
+      const int p = int(threadIdx.x);
+      const unsigned bar = sm0 + unsigned(a.bar_off) + unsigned(8 * p);
+      const int tl = p << ps, th = min(span_tiles, (p + 1) << ps);
+      const int cl = col0 + tl * Tr::kTileCols, ch = min(a.k, col0 + th * Tr::kTileCols);
+      const unsigned bytes = unsigned(ch - cl) * 2u;  // > 0: every tile of the span starts before k
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes * unsigned(a.m)) : "memory");
+      const unsigned short* x = static_cast<const unsigned short*>(a.x);
+      for (int r = 0; r < a.m; ++r)
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                         base + unsigned(r * a.pitch + tl * Tr::kTileCols * 2)),
+                     "l"(x + std::size_t(r) * a.k + cl), "r"(bytes), "r"(bar)
+                     : "memory");
+    }
+    __syncthreads();  // the table, the zeros and the mbarrier inits
+  } else {
     const unsigned short* x = static_cast<const unsigned short*>(a.x);
     if (a.x_vec) {  // k % 8 == 0 and x 16-byte aligned: a vector is wholly inside or past k
       const int nv = ncols / 8;  // ncols is a multiple of 64 M / N
@@ -236,6 +321,19 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
     tc_detail::Tile<Tr> tile;
     tcsk::ring_read<Tr>(tile, ring + stage * TB, lane);
     const int t = c * a.kc + tt;  // tile along the row
+    if constexpr (kPieces) {
+      const int pc = (t - span_t0) >> ps;
+      if (!((ready >> pc) & 1u)) {  // warp-uniform: first use of piece pc by this warp
+        const unsigned bar = sm0 + unsigned(a.bar_off) + unsigned(8 * pc);
+        unsigned done = 0;
+        while (!done)
+          asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+                       : "=r"(done)
+                       : "r"(bar)
+                       : "memory");
+        ready |= 1u << pc;
+      }
+    }
     if constexpr (Tr::kSp)
       tcsp::compute_tile<Tr>(tile, acc, xw0 + (t * Tr::kTileCols - col0) * 2, tcsk_smem,
                              unsigned(Tr::kTabCopyBytes) * unsigned(lane & Tr::kTabCopyMask), tq);
@@ -260,6 +358,21 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
           const int row = rb * 16 + g + (e >> 1) * 8, xr = 2 * tq + (e & 1);
           if (row < a.n && xr < a.m) tc_detail::store_y(a.y, std::size_t(xr) * a.n + row, s[e], a.y_dtype);
         }
+      } else if constexpr (kV4) {
+        // One 16-byte RED per lane: the quad pair (tq, tq ^ 1) swaps half its values so that the even lane
+        // holds row g, columns 2 tq .. 2 tq + 3 and the odd one row g + 8, columns 2 (tq - 1) .. + 3. The
+        // columns >= m are added too (0, or NaN from 0 x Inf in a padded X row): the read-back zeroes all 8.
+        const bool odd = (tq & 1) != 0;
+        const float o0 = __shfl_xor_sync(0xffffffffu, odd ? s[0] : s[2], 1);
+        const float o1 = __shfl_xor_sync(0xffffffffu, odd ? s[1] : s[3], 1);
+        const float4 v = odd ? make_float4(o0, o1, s[2], s[3]) : make_float4(s[0], s[1], o0, o1);
+        const int row = rb * 16 + g + (odd ? 8 : 0);
+        atomicAdd(reinterpret_cast<float4*>(a.ws + std::size_t(row) * 8 + (tq & 2) * 2), v);  // RED.128
+        if (lane == np) prb = rb, pcnt = unsigned(ntile);
+        if (++np == 32) {
+          tcsk::settle<kLean>(a, np, prb, pcnt, lane);
+          np = 0;
+        }
       } else {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
@@ -268,7 +381,7 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
         }
         if (lane == np) prb = rb, pcnt = unsigned(ntile);
         if (++np == 32) {
-          tcsk::settle(a, np, prb, pcnt, lane);
+          tcsk::settle<kLean>(a, np, prb, pcnt, lane);
           np = 0;
         }
       }
@@ -283,7 +396,7 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
       tstart = tt;
     }
   }
-  if (np > 0) tcsk::settle(a, np, prb, pcnt, lane);
+  if (np > 0) tcsk::settle<kLean>(a, np, prb, pcnt, lane);
 }
 
 }  // namespace sparsenm::cuda::ew
