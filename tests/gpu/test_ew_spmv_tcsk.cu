@@ -878,7 +878,8 @@ void piece_path_cases(sew::TcSkShape shape, std::uint64_t seed) {
         if (m % 2 == 0) {  // split rows at warp and CTA boundaries, chunks
           c.grid = 2 + m % 5;
           c.warps = std::min(cw, 3 + m);
-          c.kc = 1 + m % 3;
+          const std::int64_t tc = 64 * p.m / p.n, tiles = (c.k + tc - 1) / tc;
+          c.kc = int(std::min<std::int64_t>(1 + m % 3, tiles));
         }
         check(c, seed++);
       }
@@ -993,18 +994,30 @@ TEST(EwSpmvTcSkBSmoke, SanitizerSmoke) {
   }
 }
 
-// A smaller set for compute-sanitizer racecheck (the settle and the X pieces are synchronization changes): tc_skb
-// and tc_sk24r2b on the piece path with split rows at warp and CTA boundaries, 2 chunks, m = 5.
-TEST(EwSpmvTcSkBRace, RacecheckSmoke) {
+// A smaller set for compute-sanitizer racecheck (the settle and the X pieces are synchronization changes), on the
+// piece path with split rows at warp and CTA boundaries, 2 chunks, m = 5 / 8: the X pieces (tc_skb, tc_sk24r2b),
+// the settle alone (tc_sks, whose shared memory use is the old kernel's) and the old kernel, one test each so that
+// the tool's reports can be told apart by test.
+void race_cases(sew::TcSkShape s) {
+  SkCase c{Pattern::element(2, 8), 150, 3000, 5, DType::f16, DType::f16, 3, 6, 5};
+  c.shape = s;
+  check(c, 1601 + std::uint64_t(s));
+  SkCase d{Pattern::element(1, 16), 40, 4104, 8, DType::bf16, DType::f32, 2, 3, 2};
+  d.shape = s;
+  check(d, 1611 + std::uint64_t(s));
+}
+TEST(EwSpmvTcSkBRace, Pieces) {
   EW_REQUIRE_DEVICE();
-  for (auto s : {sew::TcSkShape::w16r3b, sew::TcSkShape::w24r2b}) {
-    SkCase c{Pattern::element(2, 8), 150, 3000, 5, DType::f16, DType::f16, 3, 6, 5};
-    c.shape = s;
-    check(c, 1601 + std::uint64_t(s));
-    SkCase d{Pattern::element(1, 16), 40, 4104, 8, DType::bf16, DType::f32, 2, 3, 2};
-    d.shape = s;
-    check(d, 1611 + std::uint64_t(s));
-  }
+  race_cases(sew::TcSkShape::w16r3b);
+  race_cases(sew::TcSkShape::w24r2b);
+}
+TEST(EwSpmvTcSkBRace, SettleOnly) {
+  EW_REQUIRE_DEVICE();
+  race_cases(sew::TcSkShape::w16r3s);
+}
+TEST(EwSpmvTcSkBRace, OldKernel) {
+  EW_REQUIRE_DEVICE();
+  race_cases(sew::TcSkShape::w16r3);
 }
 
 }  // namespace

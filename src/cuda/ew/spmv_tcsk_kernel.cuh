@@ -109,6 +109,15 @@ __device__ __forceinline__ void ring_issue(unsigned st, const TcSkArgs& a, long 
                  "l"(gi + lane * 16)
                  : "memory");
 }
+/// p[0..3] += v as one 16-byte global RED (sm_90: atomicAdd(float4*)); the sm_80 build never calls it (kV4 there is
+/// false) but compiles four scalar adds.
+__device__ __forceinline__ void red_v4(float* p, float4 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float4*>(p), v);
+#else
+  atomicAdd(p, v.x), atomicAdd(p + 1, v.y), atomicAdd(p + 2, v.z), atomicAdd(p + 3, v.w);
+#endif
+}
 __device__ __forceinline__ void ring_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void ring_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
@@ -231,6 +240,7 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
   int ps = 0;
   unsigned ready = ~0u;
   if (pieces) {
+    if constexpr (kPieces) {  // (no sm_90 instruction reaches the sm_80 build)
     const int span_tiles = ncols / Tr::kTileCols;
     while (((span_tiles + (1 << ps) - 1) >> ps) > 32) ++ps;
     const int npieces = (span_tiles + (1 << ps) - 1) >> ps;
@@ -267,6 +277,7 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
                          base + unsigned(r * a.pitch + tl * Tr::kTileCols * 2)),
                      "l"(x + std::size_t(r) * a.k + cl), "r"(bytes), "r"(bar)
                      : "memory");
+    }
     }
     __syncthreads();  // the table, the zeros and the mbarrier inits
   } else {
@@ -367,7 +378,7 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
         const float o1 = __shfl_xor_sync(0xffffffffu, odd ? s[1] : s[3], 1);
         const float4 v = odd ? make_float4(o0, o1, s[2], s[3]) : make_float4(s[0], s[1], o0, o1);
         const int row = rb * 16 + g + (odd ? 8 : 0);
-        atomicAdd(reinterpret_cast<float4*>(a.ws + std::size_t(row) * 8 + (tq & 2) * 2), v);  // RED.128
+        tcsk::red_v4(a.ws + std::size_t(row) * 8 + (tq & 2) * 2, v);  // RED.128
         if (lane == np) prb = rb, pcnt = unsigned(ntile);
         if (++np == 32) {
           tcsk::settle<kLean>(a, np, prb, pcnt, lane);
