@@ -53,11 +53,10 @@ const char* shape_name(sew::TcSkShape s) {
     case sew::TcSkShape::w24r3: return " w24r3";
     case sew::TcSkShape::w24r2: return " w24r2";
     case sew::TcSkShape::w16r4: return " w16r4";
-    case sew::TcSkShape::w16r3p: return " w16r3p";
     case sew::TcSkShape::w16r3s: return " w16r3s";
-    case sew::TcSkShape::w16r3b: return " w16r3b";
     case sew::TcSkShape::w16r4b: return " w16r4b";
-    case sew::TcSkShape::w24r2b: return " w24r2b";
+    case sew::TcSkShape::w16r4s: return " w16r4s";
+    case sew::TcSkShape::w24r2s: return " w24r2s";
     default: return "";
   }
 }
@@ -835,10 +834,11 @@ TEST(EwSpmvTcSkWSmoke, SanitizerSmoke) {
   }
 }
 
-// Session 9b: the prologue / settle fixes on the shipped shapes (tc_skb, tc_sk16r4b, tc_sk24r2b) and one fix each
-// (tc_skp, tc_sks).
-const std::vector<sew::TcSkShape> kFixShapes = {sew::TcSkShape::w16r3b, sew::TcSkShape::w16r4b, sew::TcSkShape::w24r2b,
-                                                sew::TcSkShape::w16r3p, sew::TcSkShape::w16r3s};
+// Session 9b: the lean settle on the three shipped shapes (tc_sks, tc_sk16r4s, tc_sk24r2s) and with X staged in
+// pieces too on the 16 x 4 shape (tc_sk16r4b). (The run at d721585 also tested tc_skp, tc_skb, tc_sk24r2b, dropped
+// after it.)
+const std::vector<sew::TcSkShape> kFixShapes = {sew::TcSkShape::w16r3s, sew::TcSkShape::w16r4b, sew::TcSkShape::w16r4s,
+                                                sew::TcSkShape::w24r2s};
 
 TEST(EwSpmvTcSkB, EveryPatternMAndDtype) {
   EW_REQUIRE_DEVICE();
@@ -937,9 +937,11 @@ TEST(EwSpmvTcSkBHost, PlanBounds) {
       for (const Pattern& p : compiled()) EXPECT_NE(sew::find_spmv_tcsk(t, p.n, p.m, false, s), nullptr) << p.str();
   }
   EXPECT_EQ(sew::tcsk_shape_fix(sew::TcSkShape::w16r3), 0);
-  EXPECT_EQ(sew::tcsk_shape_fix(sew::TcSkShape::w16r3p), sew::kTcSkFixPrologue);
+  EXPECT_EQ(sew::tcsk_shape_fix(sew::TcSkShape::w16r4b), sew::kTcSkFixPrologue | sew::kTcSkFixSettle);
   EXPECT_EQ(sew::tcsk_shape_fix(sew::TcSkShape::w16r3s), sew::kTcSkFixSettle);
-  EXPECT_EQ(sew::tcsk_shape_ring(sew::TcSkShape::w24r2b), 2);
+  EXPECT_EQ(sew::tcsk_shape_ring(sew::TcSkShape::w24r2s), 2);
+  EXPECT_EQ(sew::tcsk_shape_warps(sew::TcSkShape::w24r2s), 24);
+  EXPECT_EQ(sew::tcsk_shape_ring(sew::TcSkShape::w16r4s), 4);
   EXPECT_EQ(sew::tcsk_shape_ring(sew::TcSkShape::w16r4b), 4);
 }
 
@@ -953,9 +955,9 @@ TEST(EwSpmvTcSkBPlan, RacedOptInAndForcedRun) {
   d.y_dtype = DType::f16;
   unsetenv("SPARSENM_RACE_TC_SKW");
   const Plan plan0 = Plan::create(w, d);
-  for (const char* kn : {"cuda:ew_spmv_tc_skb [", "cuda:ew_spmv_tc_sk16r4b [", "cuda:ew_spmv_tc_sk24r2b ["})  // raced
+  for (const char* kn : {"cuda:ew_spmv_tc_sks [", "cuda:ew_spmv_tc_sk16r4b ["})  // raced
     EXPECT_NE(plan0.reason().find(kn), std::string::npos) << plan0.reason();
-  for (const char* kn : {"ew_spmv_tc_skp is opt-in", "ew_spmv_tc_sks is opt-in"})
+  for (const char* kn : {"ew_spmv_tc_sk16r4s is opt-in", "ew_spmv_tc_sk24r2s is opt-in"})
     EXPECT_NE(plan0.reason().find(kn), std::string::npos) << plan0.reason();
   const auto x = random_matrix(DType::f16, 8, k, 932);
   run_plan_twice_and_check(plan0, x, w);
@@ -995,7 +997,7 @@ TEST(EwSpmvTcSkBSmoke, SanitizerSmoke) {
 }
 
 // A smaller set for compute-sanitizer racecheck (the settle and the X pieces are synchronization changes), on the
-// piece path with split rows at warp and CTA boundaries, 2 chunks, m = 5 / 8: the X pieces (tc_skb, tc_sk24r2b),
+// piece path with split rows at warp and CTA boundaries, 2 chunks, m = 5 / 8: the X pieces (tc_sk16r4b),
 // the settle alone (tc_sks, whose shared memory use is the old kernel's) and the old kernel, one test each so that
 // the tool's reports can be told apart by test.
 void race_cases(sew::TcSkShape s) {
@@ -1008,8 +1010,7 @@ void race_cases(sew::TcSkShape s) {
 }
 TEST(EwSpmvTcSkBRace, Pieces) {
   EW_REQUIRE_DEVICE();
-  race_cases(sew::TcSkShape::w16r3b);
-  race_cases(sew::TcSkShape::w24r2b);
+  race_cases(sew::TcSkShape::w16r4b);
 }
 TEST(EwSpmvTcSkBRace, SettleOnly) {
   EW_REQUIRE_DEVICE();

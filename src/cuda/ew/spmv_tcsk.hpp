@@ -59,22 +59,25 @@ constexpr int kTcSkBarBytes = 32 * 8;  ///< the X pieces' mbarriers
 /// warps, 4 stages: 48 tiles in flight at tc_sk's 4 warps per scheduler). tc_sp exists as w16r3 only.
 /// (Session 9 tried 12 x 6, 8 x 8 and the w16r4 / w24r2 rings plus an L2 prefetch: slower in every bar case,
 /// removed in session 9b; docs/PERF.md "Session 9 measured".)
-/// Session 9b: the same loop with the fixes of the prologue / settle (kTcSkFix*): w16r3p "cuda:ew_spmv_tc_skp"
-/// (prologue only), w16r3s "cuda:ew_spmv_tc_sks" (settle only), w16r3b / w16r4b / w24r2b "cuda:ew_spmv_tc_skb" /
-/// "_sk16r4b" / "_sk24r2b" (both, on the three shipped shapes).
-enum class TcSkShape : int { w16r3 = 0, w24r3 = 1, w24r2 = 2, w16r4 = 3, w16r3p = 4, w16r3s = 5, w16r3b = 6, w16r4b = 7, w24r2b = 8 };
+/// Session 9b (docs/PERF.md "Session 9b measured"): w16r3s "cuda:ew_spmv_tc_sks" (the settle fix on the tc_sk shape;
+/// raced), w16r4b "cuda:ew_spmv_tc_sk16r4b" (both fixes on the tc_sk16r4 shape; raced), w16r4s / w24r2s
+/// "cuda:ew_spmv_tc_sk16r4s" / "_sk24r2s" (the settle fix on the tc_sk16r4 / tc_sk24r2 shapes; built after the
+/// session's device call, not run on a GPU yet: opt-in). The forms measured in 9b and dropped: tc_skp (prologue fix
+/// alone), tc_skb (both on tc_sk), tc_sk24r2b (both on tc_sk24r2): the fastest in no case.
+enum class TcSkShape : int { w16r3 = 0, w24r3 = 1, w24r2 = 2, w16r4 = 3, w16r3s = 4, w16r4b = 5, w16r4s = 6, w24r2s = 7 };
 constexpr int tcsk_shape_warps(TcSkShape s) {
-  return s == TcSkShape::w24r3 || s == TcSkShape::w24r2 || s == TcSkShape::w24r2b ? 24 : 16;
+  return s == TcSkShape::w24r3 || s == TcSkShape::w24r2 || s == TcSkShape::w24r2s ? 24 : 16;
 }
 constexpr int tcsk_shape_ring(TcSkShape s) {
-  return s == TcSkShape::w24r2 || s == TcSkShape::w24r2b ? 2 : s == TcSkShape::w16r4 || s == TcSkShape::w16r4b ? 4 : 3;
+  return s == TcSkShape::w24r2 || s == TcSkShape::w24r2s                                 ? 2
+         : s == TcSkShape::w16r4 || s == TcSkShape::w16r4b || s == TcSkShape::w16r4s ? 4
+                                                                                          : 3;
 }
 /// The kTcSkFix* bits of a shape (0: the session-8 kernel).
 constexpr int tcsk_shape_fix(TcSkShape s) {
-  return s == TcSkShape::w16r3p                                                      ? kTcSkFixPrologue
-         : s == TcSkShape::w16r3s                                                    ? kTcSkFixSettle
-         : s == TcSkShape::w16r3b || s == TcSkShape::w16r4b || s == TcSkShape::w24r2b ? kTcSkFixPrologue | kTcSkFixSettle
-                                                                                      : 0;
+  return s == TcSkShape::w16r4b                                                        ? kTcSkFixPrologue | kTcSkFixSettle
+         : s == TcSkShape::w16r3s || s == TcSkShape::w16r4s || s == TcSkShape::w24r2s ? kTcSkFixSettle
+                                                                                        : 0;
 }
 /// The plan candidate's name of a dense shape ("cuda:ew_spmv_tc_sk" for w16r3).
 constexpr const char* tcsk_shape_kernel(TcSkShape s) {
@@ -82,11 +85,10 @@ constexpr const char* tcsk_shape_kernel(TcSkShape s) {
     case TcSkShape::w24r3: return "cuda:ew_spmv_tc_sk24";
     case TcSkShape::w24r2: return "cuda:ew_spmv_tc_sk24r2";
     case TcSkShape::w16r4: return "cuda:ew_spmv_tc_sk16r4";
-    case TcSkShape::w16r3p: return "cuda:ew_spmv_tc_skp";
     case TcSkShape::w16r3s: return "cuda:ew_spmv_tc_sks";
-    case TcSkShape::w16r3b: return "cuda:ew_spmv_tc_skb";
     case TcSkShape::w16r4b: return "cuda:ew_spmv_tc_sk16r4b";
-    case TcSkShape::w24r2b: return "cuda:ew_spmv_tc_sk24r2b";
+    case TcSkShape::w16r4s: return "cuda:ew_spmv_tc_sk16r4s";
+    case TcSkShape::w24r2s: return "cuda:ew_spmv_tc_sk24r2s";
     default: return "cuda:ew_spmv_tc_sk";
   }
 }

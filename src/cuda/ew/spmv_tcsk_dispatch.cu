@@ -35,11 +35,10 @@ TcSkLaunchFn find_dense(int pn, int pm, TcSkShape shape) {
     case TcSkShape::w24r3: return find_typed<T, false, 24, 3>(pn, pm);
     case TcSkShape::w24r2: return find_typed<T, false, 24, 2>(pn, pm);
     case TcSkShape::w16r4: return find_typed<T, false, 16, 4>(pn, pm);
-    case TcSkShape::w16r3p: return find_typed<T, false, 16, 3, kTcSkFixPrologue>(pn, pm);
     case TcSkShape::w16r3s: return find_typed<T, false, 16, 3, kTcSkFixSettle>(pn, pm);
-    case TcSkShape::w16r3b: return find_typed<T, false, 16, 3, kTcSkFixPrologue | kTcSkFixSettle>(pn, pm);
     case TcSkShape::w16r4b: return find_typed<T, false, 16, 4, kTcSkFixPrologue | kTcSkFixSettle>(pn, pm);
-    case TcSkShape::w24r2b: return find_typed<T, false, 24, 2, kTcSkFixPrologue | kTcSkFixSettle>(pn, pm);
+    case TcSkShape::w16r4s: return find_typed<T, false, 16, 4, kTcSkFixSettle>(pn, pm);
+    case TcSkShape::w24r2s: return find_typed<T, false, 24, 2, kTcSkFixSettle>(pn, pm);
   }
   return nullptr;
 }

@@ -70,6 +70,11 @@ namespace sparsenm::cuda::ew {
 /// landed (no CTA-wide wait for X or for the other warps' first tiles); kTcSkFixSettle adds each boundary partial as
 /// one 16-byte RED per lane (4x fewer workspace atomics) and reads the completed row blocks back with plain L2 loads
 /// and stores (no atomicExch per value).
+/// Measured (H200, d721585, 28672 x 8192 m = 8): the settle fix alone 3.1 / 3.5 us faster at 2:8 / 1:8 (tc_sks 47.4 /
+/// 38.7 us vs tc_sk 50.4 / 42.2); the prologue fix alone 0.9 us slower at 2:8, 1.8 faster at 1:8: the lanes of one
+/// warp issue every piece's mbarrier init and bulk copies, uniform-datapath instructions that run once per lane (an
+/// ELECT loop), and the other warps wait at the __syncthreads (ncu: 9.7 % of all samples). Next: one issuing lane per
+/// warp (pieces spread over the warps), not built.
 template <class T, int NN_, int MM_, bool SP_ = false, int WARPS_ = kTcSkMaxWarps, int RING_ = kTcSkRing, int FIX_ = 0>
 struct TcSkTraits : SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing> {
   using Base = SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing>;

@@ -35,8 +35,8 @@ void launch_spmv_tcsk(const TcSkArgs& a, const TcSkConfig& cfg, cudaStream_t str
   template void ::sparsenm::cuda::ew::launch_spmv_tcsk<::sparsenm::cuda::ew::TcSkTraits<T, NN, MM, false, W, R>>( \
       const ::sparsenm::cuda::ew::TcSkArgs&, const ::sparsenm::cuda::ew::TcSkConfig&, cudaStream_t);
 
-// Session 9b: the dense kernel at W warps, R ring stages with the prologue / settle fixes FIX (TcSkShape w16r3p / w16r3s /
-// w16r3b / w16r4b / w24r2b).
+// Session 9b: the dense kernel at W warps, R ring stages with the prologue / settle fixes FIX (TcSkShape w16r3s / w16r4b /
+// w16r4s / w24r2s).
 #define SPARSENM_EW_SPMV_TCSKB_INSTANCE(T, NN, MM, W, R, FIX)                                                           \
   template void ::sparsenm::cuda::ew::launch_spmv_tcsk<::sparsenm::cuda::ew::TcSkTraits<T, NN, MM, false, W, R, FIX>>( \
       const ::sparsenm::cuda::ew::TcSkArgs&, const ::sparsenm::cuda::ew::TcSkConfig&, cudaStream_t);
