@@ -57,6 +57,7 @@ const char* shape_name(sew::TcSkShape s) {
     case sew::TcSkShape::w16r4b: return " w16r4b";
     case sew::TcSkShape::w16r4s: return " w16r4s";
     case sew::TcSkShape::w24r2s: return " w24r2s";
+    case sew::TcSkShape::w16r4c: return " w16r4c";
     default: return "";
   }
 }
@@ -838,7 +839,7 @@ TEST(EwSpmvTcSkWSmoke, SanitizerSmoke) {
 // pieces too on the 16 x 4 shape (tc_sk16r4b). (The run at d721585 also tested tc_skp, tc_skb, tc_sk24r2b, dropped
 // after it.)
 const std::vector<sew::TcSkShape> kFixShapes = {sew::TcSkShape::w16r3s, sew::TcSkShape::w16r4b, sew::TcSkShape::w16r4s,
-                                                sew::TcSkShape::w24r2s};
+                                                sew::TcSkShape::w24r2s, sew::TcSkShape::w16r4c};
 
 TEST(EwSpmvTcSkB, EveryPatternMAndDtype) {
   EW_REQUIRE_DEVICE();
@@ -957,7 +958,7 @@ TEST(EwSpmvTcSkBPlan, RacedOptInAndForcedRun) {
   const Plan plan0 = Plan::create(w, d);
   for (const char* kn : {"cuda:ew_spmv_tc_sks [", "cuda:ew_spmv_tc_sk16r4b ["})  // raced
     EXPECT_NE(plan0.reason().find(kn), std::string::npos) << plan0.reason();
-  for (const char* kn : {"ew_spmv_tc_sk16r4s is opt-in", "ew_spmv_tc_sk24r2s is opt-in"})
+  for (const char* kn : {"ew_spmv_tc_sk16r4s is opt-in", "ew_spmv_tc_sk24r2s is opt-in", "ew_spmv_tc_sk16r4c is opt-in"})
     EXPECT_NE(plan0.reason().find(kn), std::string::npos) << plan0.reason();
   const auto x = random_matrix(DType::f16, 8, k, 932);
   run_plan_twice_and_check(plan0, x, w);
@@ -1011,6 +1012,7 @@ void race_cases(sew::TcSkShape s) {
 TEST(EwSpmvTcSkBRace, Pieces) {
   EW_REQUIRE_DEVICE();
   race_cases(sew::TcSkShape::w16r4b);
+  race_cases(sew::TcSkShape::w16r4c);
 }
 TEST(EwSpmvTcSkBRace, SettleOnly) {
   EW_REQUIRE_DEVICE();

@@ -15,7 +15,8 @@
 // rings measured slower everywhere and were removed in session 9b), "cuda:ew_spmv_tc_sks" (session 9b: tc_sk
 // with the lean settle: 16-byte REDs, plain read-back; raced), "cuda:ew_spmv_tc_sk16r4b" (tc_sk16r4 with the lean
 // settle and X staged in pieces on mbarriers; raced), "cuda:ew_spmv_tc_sk16r4s" / "_sk24r2s" (the lean settle on
-// the tc_sk16r4 / tc_sk24r2 shapes; not run on a GPU yet: opt-in, SPARSENM_RACE_TC_SKW=1 races them),
+// the tc_sk16r4 / tc_sk24r2 shapes) and "cuda:ew_spmv_tc_sk16r4c" (tc_sk16r4b with the X-piece issue spread over
+// the warps): not run on a GPU yet: opt-in, SPARSENM_RACE_TC_SKW=1 races them),
 // "cuda:ew_spmv_sk_mb" / "cuda:ew_spmv_sk_mb2" (m = 2..8, f16 / bf16, stream-K split, CUDA cores)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
@@ -564,7 +565,8 @@ KernelCandidate ew_tcsk_candidate(bool sparse, cuda::ew::TcSkShape shape = cuda:
     // Session 9b (docs/PERF.md "Session 9b measured"): tc_sks and tc_sk16r4b are raced (the fastest forms at
     // 28672x8192 2:8 and 12288^2 2:16 in the H200 run at d721585); tc_sk16r4s / tc_sk24r2s (the same settle on the
     // other two shapes) were built after that run and have not run on a GPU: opt-in until a device run races them.
-    const bool unrun = shape == cuda::ew::TcSkShape::w16r4s || shape == cuda::ew::TcSkShape::w24r2s;
+    const bool unrun = shape == cuda::ew::TcSkShape::w16r4s || shape == cuda::ew::TcSkShape::w24r2s ||
+                       shape == cuda::ew::TcSkShape::w16r4c;
     if ((shape == cuda::ew::TcSkShape::w24r3 || unrun) && d.kernel != name) {
       const char* race = std::getenv("SPARSENM_RACE_TC_SKW");
       if (race == nullptr || std::string(race) != "1")
@@ -609,6 +611,7 @@ void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w16r4b));
   r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w16r4s));
   r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w24r2s));
+  r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w16r4c));
   r.add(ew_candidate<true>());
   r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async));
   r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async16));

@@ -50,6 +50,9 @@ constexpr int kTcSkMaxWarps = 16;  ///< warps per CTA (launch bound)
 /// REDs and the completed row blocks read back with plain L2 loads instead of atomicExch.
 constexpr int kTcSkFixPrologue = 1;
 constexpr int kTcSkFixSettle = 2;
+/// With kTcSkFixPrologue: the pieces issued by lane 0 of warp p mod warps (one thread per warp), not by threads 0..P-1
+/// (the lanes of warp 0, which serialise the uniform-datapath mbarrier / bulk-copy instructions: session 9b ncu).
+constexpr int kTcSkFixSpread = 4;
 constexpr int kTcSkBarBytes = 32 * 8;  ///< the X pieces' mbarriers
 
 /// Warps per CTA x ring stages of the dense kernel (session 8c, docs/PERF.md): w16r3 is
@@ -64,18 +67,21 @@ constexpr int kTcSkBarBytes = 32 * 8;  ///< the X pieces' mbarriers
 /// "cuda:ew_spmv_tc_sk16r4s" / "_sk24r2s" (the settle fix on the tc_sk16r4 / tc_sk24r2 shapes; built after the
 /// session's device call, not run on a GPU yet: opt-in). The forms measured in 9b and dropped: tc_skp (prologue fix
 /// alone), tc_skb (both on tc_sk), tc_sk24r2b (both on tc_sk24r2): the fastest in no case.
-enum class TcSkShape : int { w16r3 = 0, w24r3 = 1, w24r2 = 2, w16r4 = 3, w16r3s = 4, w16r4b = 5, w16r4s = 6, w24r2s = 7 };
+/// w16r4c "cuda:ew_spmv_tc_sk16r4c": tc_sk16r4b with the piece issue spread over the warps (kTcSkFixSpread; built after
+/// the device call: opt-in, not run on a GPU yet).
+enum class TcSkShape : int { w16r3 = 0, w24r3 = 1, w24r2 = 2, w16r4 = 3, w16r3s = 4, w16r4b = 5, w16r4s = 6, w24r2s = 7, w16r4c = 8 };
 constexpr int tcsk_shape_warps(TcSkShape s) {
   return s == TcSkShape::w24r3 || s == TcSkShape::w24r2 || s == TcSkShape::w24r2s ? 24 : 16;
 }
 constexpr int tcsk_shape_ring(TcSkShape s) {
   return s == TcSkShape::w24r2 || s == TcSkShape::w24r2s                                 ? 2
-         : s == TcSkShape::w16r4 || s == TcSkShape::w16r4b || s == TcSkShape::w16r4s ? 4
+         : s == TcSkShape::w16r4 || s == TcSkShape::w16r4b || s == TcSkShape::w16r4s || s == TcSkShape::w16r4c ? 4
                                                                                           : 3;
 }
 /// The kTcSkFix* bits of a shape (0: the session-8 kernel).
 constexpr int tcsk_shape_fix(TcSkShape s) {
-  return s == TcSkShape::w16r4b                                                        ? kTcSkFixPrologue | kTcSkFixSettle
+  return s == TcSkShape::w16r4c                                                        ? kTcSkFixPrologue | kTcSkFixSettle | kTcSkFixSpread
+         : s == TcSkShape::w16r4b                                                      ? kTcSkFixPrologue | kTcSkFixSettle
          : s == TcSkShape::w16r3s || s == TcSkShape::w16r4s || s == TcSkShape::w24r2s ? kTcSkFixSettle
                                                                                         : 0;
 }
@@ -89,6 +95,7 @@ constexpr const char* tcsk_shape_kernel(TcSkShape s) {
     case TcSkShape::w16r4b: return "cuda:ew_spmv_tc_sk16r4b";
     case TcSkShape::w16r4s: return "cuda:ew_spmv_tc_sk16r4s";
     case TcSkShape::w24r2s: return "cuda:ew_spmv_tc_sk24r2s";
+    case TcSkShape::w16r4c: return "cuda:ew_spmv_tc_sk16r4c";
     default: return "cuda:ew_spmv_tc_sk";
   }
 }

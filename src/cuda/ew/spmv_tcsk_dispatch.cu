@@ -39,6 +39,7 @@ TcSkLaunchFn find_dense(int pn, int pm, TcSkShape shape) {
     case TcSkShape::w16r4b: return find_typed<T, false, 16, 4, kTcSkFixPrologue | kTcSkFixSettle>(pn, pm);
     case TcSkShape::w16r4s: return find_typed<T, false, 16, 4, kTcSkFixSettle>(pn, pm);
     case TcSkShape::w24r2s: return find_typed<T, false, 24, 2, kTcSkFixSettle>(pn, pm);
+    case TcSkShape::w16r4c: return find_typed<T, false, 16, 4, kTcSkFixPrologue | kTcSkFixSettle | kTcSkFixSpread>(pn, pm);
   }
   return nullptr;
 }

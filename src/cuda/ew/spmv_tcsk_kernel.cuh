@@ -87,7 +87,8 @@ struct TcSkTraits : SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing> {
   static constexpr int kR = RING_;
   static constexpr int kWarps = WARPS_;
   static constexpr int kFix = FIX_;
-  static_assert(FIX_ >= 0 && FIX_ <= (kTcSkFixPrologue | kTcSkFixSettle), "fix bits");
+  static_assert(FIX_ >= 0 && FIX_ <= (kTcSkFixPrologue | kTcSkFixSettle | kTcSkFixSpread), "fix bits");
+  static_assert(!(FIX_ & kTcSkFixSpread) || (FIX_ & kTcSkFixPrologue), "the spread issue is a form of the piece prologue");
   static_assert(RING_ >= 2 && WARPS_ >= 1 && WARPS_ * 32 <= 1024, "ring of >= 2 stages, <= 32 warps");
   static_assert(!SP_ || (WARPS_ == kTcSkMaxWarps && RING_ == kTcSkRing && FIX_ == 0), "tc_sp: the session-8 shape only");
   static constexpr int kValBytes = 4 * 32 * 16;           ///< a tile's value vectors
@@ -266,8 +267,10 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
                      : "memory");
       }
     }
-    if (int(threadIdx.x) < npieces) {
-      const int p = int(threadIdx.x);
+    // Who issues piece p: thread p (as measured at d721585: the lanes of warp 0, which run the uniform-datapath
+    // mbarrier / bulk-copy instructions once per lane), or with kTcSkFixSpread lane 0 of warp p mod warps.
+    constexpr bool kSpread = (Tr::kFix & kTcSkFixSpread) != 0;
+    auto issue_piece = [&](int p) {
       const unsigned bar = sm0 + unsigned(a.bar_off) + unsigned(8 * p);
       const int tl = p << ps, th = min(span_tiles, (p + 1) << ps);
       const int cl = col0 + tl * Tr::kTileCols, ch = min(a.k, col0 + th * Tr::kTileCols);
@@ -282,6 +285,12 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
                          base + unsigned(r * a.pitch + tl * Tr::kTileCols * 2)),
                      "l"(x + std::size_t(r) * a.k + cl), "r"(bytes), "r"(bar)
                      : "memory");
+    };
+    if constexpr (kSpread) {
+      if (lane == 0)
+        for (int p = warp; p < npieces; p += int(blockDim.x) >> 5) issue_piece(p);
+    } else if (int(threadIdx.x) < npieces) {
+      issue_piece(int(threadIdx.x));
     }
     }
     __syncthreads();  // the table, the zeros and the mbarrier inits
