@@ -51,7 +51,7 @@
 // (ncu 1.63 -> 0.73 per issue) but the time unchanged: 12288^2 m = 32 51.39 us (2 splits) vs 14's
 // 51.68-51.87, ties at m = 16 and at 28672 x 8192. The plan takes it at m > 24 where 14 runs splits.
 //
-// kLoad (variants 17 / 18, session 9): variant 14 (or 13 at one split) with the weight ring filled by
+// kLoad (variant 17, session 9): variant 14 (or 13 at one split) with the weight ring filled by
 // bulk copies instead of per-lane cp.async. Each warp owns kRingStages mbarriers (static shared memory,
 // one per two-record slot, arrival count 1). Lane 0 issues a slot: mbarrier.arrive.expect_tx of 2 x 1152
 // bytes, then two cp.async.bulk global -> shared copies of 1152 bytes (tile 2w's record, tile 2w + 1's
@@ -64,15 +64,15 @@
 // groups are the gathers', so the chunk top waits with wait_group 0 (G(c) is the newest). Records and
 // ring slots are 16-byte aligned (1152 = 72 x 16; the ring starts after the X buffers, multiples of
 // 16 bytes), the bulk copies' only alignment rule. Every issued slot is consumed, so no bulk copy is
-// in flight at the epilogue (the cluster partials reuse the rings). kLoad = 2 (variant 18) adds L2
-// cache policies: the weight bulk copies evict_first (each byte is read once), the X gather's cp.async
-// evict_last (X rows are read by every group) — the question whether the X lines evict or delay the
-// weight lines (PERF-vnm-small.md "Session 9").
+// in flight at the epilogue (the cluster partials reuse the rings). (Variant 18, kLoad = 2, added L2
+// cache policies — weights evict_first, X evict_last; measured within 0.4 % of 17 and removed in session
+// 9b: the ncu showed no re-fetch for a hint to fix.)
 // Measured (H200 848b735, PERF-vnm-small.md "Session 9 measured"): correct (every VnmSmallGpu test incl.
 // BulkRingHw24EveryM, memcheck clean); not faster: 12288^2 m = 32 51.20 (17) / 51.14 (18) us against 14's
 // 51.55 and 16's 50.82; 1.6-2.2 % slower than 12 / 14 at m <= 16 and at 28672 x 8192 (the elected-lane issue:
 // ncu +46 % instructions at m = 1). ncu: the same DRAM bytes and L2 misses as 14 at every m (X never
-// re-fetched), so the hints of 18 change nothing. Opt-in.
+// re-fetched), so the hints of 18 changed nothing (18 removed in session 9b). Opt-in; its mbarrier / bulk-copy
+// wrappers are also those of variant 19 (kernel11.cuh).
 #pragma once
 #include <cooperative_groups.h>
 
@@ -80,7 +80,7 @@
 
 namespace sparsenm::cuda::vnm_small {
 
-/// mbarrier and bulk-copy wrappers of variants 17 / 18 (shared-memory addresses as 32-bit values).
+/// mbarrier and bulk-copy wrappers of variants 17 / 19 (shared-memory addresses as 32-bit values).
 __device__ __forceinline__ void bulk_mbar_init(std::uint32_t bar, std::uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }
@@ -99,31 +99,10 @@ __device__ __forceinline__ void bulk_mbar_wait(std::uint32_t bar, std::uint32_t 
       : "memory");
 }
 /// 1-D bulk copy global -> shared (bytes % 16 == 0, both addresses 16-byte aligned), completing on `bar`.
-template <bool kHint>
-__device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, std::uint32_t bytes, std::uint32_t bar,
-                                          std::uint64_t policy) {
-  if constexpr (kHint)
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar), "l"(policy)
-                 : "memory");
-  else
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst), "l"(src),
-                 "r"(bytes), "r"(bar)
-                 : "memory");
-}
-/// 16-byte cp.async with an L2 cache policy (variant 18's X gather).
-__device__ __forceinline__ void cp16_hint(std::uint32_t dst, const void* src, std::uint64_t policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "l"(policy) : "memory");
-}
-__device__ __forceinline__ std::uint64_t policy_evict_first() {
-  std::uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ std::uint64_t policy_evict_last() {
-  std::uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-  return p;
+__device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, std::uint32_t bytes, std::uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst), "l"(src),
+               "r"(bytes), "r"(bar)
+               : "memory");
 }
 
 template <class Tr, bool kCluster, int kWarps = 4, bool kLong = false, int kLoad = 0>
@@ -144,7 +123,7 @@ __global__ void __launch_bounds__(32 * kWarps, kWarps == 4 && !kLong ? 3 : 2) vn
   static_assert(C % D == 0 && kThreads % U == 0 && D == 4, "lean2: chunk / ring / thread shape");
   static_assert(kWarps == 4 || kWarps == 8, "lean2: 128-row (13 / 14 / 16) or 256-row (15) groups");
   static_assert(!kLong || kWarps == 4, "lean2: the long chunk is variant 16 (4 warps)");
-  static_assert(kLoad == 0 || (kWarps == 4 && !kLong), "lean2: the bulk ring is variants 17 / 18 (14's shape)");
+  static_assert(kLoad == 0 || (kLoad == 1 && kWarps == 4 && !kLong), "lean2: the bulk ring is variant 17 (14's shape)");
 
   extern __shared__ uint4 smem_u4[];
   const std::uint32_t sbase = smem_addr(smem_u4);
@@ -168,9 +147,8 @@ __global__ void __launch_bounds__(32 * kWarps, kWarps == 4 && !kLong ? 3 : 2) vn
   const char* a4 = a16 + 1024 - lane * 12;
   const char* b4 = b16 + 1024 - lane * 12;
   int left = nrec;  // slots (pairs) not yet issued
-  // ---- variants 17 / 18: the slot mbarriers, one per ring slot of this warp (kLoad > 0 only) ----
+  // ---- variant 17: the slot mbarriers, one per ring slot of this warp (kLoad > 0 only) ----
   std::uint32_t bar0 = 0, ringw = 0;
-  std::uint64_t wpolicy = 0, xpolicy = 0;
   const char* wa = wbase + (std::size_t(src0) * std::size_t(p.pairs) + std::size_t(pair0)) * kRec;
   const char* wb = wbase + (std::size_t(src1) * std::size_t(p.pairs) + std::size_t(pair0)) * kRec;
   if constexpr (kLoad > 0) {
@@ -183,13 +161,9 @@ __global__ void __launch_bounds__(32 * kWarps, kWarps == 4 && !kLong ? 3 : 2) vn
       for (int s = 0; s < D; ++s) bulk_mbar_init(bar0 + 8u * std::uint32_t(s), 1u);
       asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the bulk copies' complete_tx
     }
-    if constexpr (kLoad == 2) {
-      wpolicy = policy_evict_first();
-      xpolicy = policy_evict_last();
-    }
     __syncwarp();
 #else
-    __trap();  // sm_90+ only (bulk copies); the plan maps variants 17 / 18 to 4 below sm_90 (geometry_for)
+    __trap();  // sm_90+ only (bulk copies); the plan maps variant 17 to 4 below sm_90 (geometry_for)
 #endif
   }
   auto issue = [&](int slot) {  // slot: a constant after unrolling
@@ -199,8 +173,8 @@ __global__ void __launch_bounds__(32 * kWarps, kWarps == 4 && !kLong ? 3 : 2) vn
         if (lane == 0) {
           const std::uint32_t bar = bar0 + 8u * std::uint32_t(slot), d = ringw + std::uint32_t(slot) * kSlot;
           bulk_mbar_expect_tx(bar, kSlot);
-          bulk_copy<kLoad == 2>(d, wa, kRec, bar, wpolicy);
-          bulk_copy<kLoad == 2>(d + kRec, wb, kRec, bar, wpolicy);
+          bulk_copy(d, wa, kRec, bar);
+          bulk_copy(d + kRec, wb, kRec, bar);
         }
         wa += kRec;
         wb += kRec;
@@ -245,12 +219,7 @@ __global__ void __launch_bounds__(32 * kWarps, kWarps == 4 && !kLong ? 3 : 2) vn
     if (gcol < p.k) {  // k % 8 == 0: a unit is whole or past the end
 #pragma unroll
       for (int r = 0; r < kRounds; ++r)
-        if (grow[r]) {
-          if constexpr (kLoad == 2)
-            cp16_hint(d + gdst[r], gsrc + r * kstride, xpolicy);
-          else
-            ring_cp16(d + gdst[r], gsrc + r * kstride);
-        }
+        if (grow[r]) ring_cp16(d + gdst[r], gsrc + r * kstride);
     } else {
 #pragma unroll
       for (int r = 0; r < kRounds; ++r)

@@ -247,12 +247,21 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 warp's ring by one elected lane: per two-record slot one mbarrier expect_tx of 2304
 ///                 bytes and two 1152-byte cp.async.bulk copies completing on it (one request per
 ///                 record instead of 3 per lane); the warp waits on the slot's mbarrier phase. X as 14.
-///  18 as 17 with L2 cache hints (kLoad = 2): the weight bulk copies evict_first, the X gather's
-///                 cp.async evict_last (do the X lines evict or delay the weight lines?).
-///                 Measured (848b735, session 9): 17 / 18 not faster than the default anywhere (12288^2
-///                 m = 32 51.20 / 51.14 us against 16's 50.82; 1.6-2.2 % slower at m <= 16 and at 28672 x
-///                 8192); ncu: DRAM bytes = records + X once at every m, X all L2 hits. Opt-in.
-inline constexpr int kVariants = 19;
+///                 Measured (848b735, session 9): not faster than the default anywhere (12288^2 m = 32
+///                 51.20 us against 16's 50.82; 1.6-2.2 % slower at m <= 16 and at 28672 x 8192); ncu:
+///                 DRAM bytes = records + X once at every m, X all L2 hits. Opt-in.
+///  18 (removed in session 9b: 17 with L2 cache hints, within 0.4 % of 17; PERF-vnm-small.md "Session 9").
+///     Requesting it is an InvalidArgument like any unknown variant (variant_built).
+///  19 lean paired, warp-specialized bulk ring, cluster reduce (kernel11.cuh; session 9b) - variant 14's
+///                 geometry (4 consumer warps of two row tiles, chunk, X gather, cluster split reduce)
+///                 plus one producer warp that fills a CTA-wide ring of kWsStages stages (one pair of
+///                 all 8 tiles = 8 records, 9216 B each) by cp.async.bulk (full mbarriers, expect_tx);
+///                 the consumers release a stage (empty mbarriers, 128 arrivals) right after their
+///                 ld.shared of it, before the mma, so the bytes in flight do not wait on the mma.
+///                 8 stages: 73.7 KB of ring, 2 blocks per SM (147 KB of weights in flight per SM).
+inline constexpr int kVariants = 20;
+/// Variant numbers with a kernel (18: removed in session 9b, see above).
+constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 18; }
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
@@ -264,13 +273,14 @@ inline constexpr int kLean2WideVariant = 15;     ///< variant 14 with 256-row gr
 inline constexpr int kLean2WideTiles = 16;       ///< variant 15: row tiles per block
 inline constexpr int kLean2LongVariant = 16;     ///< variant 14 with lean_long_chunk_pairs (kernel9.cuh)
 inline constexpr int kLean2BulkVariant = 17;     ///< variant 14 with the weight ring filled by cp.async.bulk (kernel9.cuh)
-inline constexpr int kLean2BulkHintVariant = 18; ///< variant 17 with L2 hints: weights evict_first, X evict_last
-/// Variants 17 / 18: variant 14 with the bulk-copy weight ring (mbarrier per slot).
-constexpr bool lean2_bulk_variant(int v) { return v == kLean2BulkVariant || v == kLean2BulkHintVariant; }
-/// Variants 13 .. 18: the lean kernel with two row tiles per warp.
-constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || lean2_bulk_variant(v); }
-/// Variants 14 / 15 / 16 / 17 / 18: the k splits of a group are one cluster, reduced through distributed shared memory.
-constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || lean2_bulk_variant(v); }
+inline constexpr int kLean2WsVariant = 19;       ///< variant 14 with a producer warp and a CTA-wide bulk ring (kernel11.cuh)
+inline constexpr int kWsStages = 8;              ///< variant 19: ring stages (one pair of the group's 8 tiles each)
+/// Variant 17: variant 14 with the bulk-copy weight ring (mbarrier per slot).
+constexpr bool lean2_bulk_variant(int v) { return v == kLean2BulkVariant; }
+/// Variants 13 .. 17, 19: the lean kernel with two row tiles per warp.
+constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || lean2_bulk_variant(v) || v == kLean2WsVariant; }
+/// Variants 14 / 15 / 16 / 17 / 19: the k splits of a group are one cluster, reduced through distributed shared memory.
+constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || lean2_bulk_variant(v) || v == kLean2WsVariant; }
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)
@@ -312,7 +322,10 @@ constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_vari
 constexpr bool ring_variant(int v) { return v == kRingVariant || async_variant(v) || v == kPairVariant; }
 /// Ring slots per warp of a ring variant.
 /// (Variant 13: kRingStages slots of two records each, counted here in records.)
-constexpr int ring_stages(int v) { return v == kPairVariant ? kPairRingStages : lean2_variant(v) ? 2 * kRingStages : kRingStages; }
+/// (Variant 19: kWsStages stages of 8 records for 4 warps = 2 kWsStages records per warp.)
+constexpr int ring_stages(int v) {
+  return v == kPairVariant ? kPairRingStages : v == kLean2WsVariant ? 2 * kWsStages : lean2_variant(v) ? 2 * kRingStages : kRingStages;
+}
 /// Variants whose shared memory may pass 48 KB (the launcher lifts the limit to max_smem_bytes).
 constexpr bool large_smem_variant(int v) { return two_buffer_variant(v) || ring_variant(v); }
 
@@ -342,7 +355,8 @@ constexpr std::size_t max_smem_bytes(int n_tiles) {
   const std::size_t half = std::size_t(8 * n_tiles) * std::size_t((16 / n_tiles) * 32 + 16) * 4;  // variant 9
   const std::size_t ring10 = std::size_t(8) * kPairRingStages * kRecordBytes;  // variant 10: <= 8 warps (V = 256)
   const std::size_t lng = std::size_t(8 * n_tiles) * std::size_t(lean_long_chunk_pairs(n_tiles) * 32 + 16) * 4;  // variant 16
-  return std::max({2 * buffer, buffer + ring, 2 * half + ring, 2 * half + ring10, 2 * lng + ring});
+  const std::size_t ring19 = std::size_t(4) * 2 * kWsStages * kRecordBytes;  // variant 19: 4 consumer warps
+  return std::max({2 * buffer, buffer + ring, 2 * half + ring, 2 * half + ring10, 2 * lng + ring, 2 * half + ring19});
 }
 
 /// m in 1..32; sms: multiprocessors of the device; blocks_per_sm: resident blocks of the chosen

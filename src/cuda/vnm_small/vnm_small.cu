@@ -124,7 +124,8 @@ class Instance final : public detail::KernelInstance {
                                                       "async gather + ring, lean, two tiles per warp, 256-row groups, cluster split reduce (hw24 direct)",
                                                       "async gather + ring, lean, two tiles per warp, long chunks, cluster split reduce (hw24 direct)",
                                                       "async gather + bulk-copy ring, lean, two tiles per warp, cluster split reduce (hw24 direct)",
-                                                      "async gather + bulk-copy ring, L2 hints, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
+                                                      "(removed)",
+                                                      "async gather + producer warp, block bulk-copy ring, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
     return "variant " + std::to_string(geom_.variant) + " (" + kNames[geom_.variant] + "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
            ", " + std::to_string(geom_.warps) + " warps" +
@@ -227,8 +228,8 @@ sv::Geometry geometry_of_variant(const CondensedMatrix& w, const MatmulDesc& des
 }  // namespace
 
 sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt) {
-  if (opt.variant < -1 || opt.variant >= sv::kVariants)
-    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or 0.." + std::to_string(sv::kVariants - 1));
+  if (opt.variant < -1 || (opt.variant >= 0 && !sv::variant_built(opt.variant)))
+    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (18 was removed)");
   sv::Geometry g = geometry_of_variant(w, desc, opt, opt.variant >= 0 ? opt.variant : default_variant(w, desc.m));
   // Plan's choice: variant 14 with one split at m <= 16 is variant 13 without partials, measured
   // 0.4-0.9 % slower than 12 (s8v24b, 28672 x 8192 m = 1 / 8 / 16; 6 % faster at m = 32): keep 12.
@@ -312,8 +313,8 @@ std::unique_ptr<detail::KernelInstance> create(std::shared_ptr<const DeviceWeigh
   const std::string why = unsupported(w, desc);
   if (!why.empty()) throw InvalidArgument("weight", std::string(kName) + ": " + why);
   if (opt.force_splits < 0) throw InvalidArgument("options.force_splits", "must be >= 0");
-  if (opt.variant < -1 || opt.variant >= sv::kVariants)
-    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or 0.." + std::to_string(sv::kVariants - 1));
+  if (opt.variant < -1 || (opt.variant >= 0 && !sv::variant_built(opt.variant)))
+    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (18 was removed)");
   if (!dw) throw InvalidArgument("weight", std::string(kName) + ": no uploaded weight");
   const sv::Layout l = sv::Layout::of(w.layout);
   if (dw->dtype != w.dtype || dw->layout.n != l.n || dw->layout.k != l.k || dw->layout.window != l.window ||
