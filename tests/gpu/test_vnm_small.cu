@@ -76,7 +76,7 @@ void run_and_check_at(const Problem& pr, DType y_dtype, const vs::Options& opt, 
 void run_and_check(const Problem& pr, DType y_dtype, const vs::Options& opt = {}, const std::string& what = "") {
   if (opt.variant >= 0) return run_and_check_one(pr, y_dtype, opt, what);
   for (int v = 0; v < vnm_small::kVariants; ++v) {
-    if (!vnm_small::variant_built(v)) continue;  // 18: removed (Rejects checks it)
+    if (!vnm_small::variant_built(v)) continue;  // 17 / 18: removed (Rejects checks them)
     vs::Options o = opt;
     o.variant = v;
     run_and_check_one(pr, y_dtype, o, what + " variant=" + std::to_string(v));
@@ -325,6 +325,42 @@ TEST(VnmSmallGpu, WsRingTiny) {
   }
 }
 
+TEST(VnmSmallGpu, PlanRuleHw24TakesVariant19WhereFourteenSplits) {
+  // The plan's choice for hw24 with k % 8 == 0 on sm_90+ (vnm_small.cu default_variant + geometry_for):
+  // 14; at m > 24 where 14 runs a cluster of k splits, variant 19 (s9v24b: 12288^2 m = 32 49.95 us against
+  // 16's 51.33) when it runs splits too; 14 with one split at m <= 16: 12. n = 1024, k = 64 * 40: 8 groups,
+  // the partial-sum cap gives 14 two splits at m = 32 (19: two as well) and five at m = 16; n = 28672,
+  // k = 128 (2 pairs): one split at every m (14 at m = 32, 12 at m = 8).
+  REQUIRE_DEVICE();
+  int dev = 0, major = 0;
+  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
+  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  if (major < 9) GTEST_SKIP() << "sm_90+ only: below, the plan maps the lean paired variants to 4";
+  MatmulDesc d;
+  d.x_dtype = DType::f16;
+  d.y_dtype = DType::f16;
+  Problem pr = make_problem(Pattern::hw24(), DType::f16, 32, 1024, 64 * 40, 19900);
+  d.m = 32;
+  sparsenm::vnm_small::Geometry g = vs::geometry_for(pr.w, d);
+  EXPECT_EQ(g.variant, vnm_small::kLean2WsVariant);
+  EXPECT_EQ(g.splits, 2);
+  run_and_check_at(pr, DType::f16, {}, "plan rule n=1024 m=32 (the plan's choice)", 0);
+  d.m = 25;
+  EXPECT_EQ(vs::geometry_for(pr.w, d).variant, vnm_small::kLean2WsVariant);
+  d.m = 16;
+  g = vs::geometry_for(pr.w, d);
+  EXPECT_EQ(g.variant, vnm_small::kLean2ClusterVariant);
+  EXPECT_GT(g.splits, 1);
+  EXPECT_EQ(vs::geometry_for(pr.w, d, {0, vnm_small::kLean2WsVariant}).variant, vnm_small::kLean2WsVariant) << "forced";
+  Problem tall = make_problem(Pattern::hw24(), DType::f16, 1, 28672, 128, 19901);
+  d.m = 32;
+  g = vs::geometry_for(tall.w, d);
+  EXPECT_EQ(g.variant, vnm_small::kLean2ClusterVariant);
+  EXPECT_EQ(g.splits, 1);
+  d.m = 8;
+  EXPECT_EQ(vs::geometry_for(tall.w, d).variant, vnm_small::kLeanVariant);
+}
+
 TEST(VnmSmallGpu, LeanPairedDirectHw24) {
   // Variant 13 (kernel9.cuh) on its own path, small enough for memcheck: hw24 with k % 8 == 0 and
   // aligned X. n = 296 (last group: 3 of 8 row tiles, so warp 1 owns one tile and streams the last
@@ -345,10 +381,10 @@ TEST(VnmSmallGpu, LeanPairedDirectHw24) {
   // n = 1000 with 13.1 pairs' k: one long chunk, clusters of 2 / 3 over 8 groups.
   REQUIRE_DEVICE();
   std::uint64_t seed = 13000;
-  // Variant 17 (bulk-copy ring, mbarrier per slot) and 19 (producer warp, block ring of 8 stages with
-  // full / empty mbarriers; misaligned X: variant 9's kernel in its geometry) take every case too.
+  // Variant 19 (producer warp, block ring of 8 stages with full / empty mbarriers; misaligned X: variant
+  // 9's kernel in its geometry) takes every case too.
   for (const int v : {vnm_small::kLean2Variant, vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant,
-                      vnm_small::kLean2LongVariant, vnm_small::kLean2BulkVariant, vnm_small::kLean2WsVariant})
+                      vnm_small::kLean2LongVariant, vnm_small::kLean2WsVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 16, 19, 25, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -367,23 +403,22 @@ TEST(VnmSmallGpu, LeanPairedDirectHw24) {
     }
 }
 
-TEST(VnmSmallGpu, BulkRingHw24EveryM) {
-  // Variants 17 (kernel9.cuh kLoad = 1: each warp's ring filled by cp.async.bulk, one mbarrier per
-  // two-record slot) and 19 (kernel11.cuh: a producer warp fills a block ring of 8 stages of 8 records;
-  // full mbarriers with expect_tx, empty mbarriers with 128 consumer arrivals; stage q % 8, parity
+TEST(VnmSmallGpu, WsRingHw24EveryM) {
+  // Variant 19 (kernel11.cuh: a producer warp fills a block ring of 8 stages of 8 records; full
+  // mbarriers with expect_tx, empty mbarriers with 128 consumer arrivals; stage q % 8, parity
   // (q / 8) & 1) at every m = 1..32 (odd m: rows past m zero in the staged X, never stored), f16 and
   // bf16. n = 296: the last group has 3 of 8 row tiles (warp 1 streams the last tile's records for its
-  // missing second tile, warps 2 / 3 stream it for both and store nothing; 19's producer lanes 3..7 copy
+  // missing second tile, warps 2 / 3 stream it for both and store nothing; the producer lanes 3..7 copy
   // the last tile's records); k = 64 * 21 + 8: 22 pairs, the last one 8 columns wide (zero-filled X units
   // past k; the records are whole), i.e. 5 / 3 / 2 chunks (NT = 1 / 2 / 3-4: 16 / 8 / 4 pairs) with a
-  // partial last one, so the slot / stage phases wrap several times (17: every 4 records; 19: stages
-  // reused at pairs 8 and 16); splits 0 (plan) / 1 (the non-cluster kernel) / 2 (19's rule at 12288^2) /
+  // partial last one, so the stage phases wrap (stages reused at pairs 8 and 16); splits 0 (plan) / 1
+  // (the non-cluster kernel) / 2 (19's rule at 12288^2) /
   // 3 (a cluster of 3: 8 / 8 / 6 pairs) / 8 (a cluster of 8: 3 pairs per split and 1 in the last, fewer
   // pairs than the ring's stages, the only chunk partial); y f32 / 16-bit. Each case runs twice on one
   // instance (the mbarriers are initialised per launch) with y poisoned before each run.
   REQUIRE_DEVICE();
   std::uint64_t seed = 17000;
-  for (const int v : {vnm_small::kLean2BulkVariant, vnm_small::kLean2WsVariant})
+  for (const int v : {vnm_small::kLean2WsVariant})
     for (DType t : {DType::f16, DType::bf16})
       for (std::int64_t m = 1; m <= 32; ++m) {
         const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -434,11 +469,11 @@ TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
   // Variant 14 (the same with the splits reduced in a cluster): non-power-of-two clusters (3, 5).
   // Variant 15 (8 warps, 256-row groups: n = 296 is one full group and one of 3 tiles) likewise.
   // Variant 16 (long chunks) likewise (its misaligned-X cases: variant 9's kernel with its chunk).
-  // Variants 17 (bulk-copy ring) and 19 (producer warp, block ring) likewise (misaligned X: variant 9's
-  // kernel in 14's / 19's geometry; k % 8 != 0 and venom: variant 12).
+  // Variant 19 (producer warp, block ring) likewise (misaligned X: variant 9's kernel in 19's geometry;
+  // k % 8 != 0 and venom: variant 12).
   for (const int v9 : {vnm_small::kAsyncVariant, vnm_small::kFusedVariant, vnm_small::kLeanVariant, vnm_small::kLean2Variant,
                        vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant, vnm_small::kLean2LongVariant,
-                       vnm_small::kLean2BulkVariant, vnm_small::kLean2WsVariant})
+                       vnm_small::kLean2WsVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 17, 21, 24, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v9);
@@ -514,8 +549,11 @@ TEST(VnmSmallGpu, Rejects) {
   d.y_dtype = DType::f16;
   EXPECT_THROW(vs::create(pr.w, d, {-1}), InvalidArgument);
   EXPECT_THROW(vs::create(pr.w, d, {0, vnm_small::kVariants}), InvalidArgument);
+  EXPECT_THROW(vs::create(pr.w, d, {0, 17}), InvalidArgument) << "variant 17 was removed in session 9b";
   EXPECT_THROW(vs::create(pr.w, d, {0, 18}), InvalidArgument) << "variant 18 was removed in session 9b";
+  EXPECT_FALSE(vnm_small::variant_built(17));
   EXPECT_FALSE(vnm_small::variant_built(18));
+  EXPECT_TRUE(vnm_small::variant_built(19));
   try {
     vs::create(pr.w, d, {0, 18});
   } catch (const InvalidArgument& e) {

@@ -27,12 +27,44 @@
 // 16 stages = 147 KB of weights in flight per SM (14: 83 KB nominal, less while slots wait for mma).
 // The chunk barrier is a named barrier (bar.sync 1, 128) of the consumers only. Every issued stage is
 // consumed, so no bulk copy is in flight at the epilogue, where the cluster partials reuse the buffers.
+//
+// Measured (H200 d1ddc26, PERF-vnm-small.md "Session 9b measured"): correct (every VnmSmallGpu test,
+// memcheck 0 errors, racecheck 0 hazards). Its time does not grow with m (12288^2 ncu 48.42 / 48.16 us at
+// m = 1 / 32; the lean paired kernels 44.86 / 50.50): the coupling is gone, but its stream rate is lower
+// (74-75 % of DRAM at 12288^2, 79 % at 28672 x 8192, against 80-81 % for 14 / 12 at m <= 8). 12288^2 m = 32
+// 49.95 us against 16's 51.33 (cuSPARSELt 48.61); 5-8 % slower than the default at m <= 16, 2 % at 28672 x
+// 8192 m = 32. The plan takes it at m > 24 where 14 would run a cluster of splits (vnm_small.cu).
 #pragma once
 #include <cooperative_groups.h>
 
 #include "cuda/vnm_small/kernel9.cuh"
 
 namespace sparsenm::cuda::vnm_small {
+
+/// mbarrier and bulk-copy wrappers of variant 19 (variant 17, session 9, used them too; removed in 9b) (shared-memory addresses as 32-bit values).
+__device__ __forceinline__ void bulk_mbar_init(std::uint32_t bar, std::uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void bulk_mbar_expect_tx(std::uint32_t bar, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bulk_mbar_wait(std::uint32_t bar, std::uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "BULK_WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra BULK_WAIT_%=;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+/// 1-D bulk copy global -> shared (bytes % 16 == 0, both addresses 16-byte aligned), completing on `bar`.
+__device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, std::uint32_t bytes, std::uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst), "l"(src),
+               "r"(bytes), "r"(bar)
+               : "memory");
+}
 
 __device__ __forceinline__ void ws_mbar_arrive(std::uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");

@@ -36,7 +36,6 @@ const void* kernel_of(int variant) {
     case 14:
     case 15:
     case 16:
-    case 17:
     case 19: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
     case 10: return reinterpret_cast<const void*>(&vnm_small_kernel_pair<Tr, false>);
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
@@ -76,17 +75,14 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
         SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, kWsThreads, smem_bytes));
         best = std::min(best, b);
       }
-    } else if (sparsenm::vnm_small::lean2_variant(variant)) {  // 13 .. 17: the lean paired kernels besides variant 9's
+    } else if (sparsenm::vnm_small::lean2_variant(variant)) {  // 13 .. 16: the lean paired kernels besides variant 9's
       const bool wide = variant == sparsenm::vnm_small::kLean2WideVariant;  // 8 warps, 256-row groups
       const bool lng = variant == sparsenm::vnm_small::kLean2LongVariant;   // long chunks (cluster kernel only)
-      const bool bulk = variant == sparsenm::vnm_small::kLean2BulkVariant;  // 17: bulk-copy ring
       const void* fs[2] = {wide ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, false, 8>)
                            : lng ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, false, 4, true>)
-                           : bulk ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, false, 4, false, 1>)
                                  : reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, false>),
                            wide ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, true, 8>)
                            : lng ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, true, 4, true>)
-                           : bulk ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, true, 4, false, 1>)
                                  : reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, true>)};
       for (const void* f : fs) {
         SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
@@ -231,12 +227,12 @@ void launch_lean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::i
   }
 }
 
-/// Variants 13 .. 17 (17: kLoad 1, the bulk-copy ring): the lean paired kernel (kernel9.cuh) — kWarps warps of two row tiles each
+/// Variants 13 .. 16: the lean paired kernel (kernel9.cuh) — kWarps warps of two row tiles each
 /// (4: 128-row groups, 13 / 14; 8: 256-row groups, 15), the kernel's compile-time chunk — when X is
 /// 16-byte aligned (14 / 15 with splits: one cluster per group, reduced in it); otherwise X -> Xt and
 /// variant 9's transposed kernel with two tiles per warp in this geometry, splits summed by the
 /// reduce kernel (geometry_for sends every other shape to 12).
-template <class Tr, int kWarps, bool kLong = false, int kLoad = 0>
+template <class Tr, int kWarps, bool kLong = false>
 void launch_lean2_impl(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
   constexpr int NT = Tr::kNTiles;
   if (g.warps != kWarps || g.tiles_per_warp != 2 || p.tiles_per_group != 2 * kWarps || p.sel != nullptr ||
@@ -259,12 +255,12 @@ void launch_lean2_impl(const Params& p, const sparsenm::vnm_small::Geometry& g, 
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_lean2<Tr, true, kWarps, kLong, kLoad>, p));
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_lean2<Tr, true, kWarps, kLong>, p));
     SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_lean2<cluster>");
     return;
   }
   if (direct_x(p)) {
-    vnm_small_kernel_lean2<Tr, false, kWarps, kLong, kLoad><<<grid, block, g.smem_bytes(), stream>>>(p);
+    vnm_small_kernel_lean2<Tr, false, kWarps, kLong><<<grid, block, g.smem_bytes(), stream>>>(p);
     SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_lean2");
   } else {
     launch_transpose<NT>(p, stream);
@@ -280,8 +276,6 @@ void launch_lean2(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
     launch_lean2_impl<Tr, 8>(p, g, groups, stream);
   else if (g.variant == sparsenm::vnm_small::kLean2LongVariant)
     launch_lean2_impl<Tr, 4, true>(p, g, groups, stream);
-  else if (g.variant == sparsenm::vnm_small::kLean2BulkVariant)
-    launch_lean2_impl<Tr, 4, false, 1>(p, g, groups, stream);
   else
     launch_lean2_impl<Tr, 4>(p, g, groups, stream);
 }
@@ -342,7 +336,7 @@ void launch_pair(const Params& p, const sparsenm::vnm_small::Geometry& g, std::i
   if (g.splits > 1) launch_reduce(p, stream);
 }
 
-/// Variants 7 / 14 / 15 / 16 / 17 / 19: how many clusters of g.splits blocks of this geometry can be resident at once
+/// Variants 7 / 14 / 15 / 16 / 19: how many clusters of g.splits blocks of this geometry can be resident at once
 /// (cudaOccupancyMaxActiveClusters); 0 when splits <= 1 (no clusters).
 template <class T, int NT>
 int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
@@ -366,8 +360,6 @@ int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 8>, &cfg));
   else if (g.variant == sparsenm::vnm_small::kLean2LongVariant)
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 4, true>, &cfg));
-  else if (g.variant == sparsenm::vnm_small::kLean2BulkVariant)
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 4, false, 1>, &cfg));
   else if (g.variant == sparsenm::vnm_small::kLean2WsVariant)
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_ws<Tr, true>, &cfg));
   else
@@ -425,7 +417,6 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
     case 14:
     case 15:
     case 16:
-    case 17:
       launch_lean2<Tr>(p, g, groups, stream);
       break;
     case 19:

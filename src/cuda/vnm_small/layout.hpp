@@ -241,17 +241,12 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 fewer when the clusters do not all fit (geometry_for). hw24 with k % 8 == 0 only.
 ///                 Measured (80b4392, session 8d): barrier stalls halved, time within 0.6 % of 14
 ///                 (12288^2 m = 32 51.39 vs 51.68 us, 2 splits); the plan's choice at m > 24 where
-///                 14 would run splits (geometry_for), 14 / 12 elsewhere.
-///  17 lean paired, bulk-copy ring, cluster reduce (kernel9.cuh, kLoad = 1; session 9) - variant 14
-///                 (geometry, chunk, splits, cluster reduction) with the weight records moved into each
-///                 warp's ring by one elected lane: per two-record slot one mbarrier expect_tx of 2304
-///                 bytes and two 1152-byte cp.async.bulk copies completing on it (one request per
-///                 record instead of 3 per lane); the warp waits on the slot's mbarrier phase. X as 14.
-///                 Measured (848b735, session 9): not faster than the default anywhere (12288^2 m = 32
-///                 51.20 us against 16's 50.82; 1.6-2.2 % slower at m <= 16 and at 28672 x 8192); ncu:
-///                 DRAM bytes = records + X once at every m, X all L2 hits. Opt-in.
-///  18 (removed in session 9b: 17 with L2 cache hints, within 0.4 % of 17; PERF-vnm-small.md "Session 9").
-///     Requesting it is an InvalidArgument like any unknown variant (variant_built).
+///                 14 would run splits until session 9b (19 there since); opt-in.
+///  17 / 18 (removed in session 9b; PERF-vnm-small.md "Session 9" / "Session 9b"): 14 with each warp's
+///                 ring filled by cp.async.bulk (one mbarrier per two-record slot, lane 0 issuing); 18 with
+///                 L2 hints. Not faster than the default anywhere (12288^2 m = 32 51.20 / 51.14 us against
+///                 16's 50.82 at 848b735, 17 51.62 against 51.33 at d1ddc26; 0.5-2.2 % slower elsewhere).
+///                 Requesting them is an InvalidArgument like any unknown variant (variant_built).
 ///  19 lean paired, warp-specialized bulk ring, cluster reduce (kernel11.cuh; session 9b) - variant 14's
 ///                 geometry (4 consumer warps of two row tiles, chunk, X gather, cluster split reduce)
 ///                 plus one producer warp that fills a CTA-wide ring of kWsStages stages (one pair of
@@ -259,9 +254,13 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 the consumers release a stage (empty mbarriers, 128 arrivals) right after their
 ///                 ld.shared of it, before the mma, so the bytes in flight do not wait on the mma.
 ///                 8 stages: 73.7 KB of ring, 2 blocks per SM (147 KB of weights in flight per SM).
+///                 Measured (d1ddc26, session 9b): time flat in m (12288^2 ncu 48.4 / 48.2 us at m = 1 / 32)
+///                 but a lower stream rate (74-79 % of DRAM); 12288^2 m = 32 49.95 us against 16's 51.33
+///                 (0.973x cuSPARSELt), 5-8 % slower than 14 / 12 at m <= 16, 2 % at 28672 x 8192 m = 32.
+///                 The plan's choice at m > 24 where 14 would run splits (geometry_for).
 inline constexpr int kVariants = 20;
-/// Variant numbers with a kernel (18: removed in session 9b, see above).
-constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 18; }
+/// Variant numbers with a kernel (17 / 18: removed in session 9b, see above).
+constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18; }
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
@@ -272,15 +271,12 @@ inline constexpr int kLean2ClusterVariant = 14;  ///< variant 13, splits reduced
 inline constexpr int kLean2WideVariant = 15;     ///< variant 14 with 256-row groups, 8 warps (kernel9.cuh)
 inline constexpr int kLean2WideTiles = 16;       ///< variant 15: row tiles per block
 inline constexpr int kLean2LongVariant = 16;     ///< variant 14 with lean_long_chunk_pairs (kernel9.cuh)
-inline constexpr int kLean2BulkVariant = 17;     ///< variant 14 with the weight ring filled by cp.async.bulk (kernel9.cuh)
 inline constexpr int kLean2WsVariant = 19;       ///< variant 14 with a producer warp and a CTA-wide bulk ring (kernel11.cuh)
 inline constexpr int kWsStages = 8;              ///< variant 19: ring stages (one pair of the group's 8 tiles each)
-/// Variant 17: variant 14 with the bulk-copy weight ring (mbarrier per slot).
-constexpr bool lean2_bulk_variant(int v) { return v == kLean2BulkVariant; }
-/// Variants 13 .. 17, 19: the lean kernel with two row tiles per warp.
-constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || lean2_bulk_variant(v) || v == kLean2WsVariant; }
-/// Variants 14 / 15 / 16 / 17 / 19: the k splits of a group are one cluster, reduced through distributed shared memory.
-constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || lean2_bulk_variant(v) || v == kLean2WsVariant; }
+/// Variants 13 .. 16, 19: the lean kernel with two row tiles per warp.
+constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || v == kLean2WsVariant; }
+/// Variants 14 / 15 / 16 / 19: the k splits of a group are one cluster, reduced through distributed shared memory.
+constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || v == kLean2WsVariant; }
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)
