@@ -124,6 +124,7 @@ TEST(VnmSmallLayout, LayoutAndGeometryValues) {
   EXPECT_EQ(l.sel_bytes(), std::size_t(8 * 128 * 4));
   for (int m : {1, 8, 9, 17, 32})
     for (int variant = 0; variant < sv::kVariants; ++variant) {
+      if (!sv::variant_built(variant)) continue;  // 17 / 18: removed in session 9b
       const sv::Geometry g = sv::choose_geometry(l, m, 132, variant);
       const int want = sv::lean2_or_lean(l, variant);  // venom: variant 13 is 12
       EXPECT_EQ(g.variant, want);
@@ -161,6 +162,7 @@ TEST(VnmSmallLayout, GatherUnitsCoverChunkOnceAndStayInBounds) {
     const sv::Layout& l = pk.layout;
     for (int m : {1, 3, 8, 9, 16, 17, 20, 24, 25, 32})
       for (int variant = 0; variant < sv::kVariants; ++variant) {
+        if (!sv::variant_built(variant)) continue;  // 17 / 18: removed in session 9b
         if (variant == sv::kStreamVariant) continue;  // no word gather (StreamedStaging... below)
         SCOPED_TRACE(pat.str() + " m=" + std::to_string(m) + " variant=" + std::to_string(variant));
         const sv::Geometry g = sv::choose_geometry(l, m, 132, variant, 2);
@@ -390,8 +392,10 @@ TEST(VnmSmallLayout, EveryGeometryFitsTheLaunchersSharedMemoryLimit) {
                       Pattern::hw24()})
     for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{40, 100}, {4096, 4096}, {28672, 8192}, {300, 20000}})
       for (int m = 1; m <= 32; ++m)
-        for (int variant = 0; variant < sv::kVariants; ++variant)
+        for (int variant = 0; variant < sv::kVariants; ++variant) {
+          if (!sv::variant_built(variant)) continue;  // reserved by another branch
           for (int sms : {1, 16, 132})
+            if (sv::variant_built(variant))
             for (int bps : {1, 2, 3, 8}) {
               const sv::Layout l = sv::Layout::of(FormatLayout::of(pat, n, k));
               const sv::Geometry g = sv::choose_geometry(l, m, sms, variant, bps);
@@ -401,6 +405,7 @@ TEST(VnmSmallLayout, EveryGeometryFitsTheLaunchersSharedMemoryLimit) {
               ASSERT_GE(std::int64_t(g.splits) * g.pairs_per_split, l.pairs);
               ASSERT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
             }
+        }
 }
 
 TEST(VnmSmallLayout, AsyncDirectStagingFeedsLdmatrixTheBFragmentsConflictFree) {
@@ -791,6 +796,35 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
       EXPECT_LT(std::int64_t(L.splits - 1) * L.pairs_per_split, l.pairs);
       if (n == 12288) EXPECT_EQ(L.splits, m > 8 ? 2 : 4) << "96 groups, 264 / 396 slots";
       if (n == 28672) EXPECT_EQ(L.splits, 1) << "224 groups";
+      // variant 19 (producer warp, block ring of kWsStages stages of 8 records): variant 14's shape
+      // (4 consumer warps of two tiles, chunk), its ring 8 x 9216 B after the X buffers, 2 blocks per SM
+      // (with the 1 KB per block the SM reserves), the one-wave split rule over 264 slots, <= 8 splits
+      {
+        const int wv = sv::kLean2WsVariant;
+        EXPECT_TRUE(sv::lean2_variant(wv) && sv::lean2_cluster_variant(wv));
+        EXPECT_FALSE(sv::variant_built(17) || sv::variant_built(18)) << "removed in session 9b";
+        EXPECT_TRUE(sv::variant_built(wv));
+        const sv::Geometry W = sv::choose_geometry(l, m, 132, wv, 2);
+        EXPECT_EQ(W.variant, wv);
+        EXPECT_EQ(W.warps, 4);
+        EXPECT_EQ(W.tiles_per_warp, 2);
+        EXPECT_EQ(W.tiles_per_group, 8);
+        EXPECT_EQ(W.chunk_pairs, c.chunk_pairs);
+        EXPECT_EQ(W.chunk_pairs, sv::lean_chunk_pairs(W.n_tiles));
+        EXPECT_EQ(W.ring_bytes, std::size_t(sv::kWsStages) * 8u * sv::kRecordBytes);
+        EXPECT_EQ(W.smem_bytes(), c.smem_bytes() - c.ring_bytes + W.ring_bytes);
+        EXPECT_EQ(W.smem_bytes() % 16, 0u);
+        EXPECT_EQ(std::size_t(2) * W.buffer_words() * 4 % 16, 0u) << "the ring starts 16-byte aligned";
+        EXPECT_LE(W.smem_bytes(), sv::max_smem_bytes(W.n_tiles));
+        EXPECT_LE(2 * (W.smem_bytes() + 1024 + 128), 228u * 1024u) << "2 blocks per SM (+ 128 B of static mbarriers)";
+        EXPECT_GE(2 * W.ring_bytes, 130u * 1024u) << ">= 130 KB of weights in flight per SM";
+        EXPECT_LE(std::size_t(8 * W.n_tiles * (128 + 4) * 4), W.smem_bytes()) << "cluster partials fit";
+        EXPECT_LE(W.splits, sv::kStreamMaxSplits);
+        EXPECT_LE(W.groups * W.splits, std::max<std::int64_t>(W.groups, 264));
+        EXPECT_LT(std::int64_t(W.splits - 1) * W.pairs_per_split, l.pairs);
+        if (n == 12288) EXPECT_EQ(W.splits, 2) << "96 groups, 264 slots";
+        if (n == 28672) EXPECT_EQ(W.splits, 1) << "224 groups";
+      }
     }
   const sv::Layout odd = sv::Layout::of(FormatLayout::of(Pattern::hw24(), 28672, 8188));
   const sv::Layout v = sv::Layout::of(FormatLayout::of(Pattern::venom(128, 8), 12288, 12288));
@@ -800,6 +834,7 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2ClusterVariant), sv::kLeanVariant);
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2WideVariant), sv::kLeanVariant);
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2LongVariant), sv::kLeanVariant);
+      EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2WsVariant), sv::kLeanVariant);
       EXPECT_EQ(sv::choose_geometry(*l, m, 132, sv::kLean2WideVariant, 2).tiles_per_group, sv::choose_geometry(*l, m, 132, sv::kLeanVariant, 2).tiles_per_group);
       const sv::Geometry a = sv::choose_geometry(*l, m, 132, sv::kLean2Variant, 3), b = sv::choose_geometry(*l, m, 132, sv::kLeanVariant, 3);
       EXPECT_EQ(a.variant, sv::kLeanVariant);
@@ -807,6 +842,48 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
       EXPECT_EQ(a.chunk_pairs, b.chunk_pairs);
       EXPECT_EQ(a.splits, b.splits);
     }
+}
+
+TEST(VnmSmallLayout, VnmLeanPairedGeometry) {
+  // Variants 20 / 21 (kernel10.cuh): venom V = 128 only — one slab per block, 4 warps of two row tiles,
+  // the compile-time chunk lean_chunk_pairs (the kernel's X buffers, 64 C columns x NT 16-byte units,
+  // fit the geometry's buffers), rings of 4 two-record slots per warp, 3 blocks per SM, the one-wave
+  // split rule over the slabs (variant 20: <= 8, one cluster); V != 128 and hw24: variant 9.
+  for (int M : {8, 16, 10})
+    for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{28672, 8192}, {12288, 12288}, {300, 1234}})
+      for (int m : {1, 8, 9, 16, 17, 24, 25, 32})
+        for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant}) {
+          SCOPED_TRACE("M=" + std::to_string(M) + " n=" + std::to_string(n) + " m=" + std::to_string(m) + " v" + std::to_string(v));
+          const sv::Layout l = sv::Layout::of(FormatLayout::of(Pattern::venom(128, M), n, k));
+          const sv::Geometry g = sv::choose_geometry(l, m, 132, v, 3);
+          const int nt = (m + 7) / 8, C = sv::lean_chunk_pairs(nt);
+          EXPECT_EQ(g.variant, v);
+          EXPECT_EQ(g.warps, 4);
+          EXPECT_EQ(g.tiles_per_warp, 2);
+          EXPECT_EQ(g.tiles_per_group, 8);
+          EXPECT_EQ(g.groups, l.groups);
+          EXPECT_EQ(g.chunk_pairs, C);
+          EXPECT_EQ(g.buffers, 2);
+          EXPECT_GE(g.buffer_words() * 4, std::size_t(64 * C * nt * 16)) << "the kernel's X buffer (kBuf)";
+          EXPECT_EQ(g.ring_bytes, std::size_t(4 * 2 * sv::kRingStages * sv::kRecordBytes));
+          EXPECT_LE(3 * (g.smem_bytes() + 1024), 228u * 1024u) << "3 blocks per SM";
+          EXPECT_LE(g.smem_bytes(), sv::max_smem_bytes(nt));
+          EXPECT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
+          if (v == sv::kVnmLeanVariant) EXPECT_LE(g.splits, sv::kStreamMaxSplits);
+          if (n == 28672) EXPECT_EQ(g.splits, 1) << "224 slabs fill 396 slots";
+          if (n == 12288 && M == 8) EXPECT_EQ(g.splits, 4) << "96 slabs, 396 slots";
+        }
+  for (const Pattern& pat : {Pattern::venom(64, 8), Pattern::venom(256, 8), Pattern::venom(32, 16), Pattern::hw24()}) {
+    const sv::Layout l = sv::Layout::of(FormatLayout::of(pat, 1000, 4096));
+    for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant}) {
+      EXPECT_EQ(sv::lean2_or_lean(l, v), sv::kAsyncVariant) << pat.str();
+      EXPECT_EQ(sv::choose_geometry(l, 17, 132, v, 3).variant, sv::kAsyncVariant) << pat.str();
+    }
+  }
+  EXPECT_TRUE(sv::variant_built(sv::kVnmLeanVariant));
+  EXPECT_TRUE(sv::variant_built(sv::kVnmLeanReduceVariant));
+  EXPECT_FALSE(sv::variant_built(sv::kVariants));
+  EXPECT_FALSE(sv::variant_built(-1));
 }
 
 }  // namespace

@@ -49,7 +49,15 @@
 // (128, 2)); the ring, the commit order and every wait count are variant 14's (C % 4 == 0).
 // Measured (H200 80b4392, PERF-vnm-small.md "Session 8d measured"): correct; barrier stalls halved
 // (ncu 1.63 -> 0.73 per issue) but the time unchanged: 12288^2 m = 32 51.39 us (2 splits) vs 14's
-// 51.68-51.87, ties at m = 16 and at 28672 x 8192. The plan takes it at m > 24 where 14 runs splits.
+// 51.68-51.87, ties at m = 16 and at 28672 x 8192. The plan took it at m > 24 where 14 runs splits
+// until session 9b (variant 19 there since, kernel11.cuh).
+//
+// Variants 17 / 18 (session 9, s9v24; removed in session 9b): this kernel with the weight ring filled by
+// cp.async.bulk (one mbarrier per two-record slot, issued by lane 0; 18 with L2 cache hints). Measured
+// (H200 848b735 and d1ddc26): not faster than 14 / 16 anywhere (12288^2 m = 32 51.20 / 51.62 us against
+// 16's 50.82 / 51.33; 0.6-2.2 % slower elsewhere); the ncu showed no L2 re-fetch for 18's hints to fix.
+// The record is PERF-vnm-small.md "Session 9" / "Session 9b"; the mbarrier / bulk-copy wrappers moved
+// to kernel11.cuh (variant 19: a producer warp and a block-wide ring, which did pay at m = 32).
 #pragma once
 #include <cooperative_groups.h>
 

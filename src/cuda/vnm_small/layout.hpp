@@ -241,8 +241,42 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 fewer when the clusters do not all fit (geometry_for). hw24 with k % 8 == 0 only.
 ///                 Measured (80b4392, session 8d): barrier stalls halved, time within 0.6 % of 14
 ///                 (12288^2 m = 32 51.39 vs 51.68 us, 2 splits); the plan's choice at m > 24 where
-///                 14 would run splits (geometry_for), 14 / 12 elsewhere.
-inline constexpr int kVariants = 17;
+///                 14 would run splits until session 9b (19 there since); opt-in.
+///  17 / 18 (removed in session 9b; PERF-vnm-small.md "Session 9" / "Session 9b"): 14 with each warp's
+///                 ring filled by cp.async.bulk (one mbarrier per two-record slot, lane 0 issuing); 18 with
+///                 L2 hints. Not faster than the default anywhere (12288^2 m = 32 51.20 / 51.14 us against
+///                 16's 50.82 at 848b735, 17 51.62 against 51.33 at d1ddc26; 0.5-2.2 % slower elsewhere).
+///                 Requesting them is an InvalidArgument like any unknown variant (variant_built).
+///  19 lean paired, warp-specialized bulk ring, cluster reduce (kernel11.cuh; session 9b) - variant 14's
+///                 geometry (4 consumer warps of two row tiles, chunk, X gather, cluster split reduce)
+///                 plus one producer warp that fills a CTA-wide ring of kWsStages stages (one pair of
+///                 all 8 tiles = 8 records, 9216 B each) by cp.async.bulk (full mbarriers, expect_tx);
+///                 the consumers release a stage (empty mbarriers, 128 arrivals) right after their
+///                 ld.shared of it, before the mma, so the bytes in flight do not wait on the mma.
+///                 8 stages: 73.7 KB of ring, 2 blocks per SM (147 KB of weights in flight per SM).
+///                 Measured (d1ddc26, session 9b): time flat in m (12288^2 ncu 48.4 / 48.2 us at m = 1 / 32)
+///                 but a lower stream rate (74-79 % of DRAM); 12288^2 m = 32 49.95 us against 16's 51.33
+///                 (0.973x cuSPARSELt), 5-8 % slower than 14 / 12 at m <= 16, 2 % at 28672 x 8192 m = 32.
+///                 The plan's choice at m > 24 where 14 would run splits (geometry_for).
+///  20 V:2:M lean paired, cluster reduce (kernel10.cuh; session 9, s9vnm) - variant 14's structure for
+///                 venom V = 128: one 128-row slab per block, 4 warps of two row tiles (the slab's 8
+///                 tiles), compile-time chunk lean_chunk_pairs, constant cp.async wait counts, one
+///                 record pointer per tile; the slab's selected X columns gathered from the
+///                 transposed X (variant 9's Xt, PDL) by a division-free gather with the selection
+///                 bytes loaded one chunk ahead; every B fragment (ldmatrix.x4.trans) feeds the two
+///                 tiles' mma.sp; k splits of a slab as one cluster, reduced through distributed
+///                 shared memory. Other V and hw24: variant 9 (lean2_or_lean). Measured (f3a9476, session
+///                 9): 1.009-1.27x of variants 4 / 9 on 128:2:8 / 128:2:16 at m = 8 / 16 / 32 (both
+///                 shapes); the default for V = 128, M <= 16 at m >= 8 (vnm_small.cu default_variant).
+///  21 as 20 with the k splits summed by the reduce kernel (fp32 partials; no clusters). Measured: ties 20
+///                 at one split, 1.5-3 us slower at 12288^2; opt-in.
+inline constexpr int kVariants = 22;
+/// Variant numbers with a kernel (17 / 18: removed in session 9b, see above).
+constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18; }
+inline constexpr int kVnmLeanVariant = 20;        ///< V:2:M (V = 128) lean paired, cluster split reduce (kernel10.cuh)
+inline constexpr int kVnmLeanReduceVariant = 21;  ///< variant 20 with the reduce kernel for its splits
+/// Variants 20 / 21: the V:2:M lean paired kernel (kernel10.cuh).
+constexpr bool vlean_variant(int v) { return v == kVnmLeanVariant || v == kVnmLeanReduceVariant; }
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
@@ -253,10 +287,12 @@ inline constexpr int kLean2ClusterVariant = 14;  ///< variant 13, splits reduced
 inline constexpr int kLean2WideVariant = 15;     ///< variant 14 with 256-row groups, 8 warps (kernel9.cuh)
 inline constexpr int kLean2WideTiles = 16;       ///< variant 15: row tiles per block
 inline constexpr int kLean2LongVariant = 16;     ///< variant 14 with lean_long_chunk_pairs (kernel9.cuh)
-/// Variants 13 / 14 / 15 / 16: the lean kernel with two row tiles per warp.
-constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16; }
-/// Variants 14 / 15 / 16: the k splits of a group are one cluster, reduced through distributed shared memory.
-constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16; }
+inline constexpr int kLean2WsVariant = 19;       ///< variant 14 with a producer warp and a CTA-wide bulk ring (kernel11.cuh)
+inline constexpr int kWsStages = 8;              ///< variant 19: ring stages (one pair of the group's 8 tiles each)
+/// Variants 13 .. 16, 19: the lean kernel with two row tiles per warp.
+constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || v == kLean2WsVariant; }
+/// Variants 14 / 15 / 16 / 19 / 20: the k splits of a group are one cluster, reduced through distributed shared memory.
+constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || v == kLean2WsVariant || v == kVnmLeanVariant; }
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)
@@ -264,7 +300,7 @@ inline constexpr int kPairMinChunk = 3;        ///< variant 10: pairs per chunk 
 inline constexpr int kStreamMaxSplits = 8;     ///< portable cluster size
 inline constexpr int kStreamHwTiles = 16;      ///< hw24 row tiles per block (256 rows, 8 warps)
 /// Variants that run the async-gather kernel (kernel6.cuh): 9, and 11 with the fused reduction.
-constexpr bool async_variant(int v) { return v == kAsyncVariant || v == kFusedVariant || v == kLeanVariant || lean2_variant(v); }
+constexpr bool async_variant(int v) { return v == kAsyncVariant || v == kFusedVariant || v == kLeanVariant || lean2_variant(v) || vlean_variant(v); }
 /// Variant 12 (kernel8.cuh): pairs per staged chunk, a compile-time constant of the kernel
 /// (a multiple of kRingStages, 8 x it divides 256; <= 16 / n_tiles so it fits variant 9's buffers).
 SPARSENM_VS_HD constexpr int lean_chunk_pairs(int n_tiles) { return n_tiles == 1 ? 16 : n_tiles == 2 ? 8 : 4; }
@@ -280,8 +316,14 @@ SPARSENM_VS_HD constexpr int lean_variant_chunk_pairs(int variant, int n_tiles) 
 inline bool lean_direct(const Layout& l, int variant) {
   return (variant == kLeanVariant || lean2_variant(variant)) && !l.venom && l.k % 8 == 0;
 }
+/// Variants 20 / 21 take their own kernel (kernel10.cuh) and geometry for venom with V = 128 (one slab =
+/// 8 row tiles = 4 warps of two); elsewhere variant 9 (lean2_or_lean).
+inline bool vlean(const Layout& l, int variant) {
+  return vlean_variant(variant) && l.venom && l.group_rows == kHwGroupRows;
+}
 /// Variants 13 / 14 run only where their kernel applies (hw24, k % 8 == 0); elsewhere variant 12.
 inline int lean2_or_lean(const Layout& l, int variant) {
+  if (vlean_variant(variant) && !vlean(l, variant)) return kAsyncVariant;  // 20 / 21: venom V = 128 only
   return lean2_variant(variant) && (l.venom || l.k % 8 != 0) ? kLeanVariant : variant;
 }
 /// Variants with two staged-X buffers and the gather interleaved with the record batches.
@@ -298,7 +340,13 @@ constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_vari
 constexpr bool ring_variant(int v) { return v == kRingVariant || async_variant(v) || v == kPairVariant; }
 /// Ring slots per warp of a ring variant.
 /// (Variant 13: kRingStages slots of two records each, counted here in records.)
-constexpr int ring_stages(int v) { return v == kPairVariant ? kPairRingStages : lean2_variant(v) ? 2 * kRingStages : kRingStages; }
+/// (Variant 19: kWsStages stages of 8 records for 4 warps = 2 kWsStages records per warp.)
+constexpr int ring_stages(int v) {
+  return v == kPairVariant       ? kPairRingStages
+         : v == kLean2WsVariant  ? 2 * kWsStages
+         : lean2_variant(v) || vlean_variant(v) ? 2 * kRingStages
+                                 : kRingStages;
+}
 /// Variants whose shared memory may pass 48 KB (the launcher lifts the limit to max_smem_bytes).
 constexpr bool large_smem_variant(int v) { return two_buffer_variant(v) || ring_variant(v); }
 
@@ -328,7 +376,8 @@ constexpr std::size_t max_smem_bytes(int n_tiles) {
   const std::size_t half = std::size_t(8 * n_tiles) * std::size_t((16 / n_tiles) * 32 + 16) * 4;  // variant 9
   const std::size_t ring10 = std::size_t(8) * kPairRingStages * kRecordBytes;  // variant 10: <= 8 warps (V = 256)
   const std::size_t lng = std::size_t(8 * n_tiles) * std::size_t(lean_long_chunk_pairs(n_tiles) * 32 + 16) * 4;  // variant 16
-  return std::max({2 * buffer, buffer + ring, 2 * half + ring, 2 * half + ring10, 2 * lng + ring});
+  const std::size_t ring19 = std::size_t(4) * 2 * kWsStages * kRecordBytes;  // variant 19: 4 consumer warps
+  return std::max({2 * buffer, buffer + ring, 2 * half + ring, 2 * half + ring10, 2 * lng + ring, 2 * half + ring19});
 }
 
 /// m in 1..32; sms: multiprocessors of the device; blocks_per_sm: resident blocks of the chosen
@@ -419,11 +468,11 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   g.tiles_per_group = tiles_per_group;
   g.groups = variant == kLean2WideVariant ? (l.row_tiles + tiles_per_group - 1) / tiles_per_group : l.groups;
   g.warps = std::min(8, tiles_per_group);
-  if (variant == kPairVariant || lean2_variant(variant)) g.warps = std::max(1, tiles_per_group / 2);  // two row tiles per warp
+  if (variant == kPairVariant || lean2_variant(variant) || vlean_variant(variant)) g.warps = std::max(1, tiles_per_group / 2);  // two row tiles per warp
   g.tiles_per_warp = (tiles_per_group + g.warps - 1) / g.warps;
   g.chunk_pairs = 32 / g.n_tiles;  // ~33 KB of staged X per buffer for every m
   if (async_variant(variant) || variant == kPairVariant) g.chunk_pairs = 16 / g.n_tiles;  // 2 x ~17 KB + rings
-  if (lean_direct(l, variant)) g.chunk_pairs = lean_variant_chunk_pairs(variant, g.n_tiles);  // the kernel's constant
+  if (lean_direct(l, variant) || vlean(l, variant)) g.chunk_pairs = lean_variant_chunk_pairs(variant, g.n_tiles);  // the kernel's constant
   if (g.warps <= 2) g.chunk_pairs = std::max(1, g.chunk_pairs / 2);
   if (variant == kPairVariant) g.chunk_pairs = std::max(kPairMinChunk, g.chunk_pairs);  // pair_ring_wait_newer
   g.buffers = two_buffer_variant(variant) ? 2 : 1;
@@ -434,7 +483,7 @@ inline Geometry choose_geometry(const Layout& l, int m, int sms, int variant = 2
   cap = std::min<std::int64_t>(cap, std::max<std::int64_t>(1, std::int64_t(0.25 * 4.5 * double(l.windows) / (8.0 * m))));
   cap = std::min<std::int64_t>(cap, 16);
   std::int64_t splits = 1;
-  if (lean_direct(l, variant)) {
+  if (lean_direct(l, variant) || vlean(l, variant)) {  // 20 / 21: the same one-wave rule over the slabs
     // Variant 12, direct staging: at most one wave of resident blocks, the most splits with
     // groups * splits <= slots (1 when the groups alone fill a wave). Session 8 (H200, 04e6c4d,
     // forced splits 1 / 2 / 3 / 4 / 6 at m = 1 / 8 / 16 / 32): the fastest split count on both 2:4

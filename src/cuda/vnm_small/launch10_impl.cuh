@@ -1,0 +1,100 @@
+// sparsenm — cuda:vnm_gemv launch of variants 20 / 21 (kernel10.cuh, V:2:M lean paired): X -> Xt
+// (kernel3.cuh transpose), then the kernel as a programmatic dependent of it; variant 20 with k splits
+// launches the splits of a slab as one cluster (1, splits, 1) reduced in it, variant 21 sums them with
+// the reduce kernel. Included only by the inst10_*.cu files (the instantiations, declared in
+// launch10.cuh for launch.cuh).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+
+#include "cuda/common.cuh"
+#include "cuda/vnm_small/kernel10.cuh"
+#include "cuda/vnm_small/launch10.cuh"
+
+namespace sparsenm::cuda::vnm_small {
+
+template <class Tr>
+const void* vlean_kernel(bool cluster) {
+  return cluster ? reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, true>)
+                 : reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, false>);
+}
+
+/// Lifts both instances' shared-memory limit to `bound` and returns the smaller occupancy.
+template <class T, int NT>
+int prepare_vlean(int threads, std::size_t smem_bytes, std::size_t bound) {
+  using Tr = Traits<T, NT>;
+  int best = 1 << 30;
+  for (bool cluster : {false, true}) {
+    const void* f = vlean_kernel<Tr>(cluster);
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bound)));
+    int b = 0;
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, threads, smem_bytes));
+    best = std::min(best, b);
+  }
+  return best;
+}
+
+/// Variant 20 with splits: clusters of g.splits blocks resident at once.
+template <class T, int NT>
+int vlean_max_clusters(const sparsenm::vnm_small::Geometry& g) {
+  using Tr = Traits<T, NT>;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(g.groups), unsigned(g.splits));
+  cfg.blockDim = dim3(unsigned(32 * g.warps));
+  cfg.dynamicSmemBytes = g.smem_bytes();
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = unsigned(g.splits);
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_vlean<Tr, true>, &cfg));
+  return n;
+}
+
+template <class T, int NT>
+void launch_vlean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
+  namespace sv = sparsenm::vnm_small;
+  using Tr = Traits<T, NT>;
+  if (g.warps != 4 || g.tiles_per_warp != 2 || p.tiles_per_group != 8 || p.sel == nullptr || p.xt == nullptr ||
+      g.chunk_pairs != sv::lean_chunk_pairs(NT))
+    throw std::logic_error("vnm_small: variant 20 / 21 geometry is not the V:2:M lean paired kernel's");
+  const bool cluster = g.variant == sv::kVnmLeanVariant && g.splits > 1;
+  if (cluster && g.splits > sv::kStreamMaxSplits) throw std::logic_error("vnm_small: variant 20 cluster > 8 blocks");
+  // X -> Xt (kernel3.cuh), as launch_transpose in launch.cuh
+  const dim3 tgrid(unsigned(std::min<std::int64_t>(1024, (p.k + 255) / 256)), unsigned(NT));
+  vnm_small_transpose_x<NT><<<tgrid, 256, 0, stream>>>(static_cast<const std::uint16_t*>(p.x), p.xt, p.m, p.k);
+  SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_transpose_x");
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(groups), unsigned(g.splits));
+  cfg.blockDim = dim3(128);
+  cfg.dynamicSmemBytes = g.smem_bytes();
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  attr[1].id = cudaLaunchAttributeClusterDimension;
+  attr[1].val.clusterDim.x = 1;
+  attr[1].val.clusterDim.y = unsigned(g.splits);
+  attr[1].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = cluster ? 2 : 1;
+  if (cluster)
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_vlean<Tr, true>, p));
+  else
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_vlean<Tr, false>, p));
+  SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_vlean");
+  if (!cluster && g.splits > 1) launch_reduce(p, stream);
+}
+
+}  // namespace sparsenm::cuda::vnm_small
+
+#define SPARSENM_VNM_SMALL_INSTANTIATE_VLEAN(T, NT)                                                          \
+  template void sparsenm::cuda::vnm_small::launch_vlean<T, NT>(const sparsenm::cuda::vnm_small::Params&,     \
+                                                                const sparsenm::vnm_small::Geometry&,        \
+                                                                std::int64_t, cudaStream_t);                 \
+  template int sparsenm::cuda::vnm_small::prepare_vlean<T, NT>(int, std::size_t, std::size_t);            \
+  template int sparsenm::cuda::vnm_small::vlean_max_clusters<T, NT>(const sparsenm::vnm_small::Geometry&);
