@@ -524,7 +524,7 @@ Suite spmv_suite() {
   Suite s;
   s.name = "spmv";
   s.description =
-      "EW N:M SpMV / small batch (m = 1, 2, 4, 8): cuda:ew_spmv (CUDA cores), cuda:ew_spmv_sk / _sk4 / _skr / _skv / _skw (m = 1), cuda:ew_spmv_sk_mb / _mb2 (m = 2..8), cuda:ew_spmv_tc / _bal / _prmt / _ring / _tc_sk / _tc_sp / _tc_sk24 / _tc_sk24r2 / _tc_sk16r4 / _tc_sk12r6 / _tc_sk8r8 / _tc_sk16r4p / _tc_sk24r2p "
+      "EW N:M SpMV / small batch (m = 1, 2, 4, 8): cuda:ew_spmv (CUDA cores), cuda:ew_spmv_sk / _sk4 / _skr / _skv / _skw (m = 1), cuda:ew_spmv_sk_mb / _mb2 (m = 2..8), cuda:ew_spmv_tc / _bal / _prmt / _ring / _tc_sk / _tc_sp / _tc_sk24 / _tc_sk24r2 / _tc_sk16r4 / _tc_sks / _tc_sk16r4b / _tc_sk16r4s / _tc_sk24r2s / _tc_sk16r4c "
       "(tensor cores, f16/bf16) and the plan's automatic choice vs cuBLAS dense and cuSPARSE CSR";
   s.needs_gpu = true;
   s.run = [](Context& ctx) {
@@ -540,8 +540,9 @@ Suite spmv_suite() {
                  {1, 2, 4, 8},
                  {"cuda:ew_spmv", "cuda:ew_spmv_sk", "cuda:ew_spmv_sk4", "cuda:ew_spmv_skr", "cuda:ew_spmv_skv", "cuda:ew_spmv_skw", "cuda:ew_spmv_skg", "cuda:ew_spmv_skrg", "cuda:ew_spmv_skwg", "cuda:ew_spmv_sk_mb", "cuda:ew_spmv_sk_mb2", "cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt",
                   "cuda:ew_spmv_tc_ring", "cuda:ew_spmv_tc_sk", "cuda:ew_spmv_tc_sp", "cuda:ew_spmv_tc_sk24",
-                  "cuda:ew_spmv_tc_sk24r2", "cuda:ew_spmv_tc_sk16r4", "cuda:ew_spmv_tc_sk12r6", "cuda:ew_spmv_tc_sk8r8",
-                  "cuda:ew_spmv_tc_sk16r4p", "cuda:ew_spmv_tc_sk24r2p", ""});
+                  "cuda:ew_spmv_tc_sk24r2", "cuda:ew_spmv_tc_sk16r4", "cuda:ew_spmv_tc_sks",
+                  "cuda:ew_spmv_tc_sk16r4b", "cuda:ew_spmv_tc_sk16r4s", "cuda:ew_spmv_tc_sk24r2s",
+                  "cuda:ew_spmv_tc_sk16r4c", ""});
   };
   return s;
 }

@@ -339,7 +339,7 @@ void run_suite(Context& ctx) {
           // "sparsenm:vnm_gemv/v7s<N>"): the split rule is the knob left to measure.
           std::vector<std::pair<int, int>> runs;  // (variant, forced splits)
           for (int variant = -1; variant < vnm_small::kVariants; ++variant) {
-            if (variant >= 0 && (!variant_wanted(variant) || !vnm_small::variant_built(variant))) continue;
+            if (variant >= 0 && (!variant_wanted(variant) || !vnm_small::variant_built(variant))) continue;  // 17 / 18: removed
             runs.push_back({variant, 0});
             if (variant == vnm_small::kStreamVariant)
               for (int fs : forced_splits_v7()) runs.push_back({variant, fs});

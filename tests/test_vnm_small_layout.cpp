@@ -124,7 +124,7 @@ TEST(VnmSmallLayout, LayoutAndGeometryValues) {
   EXPECT_EQ(l.sel_bytes(), std::size_t(8 * 128 * 4));
   for (int m : {1, 8, 9, 17, 32})
     for (int variant = 0; variant < sv::kVariants; ++variant) {
-      if (!sv::variant_built(variant)) continue;  // reserved by another branch
+      if (!sv::variant_built(variant)) continue;  // 17 / 18: removed in session 9b
       const sv::Geometry g = sv::choose_geometry(l, m, 132, variant);
       const int want = sv::lean2_or_lean(l, variant);  // venom: variant 13 is 12
       EXPECT_EQ(g.variant, want);
@@ -162,7 +162,7 @@ TEST(VnmSmallLayout, GatherUnitsCoverChunkOnceAndStayInBounds) {
     const sv::Layout& l = pk.layout;
     for (int m : {1, 3, 8, 9, 16, 17, 20, 24, 25, 32})
       for (int variant = 0; variant < sv::kVariants; ++variant) {
-        if (!sv::variant_built(variant)) continue;  // reserved by another branch
+        if (!sv::variant_built(variant)) continue;  // 17 / 18: removed in session 9b
         if (variant == sv::kStreamVariant) continue;  // no word gather (StreamedStaging... below)
         SCOPED_TRACE(pat.str() + " m=" + std::to_string(m) + " variant=" + std::to_string(variant));
         const sv::Geometry g = sv::choose_geometry(l, m, 132, variant, 2);
@@ -395,6 +395,7 @@ TEST(VnmSmallLayout, EveryGeometryFitsTheLaunchersSharedMemoryLimit) {
         for (int variant = 0; variant < sv::kVariants; ++variant) {
           if (!sv::variant_built(variant)) continue;  // reserved by another branch
           for (int sms : {1, 16, 132})
+            if (sv::variant_built(variant))
             for (int bps : {1, 2, 3, 8}) {
               const sv::Layout l = sv::Layout::of(FormatLayout::of(pat, n, k));
               const sv::Geometry g = sv::choose_geometry(l, m, sms, variant, bps);
@@ -795,22 +796,34 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
       EXPECT_LT(std::int64_t(L.splits - 1) * L.pairs_per_split, l.pairs);
       if (n == 12288) EXPECT_EQ(L.splits, m > 8 ? 2 : 4) << "96 groups, 264 / 396 slots";
       if (n == 28672) EXPECT_EQ(L.splits, 1) << "224 groups";
-      // variants 17 / 18 (bulk-copy ring): variant 14's geometry exactly (same kernel shape, chunk,
-      // shared memory, splits); their mbarriers are static shared memory, outside smem_bytes()
-      for (const int bv : {sv::kLean2BulkVariant, sv::kLean2BulkHintVariant}) {
-        EXPECT_TRUE(sv::lean2_variant(bv) && sv::lean2_cluster_variant(bv) && sv::lean2_bulk_variant(bv));
-        const sv::Geometry B = sv::choose_geometry(l, m, 132, bv, 3);
-        EXPECT_EQ(B.variant, bv);
-        EXPECT_EQ(B.warps, c.warps);
-        EXPECT_EQ(B.tiles_per_warp, c.tiles_per_warp);
-        EXPECT_EQ(B.tiles_per_group, c.tiles_per_group);
-        EXPECT_EQ(B.chunk_pairs, c.chunk_pairs);
-        EXPECT_EQ(B.splits, c.splits);
-        EXPECT_EQ(B.pairs_per_split, c.pairs_per_split);
-        EXPECT_EQ(B.ring_bytes, c.ring_bytes);
-        EXPECT_EQ(B.smem_bytes(), c.smem_bytes());
-        EXPECT_EQ(B.smem_bytes() % 16, 0u) << "bulk copies: 16-byte aligned ring slots";
-        EXPECT_EQ(std::size_t(2) * B.buffer_words() * 4 % 16, 0u) << "the rings start 16-byte aligned";
+      // variant 19 (producer warp, block ring of kWsStages stages of 8 records): variant 14's shape
+      // (4 consumer warps of two tiles, chunk), its ring 8 x 9216 B after the X buffers, 2 blocks per SM
+      // (with the 1 KB per block the SM reserves), the one-wave split rule over 264 slots, <= 8 splits
+      {
+        const int wv = sv::kLean2WsVariant;
+        EXPECT_TRUE(sv::lean2_variant(wv) && sv::lean2_cluster_variant(wv));
+        EXPECT_FALSE(sv::variant_built(17) || sv::variant_built(18)) << "removed in session 9b";
+        EXPECT_TRUE(sv::variant_built(wv));
+        const sv::Geometry W = sv::choose_geometry(l, m, 132, wv, 2);
+        EXPECT_EQ(W.variant, wv);
+        EXPECT_EQ(W.warps, 4);
+        EXPECT_EQ(W.tiles_per_warp, 2);
+        EXPECT_EQ(W.tiles_per_group, 8);
+        EXPECT_EQ(W.chunk_pairs, c.chunk_pairs);
+        EXPECT_EQ(W.chunk_pairs, sv::lean_chunk_pairs(W.n_tiles));
+        EXPECT_EQ(W.ring_bytes, std::size_t(sv::kWsStages) * 8u * sv::kRecordBytes);
+        EXPECT_EQ(W.smem_bytes(), c.smem_bytes() - c.ring_bytes + W.ring_bytes);
+        EXPECT_EQ(W.smem_bytes() % 16, 0u);
+        EXPECT_EQ(std::size_t(2) * W.buffer_words() * 4 % 16, 0u) << "the ring starts 16-byte aligned";
+        EXPECT_LE(W.smem_bytes(), sv::max_smem_bytes(W.n_tiles));
+        EXPECT_LE(2 * (W.smem_bytes() + 1024 + 128), 228u * 1024u) << "2 blocks per SM (+ 128 B of static mbarriers)";
+        EXPECT_GE(2 * W.ring_bytes, 130u * 1024u) << ">= 130 KB of weights in flight per SM";
+        EXPECT_LE(std::size_t(8 * W.n_tiles * (128 + 4) * 4), W.smem_bytes()) << "cluster partials fit";
+        EXPECT_LE(W.splits, sv::kStreamMaxSplits);
+        EXPECT_LE(W.groups * W.splits, std::max<std::int64_t>(W.groups, 264));
+        EXPECT_LT(std::int64_t(W.splits - 1) * W.pairs_per_split, l.pairs);
+        if (n == 12288) EXPECT_EQ(W.splits, 2) << "96 groups, 264 slots";
+        if (n == 28672) EXPECT_EQ(W.splits, 1) << "224 groups";
       }
     }
   const sv::Layout odd = sv::Layout::of(FormatLayout::of(Pattern::hw24(), 28672, 8188));
@@ -821,8 +834,7 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2ClusterVariant), sv::kLeanVariant);
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2WideVariant), sv::kLeanVariant);
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2LongVariant), sv::kLeanVariant);
-      EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2BulkVariant), sv::kLeanVariant);
-      EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2BulkHintVariant), sv::kLeanVariant);
+      EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2WsVariant), sv::kLeanVariant);
       EXPECT_EQ(sv::choose_geometry(*l, m, 132, sv::kLean2WideVariant, 2).tiles_per_group, sv::choose_geometry(*l, m, 132, sv::kLeanVariant, 2).tiles_per_group);
       const sv::Geometry a = sv::choose_geometry(*l, m, 132, sv::kLean2Variant, 3), b = sv::choose_geometry(*l, m, 132, sv::kLeanVariant, 3);
       EXPECT_EQ(a.variant, sv::kLeanVariant);

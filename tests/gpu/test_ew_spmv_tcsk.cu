@@ -6,7 +6,10 @@
 // to zero), poisoned outputs, NaN / Inf from stored slots; the unit-order reorder and the plan's
 // bounds on the host; the plan race and a forced run. The same cases for cuda:ew_spmv_tc_sp (the tile on
 // the sparse tensor cores, session 8b; EwSpmvTcSp*), plus a CPU check of its decode tables, and for the
-// 24-warp shapes of the dense kernel (3 and 2 ring stages, session 8c; EwSpmvTcSkW*).
+// 24-warp shapes of the dense kernel (3 and 2 ring stages, session 8c; EwSpmvTcSkW*), and for the session-9b
+// prologue / settle fixes (EwSpmvTcSkB*: X staged in pieces on mbarriers, 16-byte REDs and plain read-back), with
+// cases on the piece path (k % 8 == 0, x aligned): m = 1..8, split rows at CTA and warp boundaries, more than 32
+// tiles of X per CTA (pieces of 2 tiles), empty CTAs, multi-chunk plans.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -50,10 +53,11 @@ const char* shape_name(sew::TcSkShape s) {
     case sew::TcSkShape::w24r3: return " w24r3";
     case sew::TcSkShape::w24r2: return " w24r2";
     case sew::TcSkShape::w16r4: return " w16r4";
-    case sew::TcSkShape::w12r6: return " w12r6";
-    case sew::TcSkShape::w8r8: return " w8r8";
-    case sew::TcSkShape::w16r4p: return " w16r4p";
-    case sew::TcSkShape::w24r2p: return " w24r2p";
+    case sew::TcSkShape::w16r3s: return " w16r3s";
+    case sew::TcSkShape::w16r4b: return " w16r4b";
+    case sew::TcSkShape::w16r4s: return " w16r4s";
+    case sew::TcSkShape::w24r2s: return " w24r2s";
+    case sew::TcSkShape::w16r4c: return " w16r4c";
     default: return "";
   }
 }
@@ -220,7 +224,7 @@ void forced_grids_warps_and_chunks(bool sp, sew::TcSkShape shape = sew::TcSkShap
     SkCase cc = c;
     cc.sp = sp;
     cc.shape = shape;
-    cc.warps = std::min(cc.warps, sew::tcsk_shape_warps(shape));  // the 8- and 12-warp shapes (session 9)
+    cc.warps = std::min(cc.warps, sew::tcsk_shape_warps(shape));
     check(cc, seed++);
   }
   if (shape == sew::TcSkShape::w16r3) return;
@@ -305,11 +309,11 @@ TEST(EwSpmvTcSp, LargeShape) {
   large_shape(true);
 }
 
-void nan_inf_propagate(bool sp, sew::TcSkShape shape = sew::TcSkShape::w16r3) {
+void nan_inf_propagate(bool sp, sew::TcSkShape shape = sew::TcSkShape::w16r3, std::int64_t k = 203) {
   for (DType t : {DType::f16, DType::bf16})
     for (const Pattern& p : compiled()) {
       SCOPED_TRACE(p.str());
-      const std::int64_t n = 64, k = 203;
+      const std::int64_t n = 64;
       const auto w = random_ew(p, n, k, t, 701);
       auto x = random_matrix(t, 3, k, 702);
       const auto& l = w.layout;
@@ -726,10 +730,6 @@ TEST(EwSpmvTcSkSmoke, SanitizerSmoke) {
 // at 16 warps with 4 stages (tc_sk16r4).
 const sew::TcSkShape kWide[] = {sew::TcSkShape::w24r3, sew::TcSkShape::w24r2, sew::TcSkShape::w16r4};
 
-// Session 9: 12 warps x 6 stages, 8 x 8, and the 16 x 4 / 24 x 2 rings with an L2 prefetch.
-const std::vector<sew::TcSkShape> kShapes9 = {sew::TcSkShape::w12r6, sew::TcSkShape::w8r8, sew::TcSkShape::w16r4p,
-                                              sew::TcSkShape::w24r2p};
-
 // Runs `body` for each shape of `shapes` (default: the session-8c ones); a case the planner refuses for
 // lack of shared memory is counted, and most cases must run.
 void for_wide_shapes(void (*body)(bool, sew::TcSkShape),
@@ -835,89 +835,134 @@ TEST(EwSpmvTcSkWSmoke, SanitizerSmoke) {
   }
 }
 
-// Session 9 shapes (tc_sk12r6, tc_sk8r8, tc_sk16r4p, tc_sk24r2p): the same cases as the session-8c ones.
-TEST(EwSpmvTcSk9, EveryPatternMAndDtype) {
+// Session 9b: the lean settle on the three shipped shapes (tc_sks, tc_sk16r4s, tc_sk24r2s) and with X staged in
+// pieces too on the 16 x 4 shape (tc_sk16r4b). (The run at d721585 also tested tc_skp, tc_skb, tc_sk24r2b, dropped
+// after it.)
+const std::vector<sew::TcSkShape> kFixShapes = {sew::TcSkShape::w16r3s, sew::TcSkShape::w16r4b, sew::TcSkShape::w16r4s,
+                                                sew::TcSkShape::w24r2s, sew::TcSkShape::w16r4c};
+
+TEST(EwSpmvTcSkB, EveryPatternMAndDtype) {
   EW_REQUIRE_DEVICE();
-  for_wide_shapes(every_pattern_m_and_dtype, kShapes9);
+  for_wide_shapes(every_pattern_m_and_dtype, kFixShapes);
 }
-TEST(EwSpmvTcSk9, ForcedGridsWarpsAndChunks) {
+TEST(EwSpmvTcSkB, ForcedGridsWarpsAndChunks) {
   EW_REQUIRE_DEVICE();
-  for_wide_shapes(forced_grids_warps_and_chunks, kShapes9);
+  for_wide_shapes(forced_grids_warps_and_chunks, kFixShapes);
 }
-TEST(EwSpmvTcSk9, DefaultPlanMultiChunk) {
+TEST(EwSpmvTcSkB, DefaultPlanMultiChunk) {
   EW_REQUIRE_DEVICE();
-  for_wide_shapes(default_plan_multi_chunk, kShapes9);
+  for_wide_shapes(default_plan_multi_chunk, kFixShapes);
 }
-TEST(EwSpmvTcSk9, LargeShape) {
+TEST(EwSpmvTcSkB, LargeShape) {
   EW_REQUIRE_DEVICE();
-  for_wide_shapes(large_shape, kShapes9);
+  for_wide_shapes(large_shape, kFixShapes);
 }
-TEST(EwSpmvTcSk9, NanInfPropagate) {
+TEST(EwSpmvTcSkB, NanInfPropagate) {
   EW_REQUIRE_DEVICE();
-  for (auto s : kShapes9) nan_inf_propagate(false, s);
+  for (auto s : kFixShapes) {
+    nan_inf_propagate(false, s);       // the whole-span X path (k % 8 != 0)
+    nan_inf_propagate(false, s, 200);  // the X-piece path
+  }
 }
 
-// The plan of every session-9 shape on the bar shape (H200: 132 SMs, 227 KiB): rings warps x stages x tile
-// bytes, at most the opt-in shared memory, the warps bound; a shape whose rings leave no room refuses with
-// a message naming shared memory (w12r6 at 2:16 on 28672 x 8192).
-TEST(EwSpmvTcSk9Host, PlanBounds) {
-  const auto w = random_ew(Pattern::element(2, 8), 28672 / 64, 8192, DType::f16, 822);
+// The X-piece path needs k % 8 == 0 and an aligned x (the cases above mostly take the whole-span path): every
+// pattern, f16 / bf16, m = 1..8, row tails and k not a multiple of the tile; forced grids / warps / chunks whose
+// ranges split row blocks at warp and CTA boundaries and cross chunks; a span of more than 32 tiles (pieces of 2
+// tiles); more warps than units (empty ranges and CTAs).
+void piece_path_cases(sew::TcSkShape shape, std::uint64_t seed) {
+  const int cw = sew::tcsk_shape_warps(shape);
+  for (const Pattern& p : compiled())
+    for (DType t : {DType::f16, DType::bf16})
+      for (int m = 1; m <= 8; ++m) {
+        SkCase c{p, 83 + 8 * m, 1000 + 8 * m, m, t, m % 3 == 0 ? DType::f32 : t};
+        c.shape = shape;
+        if (m % 2 == 0) {  // split rows at warp and CTA boundaries, chunks
+          c.grid = 2 + m % 5;
+          c.warps = std::min(cw, 3 + m);
+          const std::int64_t tc = 64 * p.m / p.n, tiles = (c.k + tc - 1) / tc;
+          c.kc = int(std::min<std::int64_t>(1 + m % 3, tiles));
+        }
+        check(c, seed++);
+      }
+  for (SkCase c : std::vector<SkCase>{
+           {Pattern::element(2, 8), 150, 3000, 8, DType::f16, DType::f16, 3, 5, 5},     // ranges cross chunks and row blocks
+           {Pattern::element(2, 8), 150, 3000, 8, DType::f16, DType::f16, 1, 1, 1},     // one warp, > 32 pending segments
+           {Pattern::element(2, 8), 100, 10248, 5, DType::f16, DType::f16, 3, 4, 0},    // 41 tiles of X: pieces of 2 tiles
+           {Pattern::element(2, 8), 64, 8200, 8, DType::bf16, DType::bf16, 2, 2, 0},    // 33 tiles: 17 pieces, the last of 1
+           {Pattern::element(2, 8), 150, 3000, 8, DType::f16, DType::f16, 17, 16, 2},   // 272 warps for 120 units
+           {Pattern::element(2, 16), 200, 4104, 7, DType::bf16, DType::f32, 5, 2, 1},
+           {Pattern::element(1, 16), 33, 9000, 3, DType::f16, DType::f16, 4, 7, 2},
+           {Pattern::element(2, 8), 64, 2048, 8, DType::f16, DType::f16, 2, 2, 0},      // no tails
+           {Pattern::element(2, 8), 300, 6000, 6, DType::bf16, DType::bf16, 3, 24, 5},  // 24-warp CTAs (16 on w16)
+       }) {
+    c.shape = shape;
+    c.warps = std::min(c.warps, cw);
+    check(c, seed++);
+  }
+}
+TEST(EwSpmvTcSkB, PiecePathEveryMAndBoundary) {
+  EW_REQUIRE_DEVICE();
+  g_wide_ran = g_wide_unfit = 0;
+  std::uint64_t seed = 1400;
+  for (auto s : kFixShapes) {
+    SCOPED_TRACE(shape_name(s));
+    piece_path_cases(s, seed);
+    seed += 100;
+  }
+  EXPECT_GT(g_wide_ran, 2 * g_wide_unfit);
+  // the old kernel on the same cases (the comparison of the two forms runs the same inputs)
+  piece_path_cases(sew::TcSkShape::w16r3, 1400);
+}
+
+// Plan bounds of the fixed shapes (H200: 132 SMs, 227 KiB): the rings as their base shapes, the mbarriers after the
+// rings (kTcSkBarBytes, the prologue fix only), at most the opt-in shared memory.
+TEST(EwSpmvTcSkBHost, PlanBounds) {
+  const auto w = random_ew(Pattern::element(2, 8), 28672 / 64, 8192, DType::f16, 832);
   const auto l = sew::SpmvTcLayout::of(w.layout, DType::f16);
-  for (auto s : kShapes9) {
+  for (auto s : kFixShapes) {
     SCOPED_TRACE(shape_name(s));
     sew::TcSkArgs a;
     const auto cfg = sew::plan_spmv_tcsk(l, 8, 132, 232448, a, 0, 0, 0, false, s);
     const int cw = sew::tcsk_shape_warps(s);
+    const bool pro = (sew::tcsk_shape_fix(s) & sew::kTcSkFixPrologue) != 0;
     EXPECT_EQ(a.cta_warps, cw);
-    EXPECT_EQ(a.warps_total, 132 * cw);
     EXPECT_LE(cfg.smem_bytes, 232448);
-    EXPECT_EQ(a.x_off, sew::spmv_tc_table_bytes(sew::kDecPrmt, 2, 8));
     EXPECT_GE(a.ring_off, a.x_off + 8 * a.pitch);
-    EXPECT_EQ(cfg.smem_bytes, a.ring_off + cw * sew::tcsk_shape_ring(s) * (2048 + 3 * 128));
+    const int rings = cw * sew::tcsk_shape_ring(s) * (2048 + 3 * 128);
+    EXPECT_EQ(a.bar_off, pro ? a.ring_off + rings : 0);
+    EXPECT_EQ(cfg.smem_bytes, a.ring_off + rings + (pro ? sew::kTcSkBarBytes : 0));
+    EXPECT_EQ(a.bar_off % 8, 0);
     EXPECT_THROW(sew::plan_spmv_tcsk(l, 8, 132, 232448, a, 0, cw + 1, 0, false, s), InvalidArgument);
     EXPECT_THROW(sew::plan_spmv_tcsk(l, 8, 132, 232448, a, 0, 0, 0, true, s), InvalidArgument);
-    EXPECT_EQ(sew::find_spmv_tcsk(DType::f16, 2, 8, true, s), nullptr);
     for (DType t : {DType::f16, DType::bf16})
       for (const Pattern& p : compiled()) EXPECT_NE(sew::find_spmv_tcsk(t, p.n, p.m, false, s), nullptr) << p.str();
   }
-  EXPECT_EQ(sew::tcsk_shape_prefetch(sew::TcSkShape::w16r4p), 2);
-  EXPECT_EQ(sew::tcsk_shape_prefetch(sew::TcSkShape::w16r4), 0);
-  EXPECT_EQ(sew::tcsk_shape_ring(sew::TcSkShape::w16r4p), sew::tcsk_shape_ring(sew::TcSkShape::w16r4));
-  // 2:16 at 28672 x 8192: 12 x 6 stages of 2560 B + the 32 KiB table leave less than two tiles of X.
-  const auto w216 = random_ew(Pattern::element(2, 16), 28672 / 64, 8192, DType::f16, 823);
-  sew::TcSkArgs a;
-  bool refused = false;
-  try {
-    (void)sew::plan_spmv_tcsk(sew::SpmvTcLayout::of(w216.layout, DType::f16), 8, 132, 232448, a, 0, 0, 0, false,
-                              sew::TcSkShape::w12r6);
-  } catch (const InvalidArgument& e) {
-    refused = true;
-    EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
-  }
-  EXPECT_TRUE(refused);
+  EXPECT_EQ(sew::tcsk_shape_fix(sew::TcSkShape::w16r3), 0);
+  EXPECT_EQ(sew::tcsk_shape_fix(sew::TcSkShape::w16r4b), sew::kTcSkFixPrologue | sew::kTcSkFixSettle);
+  EXPECT_EQ(sew::tcsk_shape_fix(sew::TcSkShape::w16r3s), sew::kTcSkFixSettle);
+  EXPECT_EQ(sew::tcsk_shape_ring(sew::TcSkShape::w24r2s), 2);
+  EXPECT_EQ(sew::tcsk_shape_warps(sew::TcSkShape::w24r2s), 24);
+  EXPECT_EQ(sew::tcsk_shape_ring(sew::TcSkShape::w16r4s), 4);
+  EXPECT_EQ(sew::tcsk_shape_ring(sew::TcSkShape::w16r4b), 4);
 }
 
-TEST(EwSpmvTcSk9Plan, OptInAndForcedRun) {
+TEST(EwSpmvTcSkBPlan, RacedOptInAndForcedRun) {
   EW_REQUIRE_DEVICE();
   const std::int64_t n = 300, k = 1024;
-  const auto w = random_ew(Pattern::element(2, 8), n, k, DType::f16, 921);
+  const auto w = random_ew(Pattern::element(2, 8), n, k, DType::f16, 931);
   MatmulDesc d;
   d.m = 8;
   d.x_dtype = DType::f16;
   d.y_dtype = DType::f16;
   unsetenv("SPARSENM_RACE_TC_SKW");
-  const Plan optin = Plan::create(w, d);
-  for (auto s : kShapes9) {
-    const std::string kn = sew::tcsk_shape_kernel(s);
-    EXPECT_NE(optin.reason().find(kn.substr(5) + " is opt-in"), std::string::npos) << optin.reason();
-  }
-  setenv("SPARSENM_RACE_TC_SKW", "1", 1);
-  const Plan raced = Plan::create(w, d);
-  unsetenv("SPARSENM_RACE_TC_SKW");
-  for (auto s : kShapes9)  // raced and timed (a timed entry carries its describe() in brackets)
-    EXPECT_NE(raced.reason().find(std::string(sew::tcsk_shape_kernel(s)) + " ["), std::string::npos) << raced.reason();
-  const auto x = random_matrix(DType::f16, 8, k, 922);
-  for (auto s : kShapes9) {
+  const Plan plan0 = Plan::create(w, d);
+  for (const char* kn : {"cuda:ew_spmv_tc_sks [", "cuda:ew_spmv_tc_sk16r4b ["})  // raced
+    EXPECT_NE(plan0.reason().find(kn), std::string::npos) << plan0.reason();
+  for (const char* kn : {"ew_spmv_tc_sk16r4s is opt-in", "ew_spmv_tc_sk24r2s is opt-in", "ew_spmv_tc_sk16r4c is opt-in"})
+    EXPECT_NE(plan0.reason().find(kn), std::string::npos) << plan0.reason();
+  const auto x = random_matrix(DType::f16, 8, k, 932);
+  run_plan_twice_and_check(plan0, x, w);
+  for (auto s : kFixShapes) {
     const std::string kn = sew::tcsk_shape_kernel(s);
     SCOPED_TRACE(kn);
     MatmulDesc forced = d;
@@ -931,23 +976,51 @@ TEST(EwSpmvTcSk9Plan, OptInAndForcedRun) {
   }
 }
 
-// Small cases for compute-sanitizer memcheck of the session-9 shapes (the prefetch runs to the range's end).
-TEST(EwSpmvTcSk9Smoke, SanitizerSmoke) {
+// Small cases for compute-sanitizer memcheck / racecheck of the fixed shapes: the piece path (k % 8 == 0) with split
+// rows at warp and CTA boundaries, chunks, > 32 pending segments, pieces of 2 tiles, m < 8; the whole-span path.
+TEST(EwSpmvTcSkBSmoke, SanitizerSmoke) {
   EW_REQUIRE_DEVICE();
-  for (auto s : kShapes9) {
-    std::uint64_t seed = 1301 + 10 * std::uint64_t(s);
+  for (auto s : kFixShapes) {
+    std::uint64_t seed = 1501 + 10 * std::uint64_t(s);
     for (SkCase c : std::vector<SkCase>{
-             {Pattern::element(2, 8), 150, 3001, 8, DType::f16, DType::f16, 3, 24, 5},
+             {Pattern::element(2, 8), 150, 3000, 8, DType::f16, DType::f16, 3, 24, 5},
              {Pattern::element(2, 8), 40, 2000, 8, DType::f16, DType::f16, 1, 1, 1},
-             {Pattern::element(1, 16), 33, 3000, 3, DType::bf16, DType::f32, 4, 7, 2, true},
-             {Pattern::element(2, 16), 70, 4100, 8, DType::f16, DType::bf16, 0, 0, 0},
-             {Pattern::element(1, 8), 50, 2000, 5, DType::bf16, DType::bf16, 2, 20, 0},
+             {Pattern::element(2, 8), 100, 10248, 5, DType::f16, DType::f16, 3, 4, 0},
+             {Pattern::element(1, 16), 33, 3000, 3, DType::bf16, DType::f32, 4, 7, 2},
+             {Pattern::element(2, 16), 70, 4104, 8, DType::f16, DType::bf16, 0, 0, 0},
+             {Pattern::element(1, 8), 50, 2001, 5, DType::bf16, DType::bf16, 2, 20, 0},
          }) {
       c.shape = s;
       c.warps = std::min(c.warps, sew::tcsk_shape_warps(s));
       check(c, seed++);
     }
   }
+}
+
+// A smaller set for compute-sanitizer racecheck (the settle and the X pieces are synchronization changes), on the
+// piece path with split rows at warp and CTA boundaries, 2 chunks, m = 5 / 8: the X pieces (tc_sk16r4b),
+// the settle alone (tc_sks, whose shared memory use is the old kernel's) and the old kernel, one test each so that
+// the tool's reports can be told apart by test.
+void race_cases(sew::TcSkShape s) {
+  SkCase c{Pattern::element(2, 8), 150, 3000, 5, DType::f16, DType::f16, 3, 6, 5};
+  c.shape = s;
+  check(c, 1601 + std::uint64_t(s));
+  SkCase d{Pattern::element(1, 16), 40, 4104, 8, DType::bf16, DType::f32, 2, 3, 2};
+  d.shape = s;
+  check(d, 1611 + std::uint64_t(s));
+}
+TEST(EwSpmvTcSkBRace, Pieces) {
+  EW_REQUIRE_DEVICE();
+  race_cases(sew::TcSkShape::w16r4b);
+  race_cases(sew::TcSkShape::w16r4c);
+}
+TEST(EwSpmvTcSkBRace, SettleOnly) {
+  EW_REQUIRE_DEVICE();
+  race_cases(sew::TcSkShape::w16r3s);
+}
+TEST(EwSpmvTcSkBRace, OldKernel) {
+  EW_REQUIRE_DEVICE();
+  race_cases(sew::TcSkShape::w16r3);
 }
 
 }  // namespace

@@ -39,6 +39,30 @@ bool have_sm90() {
 #define REQUIRE_SM90() \
   if (!have_sm90()) GTEST_SKIP() << "no sm_90 CUDA device: V:2:M / persistent wgmma tests skipped"
 
+// A V:N:M weight packed for the wgmma kernels and uploaded: values, metadata and gather table on
+// the device, the kernel's view of them and the values' tensor map for row groups of g.
+struct DeviceVnm {
+  sptc::PackedVnm p;
+  cuda::DeviceBuffer values, meta, gt;
+  cs::DeviceA a;
+  CUtensorMap map;
+  DeviceVnm(const CondensedMatrix& w, int g)
+      : p(sptc::pack_venom(w, g, 128)), values(p.a.values.size() * 2), meta(p.a.meta.size() * 4), gt(p.gather.size() * 4) {
+    values.upload(p.a.values.data(), values.size());
+    meta.upload(p.a.meta.data(), meta.size());
+    gt.upload(p.gather.data(), gt.size());
+    a = cs::DeviceA{values.get(), meta.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
+    map = cs::make_values_map_rows(a, g);
+  }
+  struct Parts {
+    const sptc::PackedVnm& p;
+    const cs::DeviceA& a;
+    const CUtensorMap& map;
+    const cuda::DeviceBuffer& gt;
+  };
+  Parts parts() const { return {p, a, map, gt}; }
+};
+
 double tolerance(DType out) { return out == DType::f32 ? 1e-5 : out == DType::f16 ? 2e-3 : 1e-2; }
 
 /// Random X of m x k; columns that no stored slot of w references become NaN when poison_unused.
@@ -126,13 +150,8 @@ TEST(VnmGpu, SchedulesAgree) {
     const CondensedMatrix w = condense(random_pattern_matrix(pat, DType::f16, n, k, seed, 0.0).view(), pat);
     const DenseMatrix x = make_x(w, DType::f16, m, seed + 1, true);
     ++seed;
-    sptc::PackedVnm p = sptc::pack_venom(w, g, 128);
-    cuda::DeviceBuffer vb(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4);
-    vb.upload(p.a.values.data(), vb.size());
-    mt.upload(p.a.meta.data(), mt.size());
-    gt.upload(p.gather.data(), gt.size());
-    cs::DeviceA a{vb.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
-    const CUtensorMap map = cs::make_values_map_rows(a, g);
+    const DeviceVnm dv(w, g);
+    const auto& [p, a, map, gt] = dv.parts();
     const std::int64_t ldt = (m + 7) / 8 * 8;
     cuda::DeviceBuffer xt(std::size_t(k * ldt) * 2);
     const std::vector<double> ref = reference_matmul_f64(x.view(), w);  // once for the six schedules
@@ -150,11 +169,10 @@ TEST(VnmGpu, SchedulesAgree) {
   // bad schedules and tiles are refused
   const Pattern pat = Pattern::venom(128, 8);
   const CondensedMatrix w = condense(random_pattern_matrix(pat, DType::f16, 128, 64, 3, 0.0).view(), pat);
-  sptc::PackedVnm p = sptc::pack_venom(w, 128, 128);
-  cuda::DeviceBuffer vb(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4), xt(64 * 8 * 2),
+  const DeviceVnm dv(w, 128);
+  const auto& [p, a, map, gt] = dv.parts();
+  cuda::DeviceBuffer xt(64 * 8 * 2),
       yb(8 * 128 * 2);
-  cs::DeviceA a{vb.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
-  const CUtensorMap map = cs::make_values_map_rows(a, 128);
   cs::Problem pr{DType::f16, DType::f16, xt.get(), yb.get(), 8, 128, 64, 8};
   EXPECT_THROW(cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), 128, cs::PTile::r128n128, pr, nullptr, 0, {0, true}),
                InvalidArgument);
@@ -177,13 +195,8 @@ TEST(VnmGpu, EveryTileShapeWithTailsAndSeveralTilesPerCta) {
       const CondensedMatrix w = condense(random_pattern_matrix(pat, DType::f16, c.n, c.k, seed, 0.0).view(), pat);
       const DenseMatrix x = make_x(w, DType::f16, c.m, seed + 1, true);
       ++seed;
-      sptc::PackedVnm p = sptc::pack_venom(w, g, 128);
-      cuda::DeviceBuffer v(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4);
-      v.upload(p.a.values.data(), v.size());
-      mt.upload(p.a.meta.data(), mt.size());
-      gt.upload(p.gather.data(), gt.size());
-      cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
-      const CUtensorMap map = cs::make_values_map_rows(a, g);
+      const DeviceVnm dv(w, g);
+      const auto& [p, a, map, gt] = dv.parts();
       const std::int64_t ldt = (c.m + 7) / 8 * 8;
       const int rpt = p.rows_per_group;
       cuda::DeviceBuffer xt(std::size_t(c.k * ldt) * 2);
@@ -211,13 +224,8 @@ TEST(VnmGpu, GatherModesAgree) {
       const CondensedMatrix w = condense(random_pattern_matrix(pat, DType::f16, n, k, seed, 0.0).view(), pat);
       const DenseMatrix x = make_x(w, DType::f16, m, seed + 1, true);
       ++seed;
-      sptc::PackedVnm p = sptc::pack_venom(w, g, 128);
-      cuda::DeviceBuffer vb(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4);
-      vb.upload(p.a.values.data(), vb.size());
-      mt.upload(p.a.meta.data(), mt.size());
-      gt.upload(p.gather.data(), gt.size());
-      cs::DeviceA a{vb.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
-      const CUtensorMap map = cs::make_values_map_rows(a, g);
+      const DeviceVnm dv(w, g);
+      const auto& [p, a, map, gt] = dv.parts();
       const std::int64_t ldt = (m + 7) / 8 * 8;
       cuda::DeviceBuffer xt(std::size_t(k * ldt) * 2);
       const double err = run_and_compare(w, x, DType::f16, [&](void* xp, void* yp) {
@@ -259,13 +267,8 @@ TEST(VnmGpu, Session4GatherModesEveryTileAndDtype) {
         const CondensedMatrix w = condense(random_pattern_matrix(pat, in, c.n, c.k, seed, 0.0).view(), pat);
         const DenseMatrix x = make_x(w, in, c.m, seed + 1, true);
         ++seed;
-        sptc::PackedVnm p = sptc::pack_venom(w, g, 128);
-        cuda::DeviceBuffer vb(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4);
-        vb.upload(p.a.values.data(), vb.size());
-        mt.upload(p.a.meta.data(), mt.size());
-        gt.upload(p.gather.data(), gt.size());
-        cs::DeviceA a{vb.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
-        const CUtensorMap map = cs::make_values_map_rows(a, g);
+        const DeviceVnm dv(w, g);
+        const auto& [p, a, map, gt] = dv.parts();
         const std::int64_t ldt = (c.m + 7) / 8 * 8;
         cuda::DeviceBuffer xt(std::size_t(c.k * ldt) * 2);
         const bool sidx_ok = mode == 6 || mode == 9 || mode == 10 || mode == 11;
@@ -284,15 +287,11 @@ TEST(VnmGpu, Session4GatherModesEveryTileAndDtype) {
   // the diagnostic modes (wrong products by design) run, but only on f16 and the 128 x 256 tile
   const Pattern pat = Pattern::venom(128, 8);
   const CondensedMatrix w = condense(random_pattern_matrix(pat, DType::f16, 300, 520, 7, 0.0).view(), pat);
-  sptc::PackedVnm p = sptc::pack_venom(w, 128, 128);
-  cuda::DeviceBuffer vb(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4), xt(520 * 304 * 2),
+  const DeviceVnm dv(w, 128);
+  const auto& [p, a, map, gt] = dv.parts();
+  cuda::DeviceBuffer xt(520 * 304 * 2),
       yb(300 * 300 * 4);
-  vb.upload(p.a.values.data(), vb.size());
-  mt.upload(p.a.meta.data(), mt.size());
-  gt.upload(p.gather.data(), gt.size());
   SPARSENM_CUDA_CHECK(cudaMemset(xt.get(), 0, xt.size()));
-  cs::DeviceA a{vb.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
-  const CUtensorMap map = cs::make_values_map_rows(a, 128);
   cs::Problem pr{DType::f16, DType::f16, xt.get(), yb.get(), 300, 300, 520, 304};
   for (int mode : {4, 5}) {
     cs::run_vnm_wgmma(a, map, gt.as<std::int32_t>(), 128, cs::PTile::r128n256, pr, nullptr, mode);
@@ -571,13 +570,9 @@ TEST(VnmGpu, SmallForSanitizers) {
     const CondensedMatrix w = condense(random_pattern_matrix(pat, DType::f16, 200, 300, 900, 0.0).view(), pat);
     const DenseMatrix x = make_x(w, DType::f16, 150, 901, false);
     const int g = cs::ptile_rows(tile);
-    sptc::PackedVnm p = sptc::pack_venom(w, g, 128);
-    cuda::DeviceBuffer v(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4), xt(300 * 152 * 2);
-    v.upload(p.a.values.data(), v.size());
-    mt.upload(p.a.meta.data(), mt.size());
-    gt.upload(p.gather.data(), gt.size());
-    cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
-    const CUtensorMap map = cs::make_values_map_rows(a, g);
+    const DeviceVnm dv(w, g);
+    const auto& [p, a, map, gt] = dv.parts();
+    cuda::DeviceBuffer xt(300 * 152 * 2);
     for (int mode : {1, 2, 3, 6, 7, 8})
       for (cs::PSched q : {cs::PSched{8, true}, cs::PSched{-2, true}, cs::PSched{8, false}}) {
         if (mode != 1 && !q.prefetch) continue;
@@ -603,13 +598,9 @@ TEST(VnmGpu, SmallForSanitizers4b) {
     const Pattern pat = Pattern::venom(128, 8);
     const CondensedMatrix w = condense(random_pattern_matrix(pat, DType::f16, 200, 1200, 904, 0.0).view(), pat);
     const DenseMatrix x = make_x(w, DType::f16, 150, 905, false);
-    sptc::PackedVnm p = sptc::pack_venom(w, 128, 128);
-    cuda::DeviceBuffer v(p.a.values.size() * 2), mt(p.a.meta.size() * 4), gt(p.gather.size() * 4), xt(1200 * 152 * 2);
-    v.upload(p.a.values.data(), v.size());
-    mt.upload(p.a.meta.data(), mt.size());
-    gt.upload(p.gather.data(), gt.size());
-    cs::DeviceA a{v.get(), mt.as<std::uint32_t>(), p.a.rows, p.a.rows_pad, p.a.k_pad};
-    const CUtensorMap map = cs::make_values_map_rows(a, 128);
+    const DeviceVnm dv(w, 128);
+    const auto& [p, a, map, gt] = dv.parts();
+    cuda::DeviceBuffer xt(1200 * 152 * 2);
     for (int mode : {6, 9, 10, 11})
       for (bool sidx : {false, true}) {
         if (mode == 6 && !sidx) continue;

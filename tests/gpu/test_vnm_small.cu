@@ -76,7 +76,7 @@ void run_and_check_at(const Problem& pr, DType y_dtype, const vs::Options& opt, 
 void run_and_check(const Problem& pr, DType y_dtype, const vs::Options& opt = {}, const std::string& what = "") {
   if (opt.variant >= 0) return run_and_check_one(pr, y_dtype, opt, what);
   for (int v = 0; v < vnm_small::kVariants; ++v) {
-    if (!vnm_small::variant_built(v)) continue;  // a number reserved by another branch
+    if (!vnm_small::variant_built(v)) continue;  // 17 / 18: removed (Rejects checks them)
     vs::Options o = opt;
     o.variant = v;
     run_and_check_one(pr, y_dtype, o, what + " variant=" + std::to_string(v));
@@ -310,6 +310,57 @@ TEST(VnmSmallGpu, RingCrossesChunksTilesAndSplits) {
     }
 }
 
+TEST(VnmSmallGpu, WsRingTiny) {
+  // Variant 19 (kernel11.cuh) small enough for racecheck / memcheck: hw24 n = 296 (a last group of 3
+  // tiles), k = 64 * 21 + 8 (22 pairs: the 8-stage ring wraps twice at 1 split, a partial last pair),
+  // m = 1 / 9 / 32 (NT = 1 / 2 / 4: chunks of 16 / 8 / 4 pairs), f16, splits 1 (non-cluster kernel) and 2
+  // (a cluster of 2: 11 pairs each), every case twice on one instance with poisoned y.
+  REQUIRE_DEVICE();
+  std::uint64_t seed = 19500;
+  for (std::int64_t m : {1, 9, 32}) {
+    Problem pr = make_problem(Pattern::hw24(), DType::f16, m, 296, 64 * 21 + 8, ++seed);
+    for (int splits : {1, 2})
+      run_and_check_at(pr, DType::f32, {splits, vnm_small::kLean2WsVariant},
+                       "ws tiny m=" + std::to_string(m) + " splits=" + std::to_string(splits), 0);
+  }
+}
+
+TEST(VnmSmallGpu, PlanRuleHw24TakesVariant19WhereFourteenSplits) {
+  // The plan's choice for hw24 with k % 8 == 0 on sm_90+ (vnm_small.cu default_variant + geometry_for):
+  // 14; at m > 24 where 14 runs a cluster of k splits, variant 19 (s9v24b: 12288^2 m = 32 49.95 us against
+  // 16's 51.33) when it runs splits too; 14 with one split at m <= 16: 12. n = 1024, k = 64 * 40: 8 groups,
+  // the partial-sum cap gives 14 two splits at m = 32 (19: two as well) and five at m = 16; n = 28672,
+  // k = 128 (2 pairs): one split at every m (14 at m = 32, 12 at m = 8).
+  REQUIRE_DEVICE();
+  int dev = 0, major = 0;
+  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
+  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  if (major < 9) GTEST_SKIP() << "sm_90+ only: below, the plan maps the lean paired variants to 4";
+  MatmulDesc d;
+  d.x_dtype = DType::f16;
+  d.y_dtype = DType::f16;
+  Problem pr = make_problem(Pattern::hw24(), DType::f16, 32, 1024, 64 * 40, 19900);
+  d.m = 32;
+  sparsenm::vnm_small::Geometry g = vs::geometry_for(pr.w, d);
+  EXPECT_EQ(g.variant, vnm_small::kLean2WsVariant);
+  EXPECT_EQ(g.splits, 2);
+  run_and_check_at(pr, DType::f16, {}, "plan rule n=1024 m=32 (the plan's choice)", 0);
+  d.m = 25;
+  EXPECT_EQ(vs::geometry_for(pr.w, d).variant, vnm_small::kLean2WsVariant);
+  d.m = 16;
+  g = vs::geometry_for(pr.w, d);
+  EXPECT_EQ(g.variant, vnm_small::kLean2ClusterVariant);
+  EXPECT_GT(g.splits, 1);
+  EXPECT_EQ(vs::geometry_for(pr.w, d, {0, vnm_small::kLean2WsVariant}).variant, vnm_small::kLean2WsVariant) << "forced";
+  Problem tall = make_problem(Pattern::hw24(), DType::f16, 1, 28672, 128, 19901);
+  d.m = 32;
+  g = vs::geometry_for(tall.w, d);
+  EXPECT_EQ(g.variant, vnm_small::kLean2ClusterVariant);
+  EXPECT_EQ(g.splits, 1);
+  d.m = 8;
+  EXPECT_EQ(vs::geometry_for(tall.w, d).variant, vnm_small::kLeanVariant);
+}
+
 TEST(VnmSmallGpu, LeanPairedDirectHw24) {
   // Variant 13 (kernel9.cuh) on its own path, small enough for memcheck: hw24 with k % 8 == 0 and
   // aligned X. n = 296 (last group: 3 of 8 row tiles, so warp 1 owns one tile and streams the last
@@ -330,9 +381,10 @@ TEST(VnmSmallGpu, LeanPairedDirectHw24) {
   // n = 1000 with 13.1 pairs' k: one long chunk, clusters of 2 / 3 over 8 groups.
   REQUIRE_DEVICE();
   std::uint64_t seed = 13000;
-  // Variants 17 / 18 (bulk-copy ring, mbarrier per slot; 18 with L2 hints) take every case too.
+  // Variant 19 (producer warp, block ring of 8 stages with full / empty mbarriers; misaligned X: variant
+  // 9's kernel in its geometry) takes every case too.
   for (const int v : {vnm_small::kLean2Variant, vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant,
-                      vnm_small::kLean2LongVariant, vnm_small::kLean2BulkVariant, vnm_small::kLean2BulkHintVariant})
+                      vnm_small::kLean2LongVariant, vnm_small::kLean2WsVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 16, 19, 25, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -343,7 +395,7 @@ TEST(VnmSmallGpu, LeanPairedDirectHw24) {
       Problem pk = make_problem(Pattern::hw24(), t, m, 130, 600, ++seed);
       run_and_check_at(pk, t, {0, v}, "lean2 k=600 " + tag, 0);
       run_and_check_at(pk, t, {2, v}, "lean2 k=600 splits=2 " + tag, 0);
-      if (v == vnm_small::kLean2WideVariant || v == vnm_small::kLean2LongVariant) {
+      if (v == vnm_small::kLean2WideVariant || v == vnm_small::kLean2LongVariant || v == vnm_small::kLean2WsVariant) {
         Problem pw = make_problem(Pattern::hw24(), t, m, 1000, 64 * 13 + 8, ++seed);
         for (int splits : {0, 2, 3})
           run_and_check_at(pw, splits == 3 ? DType::f32 : t, {splits, v}, "lean2 n=1000 splits=" + std::to_string(splits) + " " + tag, 0);
@@ -351,27 +403,48 @@ TEST(VnmSmallGpu, LeanPairedDirectHw24) {
     }
 }
 
-TEST(VnmSmallGpu, BulkRingHw24EveryM) {
-  // Variants 17 / 18 (kernel9.cuh kLoad = 1 / 2: the weight ring filled by cp.async.bulk, one
-  // mbarrier per two-record slot, the parity of its phase from the record index) at every m = 1..32
-  // (odd m: rows past m zero in the staged X, never stored), f16 and bf16. n = 296: the last group
-  // has 3 of 8 row tiles (warp 1 streams the last tile's records for its missing second tile, warps 2
-  // / 3 stream it for both and store nothing); k = 64 * 21 + 8: 22 pairs, the last one 8 columns wide
-  // (zero-filled X units past k; the records are whole), i.e. 5 / 3 / 2 chunks (NT = 1 / 2 / 3-4: 16 /
-  // 8 / 4 pairs) with a partial last one, so the slot phases wrap several times (22 records: parity
-  // flips at records 4, 8, ..., 20); splits 0 (plan) / 1 (the non-cluster kernel) / 3 (a cluster of 3:
-  // 8 / 8 / 6 pairs) / 8 (a cluster of 8: 3 pairs per split and 1 in the last, fewer records than the
-  // ring prologue's 3 slots, the only chunk partial); y f32 / 16-bit.
+TEST(VnmSmallGpu, WsRingHw24EveryM) {
+  // Variant 19 (kernel11.cuh: a producer warp fills a block ring of 8 stages of 8 records; full
+  // mbarriers with expect_tx, empty mbarriers with 128 consumer arrivals; stage q % 8, parity
+  // (q / 8) & 1) at every m = 1..32 (odd m: rows past m zero in the staged X, never stored), f16 and
+  // bf16. n = 296: the last group has 3 of 8 row tiles (warp 1 streams the last tile's records for its
+  // missing second tile, warps 2 / 3 stream it for both and store nothing; the producer lanes 3..7 copy
+  // the last tile's records); k = 64 * 21 + 8: 22 pairs, the last one 8 columns wide (zero-filled X units
+  // past k; the records are whole), i.e. 5 / 3 / 2 chunks (NT = 1 / 2 / 3-4: 16 / 8 / 4 pairs) with a
+  // partial last one, so the stage phases wrap (stages reused at pairs 8 and 16); splits 0 (plan) / 1
+  // (the non-cluster kernel) / 2 (19's rule at 12288^2) /
+  // 3 (a cluster of 3: 8 / 8 / 6 pairs) / 8 (a cluster of 8: 3 pairs per split and 1 in the last, fewer
+  // pairs than the ring's stages, the only chunk partial); y f32 / 16-bit. Each case runs twice on one
+  // instance (the mbarriers are initialised per launch) with y poisoned before each run.
   REQUIRE_DEVICE();
   std::uint64_t seed = 17000;
-  for (const int v : {vnm_small::kLean2BulkVariant, vnm_small::kLean2BulkHintVariant})
+  for (const int v : {vnm_small::kLean2WsVariant})
     for (DType t : {DType::f16, DType::bf16})
       for (std::int64_t m = 1; m <= 32; ++m) {
         const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
         Problem pr = make_problem(Pattern::hw24(), t, m, 296, 64 * 21 + 8, ++seed);
-        for (int splits : {0, 1, 3, 8})
+        for (int splits : {0, 1, 2, 3, 8})
           run_and_check_at(pr, splits == 3 ? t : DType::f32, {splits, v}, "bulk n=296 splits=" + std::to_string(splits) + " " + tag, 0);
       }
+}
+
+TEST(VnmSmallGpu, WsRingLongSplitsAndTails) {
+  // Variant 19 with many stage reuses per split: k = 64 * 75 (75 pairs: 1 split = 9 full rounds of the
+  // 8-stage ring and a partial one; 2 splits = 38 / 37 pairs), n = 1000 (8 groups, the last one 7 tiles
+  // of which the last is 8 rows: producer lane 7 streams the last tile's records, warp 3 stores one tile), m = 1 / 8 / 13 / 16 / 24 / 31 / 32, f16 /
+  // bf16, splits 0 / 1 / 2, y f16 / bf16 / f32; X misaligned by 2 bytes (variant 9's transposed kernel in
+  // 19's geometry, reduce kernel for the splits).
+  REQUIRE_DEVICE();
+  std::uint64_t seed = 19000;
+  const int v = vnm_small::kLean2WsVariant;
+  for (DType t : {DType::f16, DType::bf16})
+    for (std::int64_t m : {1, 8, 13, 16, 24, 31, 32}) {
+      const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m);
+      Problem pr = make_problem(Pattern::hw24(), t, m, 1000, 64 * 75, ++seed);
+      for (int splits : {0, 1, 2})
+        run_and_check_at(pr, splits == 2 ? DType::f32 : t, {splits, v}, "ws n=1000 splits=" + std::to_string(splits) + " " + tag, 0);
+      run_and_check_at(pr, DType::f32, {2, v}, "ws n=1000 misaligned X splits=2 " + tag, 2);
+    }
 }
 
 TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
@@ -396,10 +469,11 @@ TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
   // Variant 14 (the same with the splits reduced in a cluster): non-power-of-two clusters (3, 5).
   // Variant 15 (8 warps, 256-row groups: n = 296 is one full group and one of 3 tiles) likewise.
   // Variant 16 (long chunks) likewise (its misaligned-X cases: variant 9's kernel with its chunk).
-  // Variants 17 / 18 (bulk-copy ring) likewise (misaligned X: variant 9's kernel in 14's geometry).
+  // Variant 19 (producer warp, block ring) likewise (misaligned X: variant 9's kernel in 19's geometry;
+  // k % 8 != 0 and venom: variant 12).
   for (const int v9 : {vnm_small::kAsyncVariant, vnm_small::kFusedVariant, vnm_small::kLeanVariant, vnm_small::kLean2Variant,
                        vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant, vnm_small::kLean2LongVariant,
-                       vnm_small::kLean2BulkVariant, vnm_small::kLean2BulkHintVariant})
+                       vnm_small::kLean2WsVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 17, 21, 24, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v9);
@@ -475,6 +549,16 @@ TEST(VnmSmallGpu, Rejects) {
   d.y_dtype = DType::f16;
   EXPECT_THROW(vs::create(pr.w, d, {-1}), InvalidArgument);
   EXPECT_THROW(vs::create(pr.w, d, {0, vnm_small::kVariants}), InvalidArgument);
+  EXPECT_THROW(vs::create(pr.w, d, {0, 17}), InvalidArgument) << "variant 17 was removed in session 9b";
+  EXPECT_THROW(vs::create(pr.w, d, {0, 18}), InvalidArgument) << "variant 18 was removed in session 9b";
+  EXPECT_FALSE(vnm_small::variant_built(17));
+  EXPECT_FALSE(vnm_small::variant_built(18));
+  EXPECT_TRUE(vnm_small::variant_built(19));
+  try {
+    vs::create(pr.w, d, {0, 18});
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("options.variant"), std::string::npos) << e.what();
+  }
   EXPECT_THROW(vs::create(pr.w, d, {0, -2}), InvalidArgument);
   EXPECT_TRUE(vs::unsupported(pr.w, d).empty());
   // an uploaded weight serves only its own matrix

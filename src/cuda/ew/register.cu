@@ -11,9 +11,12 @@
 // opt-in: no faster than tc_sk on the H200, SPARSENM_RACE_TC_SP=1 races it),
 // "cuda:ew_spmv_tc_sk24" / "cuda:ew_spmv_tc_sk24r2" / "cuda:ew_spmv_tc_sk16r4" (the tc_sk kernel at 24
 // warps per CTA with 3 / 2 ring stages, at 16 warps with 4; session 8c; tc_sk24 opt-in, the fastest
-// form in no case: SPARSENM_RACE_TC_SKW=1 races it), "cuda:ew_spmv_tc_sk12r6" / "_sk8r8" / "_sk16r4p" /
-// "_sk24r2p" (session 9: 12 x 6 and 8 x 8 warps x stages, the 16 x 4 / 24 x 2 rings with an L2 prefetch;
-// GPU-tested, slower in every bar case: opt-in, SPARSENM_RACE_TC_SKW=1 races them),
+// form in no case: SPARSENM_RACE_TC_SKW=1 races it; the session-9 shapes 12 x 6, 8 x 8 and the L2-prefetch
+// rings measured slower everywhere and were removed in session 9b), "cuda:ew_spmv_tc_sks" (session 9b: tc_sk
+// with the lean settle: 16-byte REDs, plain read-back; raced), "cuda:ew_spmv_tc_sk16r4b" (tc_sk16r4 with the lean
+// settle and X staged in pieces on mbarriers; raced), "cuda:ew_spmv_tc_sk16r4s" / "_sk24r2s" (the lean settle on
+// the tc_sk16r4 / tc_sk24r2 shapes) and "cuda:ew_spmv_tc_sk16r4c" (tc_sk16r4b with the X-piece issue spread over
+// the warps): not run on a GPU yet: opt-in, SPARSENM_RACE_TC_SKW=1 races them),
 // "cuda:ew_spmv_sk_mb" / "cuda:ew_spmv_sk_mb2" (m = 2..8, f16 / bf16, stream-K split, CUDA cores)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
@@ -559,16 +562,16 @@ KernelCandidate ew_tcsk_candidate(bool sparse, cuda::ew::TcSkShape shape = cuda:
     }
     // The session-8c shapes: tc_sk24r2 and tc_sk16r4 are raced (the lead's run at 656a018 picked them
     // for 2:8 at 28672x8192 and 2:16 on both shapes at m = 8); tc_sk24 won no case there: opt-in.
-    // The session-9 shapes (tc_sk12r6, tc_sk8r8, tc_sk16r4p, tc_sk24r2p): GPU-tested, slower than tc_sk16r4 /
-    // tc_sk24r2 / tc_sk in every bar case of the H200 run at a35d9c4 (docs/PERF.md "Session 9 measured"): opt-in.
-    const bool session9 = shape == cuda::ew::TcSkShape::w12r6 || shape == cuda::ew::TcSkShape::w8r8 ||
-                          shape == cuda::ew::TcSkShape::w16r4p || shape == cuda::ew::TcSkShape::w24r2p;
-    if ((shape == cuda::ew::TcSkShape::w24r3 || session9) && d.kernel != name) {
+    // Session 9b (docs/PERF.md "Session 9b measured"): tc_sks and tc_sk16r4b are raced (the fastest forms at
+    // 28672x8192 2:8 and 12288^2 2:16 in the H200 run at d721585); tc_sk16r4s / tc_sk24r2s (the same settle on the
+    // other two shapes) were built after that run and have not run on a GPU: opt-in until a device run races them.
+    const bool unrun = shape == cuda::ew::TcSkShape::w16r4s || shape == cuda::ew::TcSkShape::w24r2s ||
+                       shape == cuda::ew::TcSkShape::w16r4c;
+    if ((shape == cuda::ew::TcSkShape::w24r3 || unrun) && d.kernel != name) {
       const char* race = std::getenv("SPARSENM_RACE_TC_SKW");
       if (race == nullptr || std::string(race) != "1")
         return name.substr(5) + " is opt-in (force desc.kernel, or SPARSENM_RACE_TC_SKW=1): " +
-               (session9 ? "slower than tc_sk16r4 / tc_sk24r2 / tc_sk in every bar case of the H200 run (session 9)"
-                         : "the fastest form in no case of the H200 run");
+               (unrun ? "not yet timed on a GPU (session 9b)" : "the fastest form in no case of the H200 run");
     }
     return needs_finite_x(d, sparse ? "multiplies X by explicit zeros (the padding slots of the 2:4 groups)"
                                     : "multiplies X by explicit zeros at pruned positions (dense tensor-core fragments)");
@@ -604,10 +607,11 @@ void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w24r3));
   r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w24r2));
   r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w16r4));
-  r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w12r6));
-  r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w8r8));
-  r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w16r4p));
-  r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w24r2p));
+  r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w16r3s));
+  r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w16r4b));
+  r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w16r4s));
+  r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w24r2s));
+  r.add(ew_tcsk_candidate(false, cuda::ew::TcSkShape::w16r4c));
   r.add(ew_candidate<true>());
   r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async));
   r.add(ew_candidate<true>(cuda::ew::SpmmVariant::async16));

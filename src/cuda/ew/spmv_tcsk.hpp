@@ -31,6 +31,7 @@ struct TcSkArgs {
   int pitch = 0;                           ///< bytes of one staged X row (spmv_tc_pitch of the widest CTA span)
   int x_off = 0;                           ///< byte offset of the staged X (after the selector table)
   int ring_off = 0;                        ///< byte offset of the warps' tile rings
+  int bar_off = 0;                         ///< byte offset of the X pieces' mbarriers (32 x 8 B; kTcSkFixPrologue)
   int y_dtype = 0;                         ///< 0 f32, 1 f16, 2 bf16
   int x_vec = 0;                           ///< 1: k % 8 == 0 and x 16-byte aligned (set per run)
 };
@@ -44,44 +45,57 @@ using TcSkLaunchFn = void (*)(const TcSkArgs&, const TcSkConfig&, cudaStream_t);
 
 constexpr int kTcSkRing = 3;       ///< ring stages per warp
 constexpr int kTcSkMaxWarps = 16;  ///< warps per CTA (launch bound)
+/// Session-9b fixes of the fixed costs (TcSkTraits FIX bits; docs/PERF.md "Session 9b"): X staged in pieces with one
+/// mbarrier each, every warp starting on its first tile without a CTA-wide wait; the boundary partials as 16-byte
+/// REDs and the completed row blocks read back with plain L2 loads instead of atomicExch.
+constexpr int kTcSkFixPrologue = 1;
+constexpr int kTcSkFixSettle = 2;
+/// With kTcSkFixPrologue: the pieces issued by lane 0 of warp p mod warps (one thread per warp), not by threads 0..P-1
+/// (the lanes of warp 0, which serialise the uniform-datapath mbarrier / bulk-copy instructions: session 9b ncu).
+constexpr int kTcSkFixSpread = 4;
+constexpr int kTcSkBarBytes = 32 * 8;  ///< the X pieces' mbarriers
 
 /// Warps per CTA x ring stages of the dense kernel (session 8c, docs/PERF.md): w16r3 is
 /// cuda:ew_spmv_tc_sk (16 warps, 3 stages); w24r3 "cuda:ew_spmv_tc_sk24" (24 warps, 3 stages: 48 tiles in
 /// flight per SM, 6 warps per scheduler, a smaller X span = more k chunks); w24r2 "cuda:ew_spmv_tc_sk24r2"
 /// (24 warps, 2 stages: 24 tiles in flight, the X span of tc_sk); w16r4 "cuda:ew_spmv_tc_sk16r4" (16
 /// warps, 4 stages: 48 tiles in flight at tc_sk's 4 warps per scheduler). tc_sp exists as w16r3 only.
-/// Session 9: deeper rings at fewer warps, w12r6 "cuda:ew_spmv_tc_sk12r6" (60 tiles in flight per SM) and
-/// w8r8 "cuda:ew_spmv_tc_sk8r8" (56); and two shapes that put more bytes in flight without shared memory:
-/// w16r4p "cuda:ew_spmv_tc_sk16r4p" / w24r2p "cuda:ew_spmv_tc_sk24r2p", the w16r4 / w24r2 rings plus an L2
-/// prefetch of the tiles tcsk_shape_prefetch(s) ahead of the ring's last request (80 / 72 tiles per SM
-/// requested from DRAM, the ring's copies then hit L2). Measured slower in every bar case (docs/PERF.md
-/// "Session 9 measured"): opt-in candidates.
-enum class TcSkShape : int { w16r3 = 0, w24r3 = 1, w24r2 = 2, w16r4 = 3, w12r6 = 4, w8r8 = 5, w16r4p = 6, w24r2p = 7 };
+/// (Session 9 tried 12 x 6, 8 x 8 and the w16r4 / w24r2 rings plus an L2 prefetch: slower in every bar case,
+/// removed in session 9b; docs/PERF.md "Session 9 measured".)
+/// Session 9b (docs/PERF.md "Session 9b measured"): w16r3s "cuda:ew_spmv_tc_sks" (the settle fix on the tc_sk shape;
+/// raced), w16r4b "cuda:ew_spmv_tc_sk16r4b" (both fixes on the tc_sk16r4 shape; raced), w16r4s / w24r2s
+/// "cuda:ew_spmv_tc_sk16r4s" / "_sk24r2s" (the settle fix on the tc_sk16r4 / tc_sk24r2 shapes; built after the
+/// session's device call, not run on a GPU yet: opt-in). The forms measured in 9b and dropped: tc_skp (prologue fix
+/// alone), tc_skb (both on tc_sk), tc_sk24r2b (both on tc_sk24r2): the fastest in no case.
+/// w16r4c "cuda:ew_spmv_tc_sk16r4c": tc_sk16r4b with the piece issue spread over the warps (kTcSkFixSpread; built after
+/// the device call: opt-in, not run on a GPU yet).
+enum class TcSkShape : int { w16r3 = 0, w24r3 = 1, w24r2 = 2, w16r4 = 3, w16r3s = 4, w16r4b = 5, w16r4s = 6, w24r2s = 7, w16r4c = 8 };
 constexpr int tcsk_shape_warps(TcSkShape s) {
-  return s == TcSkShape::w24r3 || s == TcSkShape::w24r2 || s == TcSkShape::w24r2p ? 24
-         : s == TcSkShape::w12r6                                                 ? 12
-         : s == TcSkShape::w8r8                                                  ? 8
-                                                                                 : 16;
+  return s == TcSkShape::w24r3 || s == TcSkShape::w24r2 || s == TcSkShape::w24r2s ? 24 : 16;
 }
 constexpr int tcsk_shape_ring(TcSkShape s) {
-  return s == TcSkShape::w24r2 || s == TcSkShape::w24r2p   ? 2
-         : s == TcSkShape::w16r4 || s == TcSkShape::w16r4p ? 4
-         : s == TcSkShape::w12r6                           ? 6
-         : s == TcSkShape::w8r8                            ? 8
-                                                           : 3;
+  return s == TcSkShape::w24r2 || s == TcSkShape::w24r2s                                 ? 2
+         : s == TcSkShape::w16r4 || s == TcSkShape::w16r4b || s == TcSkShape::w16r4s || s == TcSkShape::w16r4c ? 4
+                                                                                          : 3;
 }
-/// Tiles each warp prefetches into L2 beyond its ring's last cp.async request (0: none).
-constexpr int tcsk_shape_prefetch(TcSkShape s) { return s == TcSkShape::w16r4p || s == TcSkShape::w24r2p ? 2 : 0; }
+/// The kTcSkFix* bits of a shape (0: the session-8 kernel).
+constexpr int tcsk_shape_fix(TcSkShape s) {
+  return s == TcSkShape::w16r4c                                                        ? kTcSkFixPrologue | kTcSkFixSettle | kTcSkFixSpread
+         : s == TcSkShape::w16r4b                                                      ? kTcSkFixPrologue | kTcSkFixSettle
+         : s == TcSkShape::w16r3s || s == TcSkShape::w16r4s || s == TcSkShape::w24r2s ? kTcSkFixSettle
+                                                                                        : 0;
+}
 /// The plan candidate's name of a dense shape ("cuda:ew_spmv_tc_sk" for w16r3).
 constexpr const char* tcsk_shape_kernel(TcSkShape s) {
   switch (s) {
     case TcSkShape::w24r3: return "cuda:ew_spmv_tc_sk24";
     case TcSkShape::w24r2: return "cuda:ew_spmv_tc_sk24r2";
     case TcSkShape::w16r4: return "cuda:ew_spmv_tc_sk16r4";
-    case TcSkShape::w12r6: return "cuda:ew_spmv_tc_sk12r6";
-    case TcSkShape::w8r8: return "cuda:ew_spmv_tc_sk8r8";
-    case TcSkShape::w16r4p: return "cuda:ew_spmv_tc_sk16r4p";
-    case TcSkShape::w24r2p: return "cuda:ew_spmv_tc_sk24r2p";
+    case TcSkShape::w16r3s: return "cuda:ew_spmv_tc_sks";
+    case TcSkShape::w16r4b: return "cuda:ew_spmv_tc_sk16r4b";
+    case TcSkShape::w16r4s: return "cuda:ew_spmv_tc_sk16r4s";
+    case TcSkShape::w24r2s: return "cuda:ew_spmv_tc_sk24r2s";
+    case TcSkShape::w16r4c: return "cuda:ew_spmv_tc_sk16r4c";
     default: return "cuda:ew_spmv_tc_sk";
   }
 }

@@ -14,17 +14,17 @@ namespace sparsenm::cuda::ew {
 
 template <class Tr>
 void launch_spmv_tcsk(const TcSkArgs& a, const TcSkConfig& cfg, cudaStream_t stream);  // spmv_tcsk_launch.cuh
-template <class T, int NN, int MM, bool SP, int WARPS, int RING, int PF>
+template <class T, int NN, int MM, bool SP, int WARPS, int RING, int FIX>
 struct TcSkTraits;  // spmv_tcsk_kernel.cuh
 
 namespace {
 
-template <class T, bool SP, int W = kTcSkMaxWarps, int R = kTcSkRing, int PF = 0>
+template <class T, bool SP, int W = kTcSkMaxWarps, int R = kTcSkRing, int F = 0>
 TcSkLaunchFn find_typed(int pn, int pm) {
-  if (pn == 2 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 2, 8, SP, W, R, PF>>;
-  if (pn == 1 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 1, 8, SP, W, R, PF>>;
-  if (pn == 2 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 2, 16, SP, W, R, PF>>;
-  if (pn == 1 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 1, 16, SP, W, R, PF>>;
+  if (pn == 2 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 2, 8, SP, W, R, F>>;
+  if (pn == 1 && pm == 8) return &launch_spmv_tcsk<TcSkTraits<T, 1, 8, SP, W, R, F>>;
+  if (pn == 2 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 2, 16, SP, W, R, F>>;
+  if (pn == 1 && pm == 16) return &launch_spmv_tcsk<TcSkTraits<T, 1, 16, SP, W, R, F>>;
   return nullptr;
 }
 
@@ -35,10 +35,11 @@ TcSkLaunchFn find_dense(int pn, int pm, TcSkShape shape) {
     case TcSkShape::w24r3: return find_typed<T, false, 24, 3>(pn, pm);
     case TcSkShape::w24r2: return find_typed<T, false, 24, 2>(pn, pm);
     case TcSkShape::w16r4: return find_typed<T, false, 16, 4>(pn, pm);
-    case TcSkShape::w12r6: return find_typed<T, false, 12, 6>(pn, pm);
-    case TcSkShape::w8r8: return find_typed<T, false, 8, 8>(pn, pm);
-    case TcSkShape::w16r4p: return find_typed<T, false, 16, 4, tcsk_shape_prefetch(TcSkShape::w16r4p)>(pn, pm);
-    case TcSkShape::w24r2p: return find_typed<T, false, 24, 2, tcsk_shape_prefetch(TcSkShape::w24r2p)>(pn, pm);
+    case TcSkShape::w16r3s: return find_typed<T, false, 16, 3, kTcSkFixSettle>(pn, pm);
+    case TcSkShape::w16r4b: return find_typed<T, false, 16, 4, kTcSkFixPrologue | kTcSkFixSettle>(pn, pm);
+    case TcSkShape::w16r4s: return find_typed<T, false, 16, 4, kTcSkFixSettle>(pn, pm);
+    case TcSkShape::w24r2s: return find_typed<T, false, 24, 2, kTcSkFixSettle>(pn, pm);
+    case TcSkShape::w16r4c: return find_typed<T, false, 16, 4, kTcSkFixPrologue | kTcSkFixSettle | kTcSkFixSpread>(pn, pm);
   }
   return nullptr;
 }
@@ -89,6 +90,7 @@ TcSkConfig plan_spmv_tcsk(const SpmvTcLayout& l, int m, int sms, int smem_limit,
   const int pitch_m = sparse ? l.m / 2 : l.m;  // tc_sp: 8-byte (M = 8) / 16-byte (M = 16) B reads per lane
   const long long tile_bytes = 2048 + 128ll * l.bits;
   const long long rings = (long long)cw * ring * tile_bytes;
+  const long long bars = (tcsk_shape_fix(shape) & kTcSkFixPrologue) ? kTcSkBarBytes : 0;
   const long long U = a.units, W = a.warps_total;
   // The widest X span (in tiles) of any CTA for chunks of kc tiles.
   auto widest = [&](long long kc) {
@@ -105,7 +107,7 @@ TcSkConfig plan_spmv_tcsk(const SpmvTcLayout& l, int m, int sms, int smem_limit,
   for (long long kc = kc_override > 0 ? kc_override : l.tiles; kc >= 1; --kc) {
     const long long pitch = spmv_tc_pitch(int(widest(kc) * l.tile_cols), pitch_m);
     const long long xb = round128(8 * pitch);
-    const long long total = table + xb + rings;
+    const long long total = table + xb + rings + bars;
     if (total > smem_limit && kc_override <= 0) continue;
     if (total > smem_limit)
       throw InvalidArgument("kc_override", "ew_spmv_tc_sk: " + std::to_string(total) + " B of shared memory needed, " +
@@ -115,6 +117,7 @@ TcSkConfig plan_spmv_tcsk(const SpmvTcLayout& l, int m, int sms, int smem_limit,
     a.pitch = int(pitch);
     a.x_off = int(table);
     a.ring_off = int(table + xb);
+    a.bar_off = bars > 0 ? int(table + xb + rings) : 0;
     TcSkConfig cfg;
     cfg.grid = grid;
     cfg.smem_bytes = int(total);

@@ -42,10 +42,8 @@
 // Shapes (session 8c, TcSkTraits WARPS / RING, cuda:ew_spmv_tc_sk24 / _sk24r2 / _sk16r4, opt-in): the same
 //   loop at 24 warps per CTA with 3 or 2 ring stages, or at 16 warps with 4: more tiles in flight per SM
 //   or more warps per scheduler, paid with a smaller X span (more k chunks) where the rings grow.
-// Shapes (session 9, cuda:ew_spmv_tc_sk12r6 / _sk8r8 / _sk16r4p / _sk24r2p): deeper rings at 12 / 8 warps, and
-//   the w16r4 / w24r2 rings plus an L2 prefetch (PF tiles beyond the ring's last request, one prefetch per
-//   lane and tile: more bytes in flight from DRAM at no shared-memory cost). Measured (H200, a35d9c4): slower than
-//   tc_sk16r4 / tc_sk24r2 / tc_sk in every bar case (the prefetch shapes by ~10 % at 2:8): opt-in.
+// (Session 9 tried deeper rings at 12 / 8 warps and an L2 prefetch beyond the ring: slower than tc_sk16r4 /
+//   tc_sk24r2 / tc_sk in every bar case (H200, a35d9c4); removed in session 9b.)
 // Limits: f16 / bf16, N:M in {2:8, 1:8, 2:16, 1:16} (the PRMT decode), m <= 8 (padded to the n8 of the
 //   mma; the time is the same for every m), finite X (dense fragments: 0 x Inf at pruned positions,
 //   as ew_spmv_tc), one tile of X (8 x 64 M / N columns) must fit beside the rings.
@@ -67,9 +65,17 @@ namespace sparsenm::cuda::ew {
 /// own table, table copies and lane X offset; everything else is shared.
 /// WARPS_ / RING_ (session 8c): warps per CTA (the launch bound) and ring stages per warp; the base's
 /// kRing stays kTcSkRing (it only selects the 8-byte 2:8 selector entries).
-/// PF_ (session 9): tiles each warp prefetches into L2 (prefetch.global.L2) beyond the ring's last
-/// cp.async request, so R - 1 + PF tiles per warp are on their way from DRAM without more shared memory.
-template <class T, int NN_, int MM_, bool SP_ = false, int WARPS_ = kTcSkMaxWarps, int RING_ = kTcSkRing, int PF_ = 0>
+/// FIX_ (session 9b, bits of kTcSkFix*): kTcSkFixPrologue stages X in pieces (one cp.async.bulk per piece row, one
+/// mbarrier per piece) and lets each warp start on its first tile as soon as that tile and the X piece it needs have
+/// landed (no CTA-wide wait for X or for the other warps' first tiles); kTcSkFixSettle adds each boundary partial as
+/// one 16-byte RED per lane (4x fewer workspace atomics) and reads the completed row blocks back with plain L2 loads
+/// and stores (no atomicExch per value).
+/// Measured (H200, d721585, 28672 x 8192 m = 8): the settle fix alone 3.1 / 3.5 us faster at 2:8 / 1:8 (tc_sks 47.4 /
+/// 38.7 us vs tc_sk 50.4 / 42.2); the prologue fix alone 0.9 us slower at 2:8, 1.8 faster at 1:8: the lanes of one
+/// warp issue every piece's mbarrier init and bulk copies, uniform-datapath instructions that run once per lane (an
+/// ELECT loop), and the other warps wait at the __syncthreads (ncu: 9.7 % of all samples). Next: one issuing lane per
+/// warp (pieces spread over the warps), not built.
+template <class T, int NN_, int MM_, bool SP_ = false, int WARPS_ = kTcSkMaxWarps, int RING_ = kTcSkRing, int FIX_ = 0>
 struct TcSkTraits : SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing> {
   using Base = SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing>;
   static constexpr bool kSp = SP_;
@@ -80,10 +86,11 @@ struct TcSkTraits : SpmvTcTraits<T, NN_, MM_, kDecPrmt, kTcSkRing> {
   static_assert(SP_ || kTabCopyMask == Base::kTabCopyMask, "dense table copies unchanged");
   static constexpr int kR = RING_;
   static constexpr int kWarps = WARPS_;
-  static constexpr int kPf = PF_;
-  static_assert(PF_ >= 0 && PF_ <= 4, "0..4 tiles prefetched ahead");
+  static constexpr int kFix = FIX_;
+  static_assert(FIX_ >= 0 && FIX_ <= (kTcSkFixPrologue | kTcSkFixSettle | kTcSkFixSpread), "fix bits");
+  static_assert(!(FIX_ & kTcSkFixSpread) || (FIX_ & kTcSkFixPrologue), "the spread issue is a form of the piece prologue");
   static_assert(RING_ >= 2 && WARPS_ >= 1 && WARPS_ * 32 <= 1024, "ring of >= 2 stages, <= 32 warps");
-  static_assert(!SP_ || (WARPS_ == kTcSkMaxWarps && RING_ == kTcSkRing && PF_ == 0), "tc_sp: the session-8 shape only");
+  static_assert(!SP_ || (WARPS_ == kTcSkMaxWarps && RING_ == kTcSkRing && FIX_ == 0), "tc_sp: the session-8 shape only");
   static constexpr int kValBytes = 4 * 32 * 16;           ///< a tile's value vectors
   static constexpr int kIdxBytes = Base::B * 32 * 4;      ///< a tile's index words
   static constexpr int kTileBytes = kValBytes + kIdxBytes;  ///< one ring stage
@@ -108,14 +115,14 @@ __device__ __forceinline__ void ring_issue(unsigned st, const TcSkArgs& a, long 
                  "l"(gi + lane * 16)
                  : "memory");
 }
-/// Stored tile u into L2 (no destination; one 128-byte line per lane: the value lines, then the index lines).
-template <class Tr>
-__device__ __forceinline__ void l2_prefetch(const TcSkArgs& a, long long u, int lane) {
-  constexpr int kValLines = Tr::kValBytes / 128, kIdxLines = Tr::kIdxBytes / 128;
-  static_assert(Tr::kIdxBytes % 128 == 0 && kValLines + kIdxLines <= 32, "a tile is whole 128-byte lines, one per lane");
-  const char* p = lane < kValLines ? static_cast<const char*>(a.values) + std::size_t(u) * Tr::kValBytes + lane * 128
-                                   : reinterpret_cast<const char*>(a.indices) + std::size_t(u) * Tr::kIdxBytes + (lane - kValLines) * 128;
-  if (lane < kValLines + kIdxLines) asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+/// p[0..3] += v as one 16-byte global RED (sm_90: atomicAdd(float4*)); the sm_80 build never calls it (kV4 there is
+/// false) but compiles four scalar adds.
+__device__ __forceinline__ void red_v4(float* p, float4 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float4*>(p), v);
+#else
+  atomicAdd(p, v.x), atomicAdd(p + 1, v.y), atomicAdd(p + 2, v.z), atomicAdd(p + 3, v.w);
+#endif
 }
 __device__ __forceinline__ void ring_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
@@ -136,6 +143,9 @@ __device__ __forceinline__ void ring_read(tc_detail::Tile<Tr>& t, const unsigned
 
 /// Settles the warp's pending segments (lane i < np: row block prb, pcnt tiles, already added to the
 /// workspace): one fence, every counter bumped at once, the completed row blocks read back to Y.
+/// LEAN (session 9b): the read-back is one plain 16-byte L2 load and one zero store per lane and row block (lane l:
+/// row l / 2, columns 4 (l % 2) .. + 3), not 4 atomicExch per lane; the counter is reset by a plain store.
+template <bool LEAN = false>
 __device__ __forceinline__ void settle(const TcSkArgs& a, int np, int prb, unsigned pcnt, int lane) {
   __threadfence();  // this lane's workspace adds before any counter bump of the warp
   __syncwarp();
@@ -150,15 +160,31 @@ __device__ __forceinline__ void settle(const TcSkArgs& a, int np, int prb, unsig
     const int i = __ffs(done) - 1;
     done &= done - 1u;
     const int rb = __shfl_sync(0xffffffffu, prb, i);
+    if constexpr (LEAN) {
+      // Every contributor's adds happened before its counter bump (fence), the bump before ours: a plain L2
+      // load (.cg: not L1) after our fence sees the sums. Zeroed for the next launch by a plain store.
+      const int row = rb * 16 + (lane >> 1), c4 = (lane & 1) * 4;
+      float4* wp = reinterpret_cast<float4*>(a.ws + std::size_t(row) * 8 + c4);
+      const float4 v = __ldcg(wp);
+      __stcg(wp, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+      if (row < a.n) {
+        const float vv[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int row = rb * 16 + g + (e >> 1) * 8, xr = 2 * tq + (e & 1);
-      if (xr < a.m) {
-        const float s = atomicExch(a.ws + std::size_t(row) * 8 + xr, 0.0f);
-        if (row < a.n) tc_detail::store_y(a.y, std::size_t(xr) * a.n + row, s, a.y_dtype);
+        for (int j = 0; j < 4; ++j)
+          if (c4 + j < a.m) tc_detail::store_y(a.y, std::size_t(c4 + j) * a.n + row, vv[j], a.y_dtype);
       }
+      if (lane == i) __stcg(a.cnt + rb, 0u);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = rb * 16 + g + (e >> 1) * 8, xr = 2 * tq + (e & 1);
+        if (xr < a.m) {
+          const float s = atomicExch(a.ws + std::size_t(row) * 8 + xr, 0.0f);
+          if (row < a.n) tc_detail::store_y(a.y, std::size_t(xr) * a.n + row, s, a.y_dtype);
+        }
+      }
+      if (lane == i) atomicExch(a.cnt + rb, 0u);
     }
-    if (lane == i) atomicExch(a.cnt + rb, 0u);
   }
 }
 
@@ -168,6 +194,12 @@ template <class Tr>
 __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const __grid_constant__ TcSkArgs a) {
   extern __shared__ __align__(128) unsigned char tcsk_smem[];
   constexpr int R = Tr::kR, TB = Tr::kTileBytes;
+  constexpr bool kLean = (Tr::kFix & kTcSkFixSettle) != 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  constexpr bool kV4 = false;  // the 16-byte float RED is sm_90
+#else
+  constexpr bool kV4 = kLean;
+#endif
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
   const long long W = a.warps_total, U = a.units;
   const long long gw = (long long)blockIdx.x * a.cta_warps + warp;
@@ -182,11 +214,6 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
   for (int s = 0; s < R - 1; ++s) {
     if (s < n_units) tcsk::ring_issue<Tr>(ring_sh + unsigned(s * TB), a, u0 + s, lane);
     tcsk::ring_commit();
-  }
-  if constexpr (Tr::kPf > 0) {  // the tiles the loop's first kPf iterations copy, into L2
-#pragma unroll
-    for (int s = R - 1; s < R - 1 + Tr::kPf; ++s)
-      if (s < n_units) tcsk::l2_prefetch<Tr>(a, u0 + s, lane);
   }
   if constexpr (Tr::kSp) tcsp::fill_table<Tr>(tcsk_smem);  // published by the __syncthreads below
   else tc_detail::fill_table<Tr>(tcsk_smem);
@@ -204,7 +231,70 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
     }
   }
   unsigned char* xs = tcsk_smem + a.x_off;
-  {
+  // Session 9b prologue (kTcSkFixPrologue, sm_90: cp.async.bulk + mbarrier.try_wait; the sm_80 build of the same
+  // instance takes the whole-span path below): X in pieces of 2^ps tiles (<= 32 pieces), piece p copied by thread p
+  // (one bulk copy per X row, completing on mbarrier p); the zero padding (rows >= m, columns >= k) and the table
+  // are written by the threads before the one __syncthreads, which then waits for no memory. `ready`: the pieces
+  // this warp has seen complete (bit p).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  constexpr bool kPieces = false;
+#else
+  constexpr bool kPieces = (Tr::kFix & kTcSkFixPrologue) != 0;
+#endif
+  const bool pieces = kPieces && a.x_vec && ncols > 0;
+  const int span_t0 = col0 / Tr::kTileCols;
+  int ps = 0;
+  unsigned ready = ~0u;
+  if (pieces) {
+    if constexpr (kPieces) {  // (no sm_90 instruction reaches the sm_80 build)
+    const int span_tiles = ncols / Tr::kTileCols;
+    while (((span_tiles + (1 << ps) - 1) >> ps) > 32) ++ps;
+    const int npieces = (span_tiles + (1 << ps) - 1) >> ps;
+    ready = npieces >= 32 ? 0u : ~0u << npieces;
+    const int nv = ncols / 8, kv = (a.k - col0) / 8;  // 16-byte vectors per staged row; those before column k
+    const unsigned base = sm0 + unsigned(a.x_off);
+    // zeros: rows m..7 over the span, and columns k.. of rows < m (k % 8 == 0 on this path)
+    for (int e = threadIdx.x; e < (8 - a.m) * nv; e += int(blockDim.x)) {
+      const int r = e / nv, v = e - r * nv;
+      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(base + unsigned((a.m + r) * a.pitch + v * 16)), "r"(0u)
+                   : "memory");
+    }
+    if (kv < nv) {
+      const int nt = nv - kv;
+      for (int e = threadIdx.x; e < a.m * nt; e += int(blockDim.x)) {
+        const int r = e / nt, v = kv + (e - r * nt);
+        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(base + unsigned(r * a.pitch + v * 16)), "r"(0u)
+                     : "memory");
+      }
+    }
+    // Who issues piece p: thread p (as measured at d721585: the lanes of warp 0, which run the uniform-datapath
+    // mbarrier / bulk-copy instructions once per lane), or with kTcSkFixSpread lane 0 of warp p mod warps.
+    constexpr bool kSpread = (Tr::kFix & kTcSkFixSpread) != 0;
+    auto issue_piece = [&](int p) {
+      const unsigned bar = sm0 + unsigned(a.bar_off) + unsigned(8 * p);
+      const int tl = p << ps, th = min(span_tiles, (p + 1) << ps);
+      const int cl = col0 + tl * Tr::kTileCols, ch = min(a.k, col0 + th * Tr::kTileCols);
+      const unsigned bytes = unsigned(ch - cl) * 2u;  // > 0: every tile of the span starts before k
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes * unsigned(a.m)) : "memory");
+      const unsigned short* x = static_cast<const unsigned short*>(a.x);
+      for (int r = 0; r < a.m; ++r)
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                         base + unsigned(r * a.pitch + tl * Tr::kTileCols * 2)),
+                     "l"(x + std::size_t(r) * a.k + cl), "r"(bytes), "r"(bar)
+                     : "memory");
+    };
+    if constexpr (kSpread) {
+      if (lane == 0)
+        for (int p = warp; p < npieces; p += int(blockDim.x) >> 5) issue_piece(p);
+    } else if (int(threadIdx.x) < npieces) {
+      issue_piece(int(threadIdx.x));
+    }
+    }
+    __syncthreads();  // the table, the zeros and the mbarrier inits
+  } else {
     const unsigned short* x = static_cast<const unsigned short*>(a.x);
     if (a.x_vec) {  // k % 8 == 0 and x 16-byte aligned: a vector is wholly inside or past k
       const int nv = ncols / 8;  // ncols is a multiple of 64 M / N
@@ -253,11 +343,22 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
     const int refill = stage == 0 ? R - 1 : stage - 1;
     if (q + R - 1 < n_units) tcsk::ring_issue<Tr>(ring_sh + unsigned(refill * TB), a, u0 + q + R - 1, lane);
     tcsk::ring_commit();
-    if constexpr (Tr::kPf > 0)
-      if (q + R - 1 + Tr::kPf < n_units) tcsk::l2_prefetch<Tr>(a, u0 + q + R - 1 + Tr::kPf, lane);
     tc_detail::Tile<Tr> tile;
     tcsk::ring_read<Tr>(tile, ring + stage * TB, lane);
     const int t = c * a.kc + tt;  // tile along the row
+    if constexpr (kPieces) {
+      const int pc = (t - span_t0) >> ps;
+      if (!((ready >> pc) & 1u)) {  // warp-uniform: first use of piece pc by this warp
+        const unsigned bar = sm0 + unsigned(a.bar_off) + unsigned(8 * pc);
+        unsigned done = 0;
+        while (!done)
+          asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+                       : "=r"(done)
+                       : "r"(bar)
+                       : "memory");
+        ready |= 1u << pc;
+      }
+    }
     if constexpr (Tr::kSp)
       tcsp::compute_tile<Tr>(tile, acc, xw0 + (t * Tr::kTileCols - col0) * 2, tcsk_smem,
                              unsigned(Tr::kTabCopyBytes) * unsigned(lane & Tr::kTabCopyMask), tq);
@@ -282,6 +383,21 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
           const int row = rb * 16 + g + (e >> 1) * 8, xr = 2 * tq + (e & 1);
           if (row < a.n && xr < a.m) tc_detail::store_y(a.y, std::size_t(xr) * a.n + row, s[e], a.y_dtype);
         }
+      } else if constexpr (kV4) {
+        // One 16-byte RED per lane: the quad pair (tq, tq ^ 1) swaps half its values so that the even lane
+        // holds row g, columns 2 tq .. 2 tq + 3 and the odd one row g + 8, columns 2 (tq - 1) .. + 3. The
+        // columns >= m are added too (0, or NaN from 0 x Inf in a padded X row): the read-back zeroes all 8.
+        const bool odd = (tq & 1) != 0;
+        const float o0 = __shfl_xor_sync(0xffffffffu, odd ? s[0] : s[2], 1);
+        const float o1 = __shfl_xor_sync(0xffffffffu, odd ? s[1] : s[3], 1);
+        const float4 v = odd ? make_float4(o0, o1, s[2], s[3]) : make_float4(s[0], s[1], o0, o1);
+        const int row = rb * 16 + g + (odd ? 8 : 0);
+        tcsk::red_v4(a.ws + std::size_t(row) * 8 + (tq & 2) * 2, v);  // RED.128
+        if (lane == np) prb = rb, pcnt = unsigned(ntile);
+        if (++np == 32) {
+          tcsk::settle<kLean>(a, np, prb, pcnt, lane);
+          np = 0;
+        }
       } else {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
@@ -290,7 +406,7 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
         }
         if (lane == np) prb = rb, pcnt = unsigned(ntile);
         if (++np == 32) {
-          tcsk::settle(a, np, prb, pcnt, lane);
+          tcsk::settle<kLean>(a, np, prb, pcnt, lane);
           np = 0;
         }
       }
@@ -305,7 +421,7 @@ __global__ void __launch_bounds__(Tr::kWarps * 32, 1) ew_spmv_tcsk_kernel(const 
       tstart = tt;
     }
   }
-  if (np > 0) tcsk::settle(a, np, prb, pcnt, lane);
+  if (np > 0) tcsk::settle<kLean>(a, np, prb, pcnt, lane);
 }
 
 }  // namespace sparsenm::cuda::ew

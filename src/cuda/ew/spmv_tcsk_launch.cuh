@@ -35,12 +35,12 @@ void launch_spmv_tcsk(const TcSkArgs& a, const TcSkConfig& cfg, cudaStream_t str
   template void ::sparsenm::cuda::ew::launch_spmv_tcsk<::sparsenm::cuda::ew::TcSkTraits<T, NN, MM, false, W, R>>( \
       const ::sparsenm::cuda::ew::TcSkArgs&, const ::sparsenm::cuda::ew::TcSkConfig&, cudaStream_t);
 
-#define SPARSENM_EW_SPMV_TCSP_INSTANCE(T, NN, MM)                                                           \
-  template void ::sparsenm::cuda::ew::launch_spmv_tcsk<::sparsenm::cuda::ew::TcSkTraits<T, NN, MM, true>>( \
+// Session 9b: the dense kernel at W warps, R ring stages with the prologue / settle fixes FIX (TcSkShape w16r3s / w16r4b /
+// w16r4s / w24r2s).
+#define SPARSENM_EW_SPMV_TCSKB_INSTANCE(T, NN, MM, W, R, FIX)                                                           \
+  template void ::sparsenm::cuda::ew::launch_spmv_tcsk<::sparsenm::cuda::ew::TcSkTraits<T, NN, MM, false, W, R, FIX>>( \
       const ::sparsenm::cuda::ew::TcSkArgs&, const ::sparsenm::cuda::ew::TcSkConfig&, cudaStream_t);
 
-// Session 9: the dense kernel at W warps, R ring stages and PF tiles prefetched into L2 (TcSkShape w12r6 / w8r8 /
-// w16r4p / w24r2p).
-#define SPARSENM_EW_SPMV_TCSK9_INSTANCE(T, NN, MM, W, R, PF)                                                          \
-  template void ::sparsenm::cuda::ew::launch_spmv_tcsk<::sparsenm::cuda::ew::TcSkTraits<T, NN, MM, false, W, R, PF>>( \
+#define SPARSENM_EW_SPMV_TCSP_INSTANCE(T, NN, MM)                                                           \
+  template void ::sparsenm::cuda::ew::launch_spmv_tcsk<::sparsenm::cuda::ew::TcSkTraits<T, NN, MM, true>>( \
       const ::sparsenm::cuda::ew::TcSkArgs&, const ::sparsenm::cuda::ew::TcSkConfig&, cudaStream_t);

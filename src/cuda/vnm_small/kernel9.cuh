@@ -49,30 +49,15 @@
 // (128, 2)); the ring, the commit order and every wait count are variant 14's (C % 4 == 0).
 // Measured (H200 80b4392, PERF-vnm-small.md "Session 8d measured"): correct; barrier stalls halved
 // (ncu 1.63 -> 0.73 per issue) but the time unchanged: 12288^2 m = 32 51.39 us (2 splits) vs 14's
-// 51.68-51.87, ties at m = 16 and at 28672 x 8192. The plan takes it at m > 24 where 14 runs splits.
+// 51.68-51.87, ties at m = 16 and at 28672 x 8192. The plan took it at m > 24 where 14 runs splits
+// until session 9b (variant 19 there since, kernel11.cuh).
 //
-// kLoad (variants 17 / 18, session 9): variant 14 (or 13 at one split) with the weight ring filled by
-// bulk copies instead of per-lane cp.async. Each warp owns kRingStages mbarriers (static shared memory,
-// one per two-record slot, arrival count 1). Lane 0 issues a slot: mbarrier.arrive.expect_tx of 2 x 1152
-// bytes, then two cp.async.bulk global -> shared copies of 1152 bytes (tile 2w's record, tile 2w + 1's
-// record; the ring slot holds the records byte for byte, so the lanes' ld.shared of kernel 14 are
-// unchanged) completing on that mbarrier. Before the issue the warp passes __syncwarp(): every lane's
-// ld.shared of the slot's previous records (consumed by the mma of the previous record) is ordered
-// before the bulk copy overwrites them. A consumer waits for the slot's phase: record r of the split
-// uses slot r % 4 for the (r / 4)-th time, i.e. parity (r / 4) & 1; with C % 4 == 0 that is
-// (c C / 4 + j / 4) & 1 for record j of chunk c. The ring then commits no cp.async groups: the only
-// groups are the gathers', so the chunk top waits with wait_group 0 (G(c) is the newest). Records and
-// ring slots are 16-byte aligned (1152 = 72 x 16; the ring starts after the X buffers, multiples of
-// 16 bytes), the bulk copies' only alignment rule. Every issued slot is consumed, so no bulk copy is
-// in flight at the epilogue (the cluster partials reuse the rings). kLoad = 2 (variant 18) adds L2
-// cache policies: the weight bulk copies evict_first (each byte is read once), the X gather's cp.async
-// evict_last (X rows are read by every group) — the question whether the X lines evict or delay the
-// weight lines (PERF-vnm-small.md "Session 9").
-// Measured (H200 848b735, PERF-vnm-small.md "Session 9 measured"): correct (every VnmSmallGpu test incl.
-// BulkRingHw24EveryM, memcheck clean); not faster: 12288^2 m = 32 51.20 (17) / 51.14 (18) us against 14's
-// 51.55 and 16's 50.82; 1.6-2.2 % slower than 12 / 14 at m <= 16 and at 28672 x 8192 (the elected-lane issue:
-// ncu +46 % instructions at m = 1). ncu: the same DRAM bytes and L2 misses as 14 at every m (X never
-// re-fetched), so the hints of 18 change nothing. Opt-in.
+// Variants 17 / 18 (session 9, s9v24; removed in session 9b): this kernel with the weight ring filled by
+// cp.async.bulk (one mbarrier per two-record slot, issued by lane 0; 18 with L2 cache hints). Measured
+// (H200 848b735 and d1ddc26): not faster than 14 / 16 anywhere (12288^2 m = 32 51.20 / 51.62 us against
+// 16's 50.82 / 51.33; 0.6-2.2 % slower elsewhere); the ncu showed no L2 re-fetch for 18's hints to fix.
+// The record is PERF-vnm-small.md "Session 9" / "Session 9b"; the mbarrier / bulk-copy wrappers moved
+// to kernel11.cuh (variant 19: a producer warp and a block-wide ring, which did pay at m = 32).
 #pragma once
 #include <cooperative_groups.h>
 
@@ -80,53 +65,7 @@
 
 namespace sparsenm::cuda::vnm_small {
 
-/// mbarrier and bulk-copy wrappers of variants 17 / 18 (shared-memory addresses as 32-bit values).
-__device__ __forceinline__ void bulk_mbar_init(std::uint32_t bar, std::uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void bulk_mbar_expect_tx(std::uint32_t bar, std::uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void bulk_mbar_wait(std::uint32_t bar, std::uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "BULK_WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra BULK_WAIT_%=;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-/// 1-D bulk copy global -> shared (bytes % 16 == 0, both addresses 16-byte aligned), completing on `bar`.
-template <bool kHint>
-__device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, std::uint32_t bytes, std::uint32_t bar,
-                                          std::uint64_t policy) {
-  if constexpr (kHint)
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar), "l"(policy)
-                 : "memory");
-  else
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst), "l"(src),
-                 "r"(bytes), "r"(bar)
-                 : "memory");
-}
-/// 16-byte cp.async with an L2 cache policy (variant 18's X gather).
-__device__ __forceinline__ void cp16_hint(std::uint32_t dst, const void* src, std::uint64_t policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "l"(policy) : "memory");
-}
-__device__ __forceinline__ std::uint64_t policy_evict_first() {
-  std::uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ std::uint64_t policy_evict_last() {
-  std::uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-
-template <class Tr, bool kCluster, int kWarps = 4, bool kLong = false, int kLoad = 0>
+template <class Tr, bool kCluster, int kWarps = 4, bool kLong = false>
 __global__ void __launch_bounds__(32 * kWarps, kWarps == 4 && !kLong ? 3 : 2) vnm_small_kernel_lean2(const Params p) {
   using T = typename Tr::T;
   namespace sv = sparsenm::vnm_small;
@@ -144,7 +83,6 @@ __global__ void __launch_bounds__(32 * kWarps, kWarps == 4 && !kLong ? 3 : 2) vn
   static_assert(C % D == 0 && kThreads % U == 0 && D == 4, "lean2: chunk / ring / thread shape");
   static_assert(kWarps == 4 || kWarps == 8, "lean2: 128-row (13 / 14 / 16) or 256-row (15) groups");
   static_assert(!kLong || kWarps == 4, "lean2: the long chunk is variant 16 (4 warps)");
-  static_assert(kLoad == 0 || (kWarps == 4 && !kLong), "lean2: the bulk ring is variants 17 / 18 (14's shape)");
 
   extern __shared__ uint4 smem_u4[];
   const std::uint32_t sbase = smem_addr(smem_u4);
@@ -168,61 +106,22 @@ __global__ void __launch_bounds__(32 * kWarps, kWarps == 4 && !kLong ? 3 : 2) vn
   const char* a4 = a16 + 1024 - lane * 12;
   const char* b4 = b16 + 1024 - lane * 12;
   int left = nrec;  // slots (pairs) not yet issued
-  // ---- variants 17 / 18: the slot mbarriers, one per ring slot of this warp (kLoad > 0 only) ----
-  std::uint32_t bar0 = 0, ringw = 0;
-  std::uint64_t wpolicy = 0, xpolicy = 0;
-  const char* wa = wbase + (std::size_t(src0) * std::size_t(p.pairs) + std::size_t(pair0)) * kRec;
-  const char* wb = wbase + (std::size_t(src1) * std::size_t(p.pairs) + std::size_t(pair0)) * kRec;
-  if constexpr (kLoad > 0) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    __shared__ alignas(8) std::uint64_t slot_bar[kWarps * D];
-    bar0 = smem_addr(&slot_bar[warp * D]);
-    ringw = sbase + 2 * kBuf + std::uint32_t(warp) * (D * kSlot);
-    if (lane == 0) {
-#pragma unroll
-      for (int s = 0; s < D; ++s) bulk_mbar_init(bar0 + 8u * std::uint32_t(s), 1u);
-      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the bulk copies' complete_tx
-    }
-    if constexpr (kLoad == 2) {
-      wpolicy = policy_evict_first();
-      xpolicy = policy_evict_last();
-    }
-    __syncwarp();
-#else
-    __trap();  // sm_90+ only (bulk copies); the plan maps variants 17 / 18 to 4 below sm_90 (geometry_for)
-#endif
-  }
   auto issue = [&](int slot) {  // slot: a constant after unrolling
-    if constexpr (kLoad > 0) {
-      if (left > 0) {
-        __syncwarp();  // every lane's reads of the slot's previous records precede the copies
-        if (lane == 0) {
-          const std::uint32_t bar = bar0 + 8u * std::uint32_t(slot), d = ringw + std::uint32_t(slot) * kSlot;
-          bulk_mbar_expect_tx(bar, kSlot);
-          bulk_copy<kLoad == 2>(d, wa, kRec, bar, wpolicy);
-          bulk_copy<kLoad == 2>(d + kRec, wb, kRec, bar, wpolicy);
-        }
-        wa += kRec;
-        wb += kRec;
-      }
-      --left;
-    } else {
-      if (left > 0) {
-        const std::uint32_t d16 = ring16 + std::uint32_t(slot) * kSlot, d4 = ring4 + std::uint32_t(slot) * kSlot;
-        ring_cp16(d16, a16);
-        ring_cp16(d16 + 512u, a16 + 512);
-        ring_cp4(d4, a4);
-        ring_cp16(d16 + kRec, b16);
-        ring_cp16(d16 + kRec + 512u, b16 + 512);
-        ring_cp4(d4 + kRec, b4);
-        a16 += kRec;
-        a4 += kRec;
-        b16 += kRec;
-        b4 += kRec;
-      }
-      --left;
-      ring_commit();
+    if (left > 0) {
+      const std::uint32_t d16 = ring16 + std::uint32_t(slot) * kSlot, d4 = ring4 + std::uint32_t(slot) * kSlot;
+      ring_cp16(d16, a16);
+      ring_cp16(d16 + 512u, a16 + 512);
+      ring_cp4(d4, a4);
+      ring_cp16(d16 + kRec, b16);
+      ring_cp16(d16 + kRec + 512u, b16 + 512);
+      ring_cp4(d4 + kRec, b4);
+      a16 += kRec;
+      a4 += kRec;
+      b16 += kRec;
+      b4 += kRec;
     }
+    --left;
+    ring_commit();
   };
 
   // ---- the gather: thread tid copies unit u = tid % U of rows tid / U + r * kRowsPerRound ----
@@ -245,12 +144,7 @@ __global__ void __launch_bounds__(32 * kWarps, kWarps == 4 && !kLong ? 3 : 2) vn
     if (gcol < p.k) {  // k % 8 == 0: a unit is whole or past the end
 #pragma unroll
       for (int r = 0; r < kRounds; ++r)
-        if (grow[r]) {
-          if constexpr (kLoad == 2)
-            cp16_hint(d + gdst[r], gsrc + r * kstride, xpolicy);
-          else
-            ring_cp16(d + gdst[r], gsrc + r * kstride);
-        }
+        if (grow[r]) ring_cp16(d + gdst[r], gsrc + r * kstride);
     } else {
 #pragma unroll
       for (int r = 0; r < kRounds; ++r)
@@ -288,28 +182,21 @@ __global__ void __launch_bounds__(32 * kWarps, kWarps == 4 && !kLong ? 3 : 2) vn
 
   for (int c = 0; c < nchunks; ++c) {
     const int b = c & 1;
-    if constexpr (kLoad > 0)
-      ring_wait<0>();  // G(c), the only (newest) cp.async group: the ring commits none
-    else
-      ring_wait<D - 1>();  // G(c): older than the D - 1 newest groups (slots cC .. cC + 2)
+    ring_wait<D - 1>();  // G(c): older than the D - 1 newest groups (slots cC .. cC + 2)
     __syncthreads();     // everyone's copies of G(c); chunk c - 1's reads of buffer b ^ 1 done
     if (c + 1 < nchunks) gather(b ^ 1);
     cp_async_commit_group();  // G(c + 1), possibly empty
     const std::uint32_t xb = sbase + std::uint32_t(b) * kBuf;
     const std::uint32_t a0base = opaque(xb + off0), a1base = opaque(xb + off1);
     const int np = min(C, nrec - c * C);
-    const std::uint32_t cpar = std::uint32_t(c * (C / D)) & 1u;  // kLoad: parity of slot uses at the chunk top
 #pragma unroll
     for (int j = 0; j < C; ++j) {
       if (j < np) {
-        if constexpr (kLoad == 0) {
-          if (j < D - 1)
-            ring_wait<D - 1>();  // G(c + 1) is newer than slot cC + j
-          else
-            ring_wait<D - 2>();
-        }
+        if (j < D - 1)
+          ring_wait<D - 1>();  // G(c + 1) is newer than slot cC + j
+        else
+          ring_wait<D - 2>();
         issue((j + D - 1) % D);  // slot cC + j + 3 into the one slot cC + j - 1 used
-        if constexpr (kLoad > 0) bulk_mbar_wait(bar0 + 8u * std::uint32_t(j % D), cpar ^ std::uint32_t((j / D) & 1));
         {
           const std::uint32_t s = std::uint32_t(j % D) * kSlot;
           uint4 a0, a1, b0, b1;

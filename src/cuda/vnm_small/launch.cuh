@@ -16,6 +16,7 @@
 #include "cuda/vnm_small/kernel8.cuh"
 #include "cuda/vnm_small/kernel9.cuh"
 #include "cuda/vnm_small/launch10.cuh"  // variants 20 / 21
+#include "cuda/vnm_small/kernel11.cuh"  // variant 19
 #include "cuda/vnm_small/vnm_small.hpp"
 
 namespace sparsenm::cuda::vnm_small {
@@ -36,8 +37,7 @@ const void* kernel_of(int variant) {
     case 14:
     case 15:
     case 16:
-    case 17:
-    case 18: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
+    case 19: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
     case 10: return reinterpret_cast<const void*>(&vnm_small_kernel_pair<Tr, false>);
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
     default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
@@ -73,20 +73,21 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
       SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
       SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&best, f, threads, smem_bytes));
     }
-    if (sparsenm::vnm_small::lean2_variant(variant)) {  // 13 .. 18: the lean paired kernels besides variant 9's
+    if (variant == sparsenm::vnm_small::kLean2WsVariant) {  // 19: its own kernels, 160 threads (a producer warp)
+      for (const void* f : {reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, false>), reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, true>)}) {
+        SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
+        int b = 0;
+        SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, kWsThreads, smem_bytes));
+        best = std::min(best, b);
+      }
+    } else if (sparsenm::vnm_small::lean2_variant(variant)) {  // 13 .. 16: the lean paired kernels besides variant 9's
       const bool wide = variant == sparsenm::vnm_small::kLean2WideVariant;  // 8 warps, 256-row groups
       const bool lng = variant == sparsenm::vnm_small::kLean2LongVariant;   // long chunks (cluster kernel only)
-      const bool bulk = variant == sparsenm::vnm_small::kLean2BulkVariant;  // 17: bulk-copy ring
-      const bool hint = variant == sparsenm::vnm_small::kLean2BulkHintVariant;  // 18: bulk ring + L2 hints
       const void* fs[2] = {wide ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, false, 8>)
                            : lng ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, false, 4, true>)
-                           : bulk ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, false, 4, false, 1>)
-                           : hint ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, false, 4, false, 2>)
                                  : reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, false>),
                            wide ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, true, 8>)
                            : lng ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, true, 4, true>)
-                           : bulk ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, true, 4, false, 1>)
-                           : hint ? reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, true, 4, false, 2>)
                                  : reinterpret_cast<const void*>(&vnm_small_kernel_lean2<Tr, true>)};
       for (const void* f : fs) {
         SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
@@ -231,12 +232,12 @@ void launch_lean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::i
   }
 }
 
-/// Variants 13 .. 18 (17 / 18: kLoad 1 / 2, the bulk-copy ring): the lean paired kernel (kernel9.cuh) — kWarps warps of two row tiles each
+/// Variants 13 .. 16: the lean paired kernel (kernel9.cuh) — kWarps warps of two row tiles each
 /// (4: 128-row groups, 13 / 14; 8: 256-row groups, 15), the kernel's compile-time chunk — when X is
 /// 16-byte aligned (14 / 15 with splits: one cluster per group, reduced in it); otherwise X -> Xt and
 /// variant 9's transposed kernel with two tiles per warp in this geometry, splits summed by the
 /// reduce kernel (geometry_for sends every other shape to 12).
-template <class Tr, int kWarps, bool kLong = false, int kLoad = 0>
+template <class Tr, int kWarps, bool kLong = false>
 void launch_lean2_impl(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
   constexpr int NT = Tr::kNTiles;
   if (g.warps != kWarps || g.tiles_per_warp != 2 || p.tiles_per_group != 2 * kWarps || p.sel != nullptr ||
@@ -259,12 +260,12 @@ void launch_lean2_impl(const Params& p, const sparsenm::vnm_small::Geometry& g, 
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_lean2<Tr, true, kWarps, kLong, kLoad>, p));
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_lean2<Tr, true, kWarps, kLong>, p));
     SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_lean2<cluster>");
     return;
   }
   if (direct_x(p)) {
-    vnm_small_kernel_lean2<Tr, false, kWarps, kLong, kLoad><<<grid, block, g.smem_bytes(), stream>>>(p);
+    vnm_small_kernel_lean2<Tr, false, kWarps, kLong><<<grid, block, g.smem_bytes(), stream>>>(p);
     SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_lean2");
   } else {
     launch_transpose<NT>(p, stream);
@@ -280,12 +281,48 @@ void launch_lean2(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
     launch_lean2_impl<Tr, 8>(p, g, groups, stream);
   else if (g.variant == sparsenm::vnm_small::kLean2LongVariant)
     launch_lean2_impl<Tr, 4, true>(p, g, groups, stream);
-  else if (g.variant == sparsenm::vnm_small::kLean2BulkVariant)
-    launch_lean2_impl<Tr, 4, false, 1>(p, g, groups, stream);
-  else if (g.variant == sparsenm::vnm_small::kLean2BulkHintVariant)
-    launch_lean2_impl<Tr, 4, false, 2>(p, g, groups, stream);
   else
     launch_lean2_impl<Tr, 4>(p, g, groups, stream);
+}
+
+/// Variant 19 (kernel11.cuh): variant 14's geometry with a producer warp (160 threads per block) when X is
+/// 16-byte aligned (splits: one cluster per group, reduced in it); otherwise X -> Xt and variant 9's
+/// transposed kernel with two tiles per warp (128 threads) in this geometry, splits by the reduce kernel.
+template <class Tr>
+void launch_ws(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
+  namespace sv = sparsenm::vnm_small;
+  constexpr int NT = Tr::kNTiles;
+  if (g.warps != kWsConsumerWarps || g.tiles_per_warp != 2 || p.tiles_per_group != 2 * kWsConsumerWarps || p.sel != nullptr ||
+      g.chunk_pairs != sv::lean_chunk_pairs(NT) || g.ring_bytes != std::size_t(kWsConsumerWarps) * sv::ring_stages(sv::kLean2WsVariant) * sv::kRecordBytes)
+    throw std::logic_error("vnm_small: variant 19 geometry is not the warp-specialized kernel's");
+  const dim3 grid(unsigned(groups), unsigned(g.splits));
+  if (!direct_x(p)) {
+    launch_transpose<NT>(p, stream);
+    launch_dependent(vnm_small_kernel_async<Tr, 2, false, false>, grid, dim3(unsigned(32 * g.warps)), g, p, stream);
+    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_async");
+    if (g.splits > 1) launch_reduce(p, stream);
+    return;
+  }
+  if (g.splits > 1) {
+    if (g.splits > sv::kStreamMaxSplits) throw std::logic_error("vnm_small: variant 19 cluster > 8 blocks");
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(unsigned(kWsThreads));
+    cfg.dynamicSmemBytes = g.smem_bytes();
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = unsigned(g.splits);
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_ws<Tr, true>, p));
+    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_ws<cluster>");
+  } else {
+    vnm_small_kernel_ws<Tr, false><<<grid, dim3(unsigned(kWsThreads)), g.smem_bytes(), stream>>>(p);
+    SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_ws");
+  }
 }
 
 /// Variant 10 (paired tiles): the staging choice of variant 9.
@@ -304,7 +341,7 @@ void launch_pair(const Params& p, const sparsenm::vnm_small::Geometry& g, std::i
   if (g.splits > 1) launch_reduce(p, stream);
 }
 
-/// Variants 7 / 14 / 15 / 16: how many clusters of g.splits blocks of this geometry can be resident at once
+/// Variants 7 / 14 / 15 / 16 / 19: how many clusters of g.splits blocks of this geometry can be resident at once
 /// (cudaOccupancyMaxActiveClusters); 0 when splits <= 1 (no clusters).
 template <class T, int NT>
 int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
@@ -312,7 +349,7 @@ int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
   if (g.splits <= 1) return 0;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(g.groups), unsigned(g.splits));
-  cfg.blockDim = dim3(unsigned(32 * g.warps));
+  cfg.blockDim = dim3(unsigned(g.variant == sparsenm::vnm_small::kLean2WsVariant ? kWsThreads : 32 * g.warps));  // 19: + producer warp
   cfg.dynamicSmemBytes = g.smem_bytes();
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -329,10 +366,8 @@ int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 8>, &cfg));
   else if (g.variant == sparsenm::vnm_small::kLean2LongVariant)
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 4, true>, &cfg));
-  else if (g.variant == sparsenm::vnm_small::kLean2BulkVariant)
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 4, false, 1>, &cfg));
-  else if (g.variant == sparsenm::vnm_small::kLean2BulkHintVariant)
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 4, false, 2>, &cfg));
+  else if (g.variant == sparsenm::vnm_small::kLean2WsVariant)
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_ws<Tr, true>, &cfg));
   else
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_stream<Tr, false>, &cfg));
   return n;
@@ -388,9 +423,10 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
     case 14:
     case 15:
     case 16:
-    case 17:
-    case 18:
       launch_lean2<Tr>(p, g, groups, stream);
+      break;
+    case 19:
+      launch_ws<Tr>(p, g, groups, stream);
       break;
     case 10:
       launch_pair<Tr>(p, g, groups, stream);

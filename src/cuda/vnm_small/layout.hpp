@@ -241,17 +241,23 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 fewer when the clusters do not all fit (geometry_for). hw24 with k % 8 == 0 only.
 ///                 Measured (80b4392, session 8d): barrier stalls halved, time within 0.6 % of 14
 ///                 (12288^2 m = 32 51.39 vs 51.68 us, 2 splits); the plan's choice at m > 24 where
-///                 14 would run splits (geometry_for), 14 / 12 elsewhere.
-///  17 lean paired, bulk-copy ring, cluster reduce (kernel9.cuh, kLoad = 1; session 9) - variant 14
-///                 (geometry, chunk, splits, cluster reduction) with the weight records moved into each
-///                 warp's ring by one elected lane: per two-record slot one mbarrier expect_tx of 2304
-///                 bytes and two 1152-byte cp.async.bulk copies completing on it (one request per
-///                 record instead of 3 per lane); the warp waits on the slot's mbarrier phase. X as 14.
-///  18 as 17 with L2 cache hints (kLoad = 2): the weight bulk copies evict_first, the X gather's
-///                 cp.async evict_last (do the X lines evict or delay the weight lines?).
-///                 Measured (848b735, session 9): 17 / 18 not faster than the default anywhere (12288^2
-///                 m = 32 51.20 / 51.14 us against 16's 50.82; 1.6-2.2 % slower at m <= 16 and at 28672 x
-///                 8192); ncu: DRAM bytes = records + X once at every m, X all L2 hits. Opt-in.
+///                 14 would run splits until session 9b (19 there since); opt-in.
+///  17 / 18 (removed in session 9b; PERF-vnm-small.md "Session 9" / "Session 9b"): 14 with each warp's
+///                 ring filled by cp.async.bulk (one mbarrier per two-record slot, lane 0 issuing); 18 with
+///                 L2 hints. Not faster than the default anywhere (12288^2 m = 32 51.20 / 51.14 us against
+///                 16's 50.82 at 848b735, 17 51.62 against 51.33 at d1ddc26; 0.5-2.2 % slower elsewhere).
+///                 Requesting them is an InvalidArgument like any unknown variant (variant_built).
+///  19 lean paired, warp-specialized bulk ring, cluster reduce (kernel11.cuh; session 9b) - variant 14's
+///                 geometry (4 consumer warps of two row tiles, chunk, X gather, cluster split reduce)
+///                 plus one producer warp that fills a CTA-wide ring of kWsStages stages (one pair of
+///                 all 8 tiles = 8 records, 9216 B each) by cp.async.bulk (full mbarriers, expect_tx);
+///                 the consumers release a stage (empty mbarriers, 128 arrivals) right after their
+///                 ld.shared of it, before the mma, so the bytes in flight do not wait on the mma.
+///                 8 stages: 73.7 KB of ring, 2 blocks per SM (147 KB of weights in flight per SM).
+///                 Measured (d1ddc26, session 9b): time flat in m (12288^2 ncu 48.4 / 48.2 us at m = 1 / 32)
+///                 but a lower stream rate (74-79 % of DRAM); 12288^2 m = 32 49.95 us against 16's 51.33
+///                 (0.973x cuSPARSELt), 5-8 % slower than 14 / 12 at m <= 16, 2 % at 28672 x 8192 m = 32.
+///                 The plan's choice at m > 24 where 14 would run splits (geometry_for).
 ///  20 V:2:M lean paired, cluster reduce (kernel10.cuh; session 9, s9vnm) - variant 14's structure for
 ///                 venom V = 128: one 128-row slab per block, 4 warps of two row tiles (the slab's 8
 ///                 tiles), compile-time chunk lean_chunk_pairs, constant cp.async wait counts, one
@@ -267,8 +273,8 @@ inline Packed pack(const CondensedMatrix& c) {
 ///  21 as 20 with the k splits summed by the reduce kernel (fp32 partials; no clusters). Measured: ties 20
 ///                 at one split, 1.5-3 us slower at 12288^2; opt-in.
 inline constexpr int kVariants = 22;
-/// Variant numbers with a kernel (19: unused — s9v24 reserved 17..19 and registered 17 / 18).
-constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 19; }
+/// Variant numbers with a kernel (17 / 18: removed in session 9b, see above).
+constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18; }
 inline constexpr int kVnmLeanVariant = 20;        ///< V:2:M (V = 128) lean paired, cluster split reduce (kernel10.cuh)
 inline constexpr int kVnmLeanReduceVariant = 21;  ///< variant 20 with the reduce kernel for its splits
 /// Variants 20 / 21: the V:2:M lean paired kernel (kernel10.cuh).
@@ -283,14 +289,12 @@ inline constexpr int kLean2ClusterVariant = 14;  ///< variant 13, splits reduced
 inline constexpr int kLean2WideVariant = 15;     ///< variant 14 with 256-row groups, 8 warps (kernel9.cuh)
 inline constexpr int kLean2WideTiles = 16;       ///< variant 15: row tiles per block
 inline constexpr int kLean2LongVariant = 16;     ///< variant 14 with lean_long_chunk_pairs (kernel9.cuh)
-inline constexpr int kLean2BulkVariant = 17;     ///< variant 14 with the weight ring filled by cp.async.bulk (kernel9.cuh)
-inline constexpr int kLean2BulkHintVariant = 18; ///< variant 17 with L2 hints: weights evict_first, X evict_last
-/// Variants 17 / 18: variant 14 with the bulk-copy weight ring (mbarrier per slot).
-constexpr bool lean2_bulk_variant(int v) { return v == kLean2BulkVariant || v == kLean2BulkHintVariant; }
-/// Variants 13 .. 18: the lean kernel with two row tiles per warp.
-constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || lean2_bulk_variant(v); }
-/// Variants 14 / 15 / 16 / 17 / 18 / 20: the k splits of a group are one cluster, reduced through distributed shared memory.
-constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || lean2_bulk_variant(v) || v == kVnmLeanVariant; }
+inline constexpr int kLean2WsVariant = 19;       ///< variant 14 with a producer warp and a CTA-wide bulk ring (kernel11.cuh)
+inline constexpr int kWsStages = 8;              ///< variant 19: ring stages (one pair of the group's 8 tiles each)
+/// Variants 13 .. 16, 19: the lean kernel with two row tiles per warp.
+constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || v == kLean2WsVariant; }
+/// Variants 14 / 15 / 16 / 19 / 20: the k splits of a group are one cluster, reduced through distributed shared memory.
+constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || v == kLean2WsVariant || v == kVnmLeanVariant; }
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)
@@ -338,7 +342,13 @@ constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_vari
 constexpr bool ring_variant(int v) { return v == kRingVariant || async_variant(v) || v == kPairVariant; }
 /// Ring slots per warp of a ring variant.
 /// (Variant 13: kRingStages slots of two records each, counted here in records.)
-constexpr int ring_stages(int v) { return v == kPairVariant ? kPairRingStages : lean2_variant(v) || vlean_variant(v) ? 2 * kRingStages : kRingStages; }
+/// (Variant 19: kWsStages stages of 8 records for 4 warps = 2 kWsStages records per warp.)
+constexpr int ring_stages(int v) {
+  return v == kPairVariant       ? kPairRingStages
+         : v == kLean2WsVariant  ? 2 * kWsStages
+         : lean2_variant(v) || vlean_variant(v) ? 2 * kRingStages
+                                 : kRingStages;
+}
 /// Variants whose shared memory may pass 48 KB (the launcher lifts the limit to max_smem_bytes).
 constexpr bool large_smem_variant(int v) { return two_buffer_variant(v) || ring_variant(v); }
 
@@ -368,7 +378,8 @@ constexpr std::size_t max_smem_bytes(int n_tiles) {
   const std::size_t half = std::size_t(8 * n_tiles) * std::size_t((16 / n_tiles) * 32 + 16) * 4;  // variant 9
   const std::size_t ring10 = std::size_t(8) * kPairRingStages * kRecordBytes;  // variant 10: <= 8 warps (V = 256)
   const std::size_t lng = std::size_t(8 * n_tiles) * std::size_t(lean_long_chunk_pairs(n_tiles) * 32 + 16) * 4;  // variant 16
-  return std::max({2 * buffer, buffer + ring, 2 * half + ring, 2 * half + ring10, 2 * lng + ring});
+  const std::size_t ring19 = std::size_t(4) * 2 * kWsStages * kRecordBytes;  // variant 19: 4 consumer warps
+  return std::max({2 * buffer, buffer + ring, 2 * half + ring, 2 * half + ring10, 2 * lng + ring, 2 * half + ring19});
 }
 
 /// m in 1..32; sms: multiprocessors of the device; blocks_per_sm: resident blocks of the chosen

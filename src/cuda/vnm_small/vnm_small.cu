@@ -123,8 +123,9 @@ class Instance final : public detail::KernelInstance {
                                                       "async gather + ring, lean, two tiles per warp, cluster split reduce (hw24 direct)",
                                                       "async gather + ring, lean, two tiles per warp, 256-row groups, cluster split reduce (hw24 direct)",
                                                       "async gather + ring, lean, two tiles per warp, long chunks, cluster split reduce (hw24 direct)",
-                                                      "async gather + bulk-copy ring, lean, two tiles per warp, cluster split reduce (hw24 direct)",
-                                                      "async gather + bulk-copy ring, L2 hints, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
+                                                      "(removed)",
+                                                      "(removed)",
+                                                      "async gather + producer warp, block bulk-copy ring, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
     const char* name = geom_.variant == sv::kVnmLeanVariant ? "V:2:M lean, two tiles per warp, cluster split reduce (V = 128, transposed X)"
                        : geom_.variant == sv::kVnmLeanReduceVariant ? "V:2:M lean, two tiles per warp, reduce kernel (V = 128, transposed X)"
                        : kNames[geom_.variant] ? kNames[geom_.variant] : "?";
@@ -222,7 +223,10 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // s9v24 (session 9, bench/results/NVIDIA_H200-vnm_small-2026-11-22-848b735-s9v24.jsonl): variants 17 / 18 (14
   // with the weight ring filled by cp.async.bulk; 18 with L2 hints) are not faster than this rule's choice
   // anywhere (12288^2 m = 32 51.20 / 51.14 against 16's 50.82 us; 1.6-2.2 % slower at m <= 16 and on
-  // 28672 x 8192): not taken.
+  // 28672 x 8192): not taken; both removed in session 9b (17 again 0.5-2.2 % slower than the default at d1ddc26).
+  // s9v24b (session 9b, bench/results/NVIDIA_H200-vnm_small-2026-11-22-d1ddc26-s9v24b.jsonl): variant 19 (14 with a
+  // producer warp and a block-wide bulk ring) 2.7 % faster than 16 at 12288^2 m = 32 (49.95 against 51.33 us), 4-8 %
+  // slower at m <= 16, 2 % slower at 28672 x 8192 m = 32: geometry_for takes 19 where it took 16 (m > 24 with splits).
   const Pattern& p = w.pattern();
   // s9vnm2 (bench/results/NVIDIA_H200-vnm_small-2026-11-22-5585405-s9vnm2.jsonl): 20 with its shared memory
   // padded to <= 2 blocks per SM where the grid fits so (geometry_of_variant, layout.hpp vlean_spread):
@@ -242,19 +246,19 @@ sv::Geometry geometry_of_variant(const CondensedMatrix& w, const MatmulDesc& des
 
 sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt) {
   if (opt.variant < -1 || opt.variant >= sv::kVariants || (opt.variant >= 0 && !sv::variant_built(opt.variant)))
-    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1));
+    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (17 and 18 were removed)");
   sv::Geometry g = geometry_of_variant(w, desc, opt, opt.variant >= 0 ? opt.variant : default_variant(w, desc.m));
   // Plan's choice: variant 14 with one split at m <= 16 is variant 13 without partials, measured
   // 0.4-0.9 % slower than 12 (s8v24b, 28672 x 8192 m = 1 / 8 / 16; 6 % faster at m = 32): keep 12.
   if (opt.variant < 0 && opt.force_splits <= 0 && g.variant == sv::kLean2ClusterVariant && g.splits == 1 && g.n_tiles <= 2)
     g = geometry_of_variant(w, desc, opt, sv::kLeanVariant);
-  // Plan's choice at m > 24 where variant 14 runs a cluster of splits: variant 16 (long chunks) when it
-  // runs splits too. s8v24d (H200, 80b4392, same process): 12288^2 m = 32 16 at 2 splits 51.39 / 51.42
-  // against 14 51.68 / 51.71 / 51.87 (rule / s2 / s3), 0.6 % (cuSPARSELt 48.61); ties elsewhere
-  // (m = 16 48.22 against 48.26-48.51; 28672 x 8192 m = 32, 1 split: 70.85 against 70.78): not taken there.
+  // Plan's choice at m > 24 where variant 14 runs a cluster of splits: variant 19 (producer warp, block
+  // bulk ring) when it runs splits too. s9v24b (H200, d1ddc26, same process): 12288^2 m = 32 19 at 2 splits
+  // 49.95 us against 16 51.33 / 14 51.49 (cuSPARSELt 48.61); 19 is 4-8 % slower at m <= 16 and 2 % slower at
+  // 28672 x 8192 m = 32 (1 split): not taken there. (Before: variant 16, s8v24d, 0.6 % faster than 14 there.)
   if (opt.variant < 0 && opt.force_splits <= 0 && g.variant == sv::kLean2ClusterVariant && g.splits > 1 && g.n_tiles == 4) {
-    const sv::Geometry g16 = geometry_of_variant(w, desc, opt, sv::kLean2LongVariant);
-    if (g16.variant == sv::kLean2LongVariant && g16.splits > 1) g = g16;
+    const sv::Geometry g19 = geometry_of_variant(w, desc, opt, sv::kLean2WsVariant);
+    if (g19.variant == sv::kLean2WsVariant && g19.splits > 1) g = g19;
   }
   return g;
 }
@@ -338,7 +342,7 @@ std::unique_ptr<detail::KernelInstance> create(std::shared_ptr<const DeviceWeigh
   if (!why.empty()) throw InvalidArgument("weight", std::string(kName) + ": " + why);
   if (opt.force_splits < 0) throw InvalidArgument("options.force_splits", "must be >= 0");
   if (opt.variant < -1 || opt.variant >= sv::kVariants || (opt.variant >= 0 && !sv::variant_built(opt.variant)))
-    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1));
+    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (17 and 18 were removed)");
   if (!dw) throw InvalidArgument("weight", std::string(kName) + ": no uploaded weight");
   const sv::Layout l = sv::Layout::of(w.layout);
   if (dw->dtype != w.dtype || dw->layout.n != l.n || dw->layout.k != l.k || dw->layout.window != l.window ||
