@@ -277,7 +277,7 @@ __device__ __forceinline__ std::uint32_t ldcs_reread32(const void* p) {
 /// - guarded chunks (tails, unaligned) run the full rule directly (element loads per half; the
 ///   fast path's result was discarded there anyway).
 /// Outputs identical to variant 6 and the host rule. kMinBlocks = 5 (variant 10): 48 registers,
-/// 40 warps per SM (the uncapped form, session 6b's variant 9, measured 0.97-1.00x of it and was
+/// 40 warps per SM (the uncapped form, session 6b's variant 9, measured 0.94-0.97x of it in the same run and was
 /// dropped in session 9, as was its cp.async-staged form, session 7's variant 11).
 template <class T, int kMinBlocks = 5>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_feature_major_jit_kernel(Mvue24Args args) {
