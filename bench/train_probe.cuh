@@ -16,10 +16,10 @@
 // - flat_mask_mover_kernel: the same five outputs and one input, each array walked linearly by a
 //   grid-stride loop (per 32 B of W: 16 B + 16 B of values, 2 B of each of mask, S(W) index and
 //   S(W)^T index): the alternative order — every output in long contiguous runs.
-// - mvue_fm_chunk_mover / mvue_fm_lines_mover: feature-major MVUE, variant 6 / 8 (32-token chunk
+// - mvue_fm_chunk_mover / mvue_fm_lines_mover: feature-major MVUE, variants 6 / 10 (32-token chunk
 //   per thread) and variant 7 (two 16-token units per lane) geometry.
 // - mvue_tm_tile_mover / mvue_tm_lines_mover: token-major, variant 1 (128 x 128 tile, Tile24
-//   write-out) and variant 5 (256 x 64 tile, TileW64 write-out) geometry: the thread's 16 token
+//   write-out) and variants 3 / 7 / 18 (256 x 64 tile, TileW64 write-out; session 4-7c: variant 5) geometry: the thread's 16 token
 //   rows of 8 B loaded, the tile's write-out addresses stored (no shared-memory transpose).
 // - mask_line_mover_kernel<kRP, kC, kPasses> (session 8, docs/PERF-train.md "Session 8"): "line"
 //   orders — a CTA walks kPasses passes of kRP rows down a kC-column tile, loads whole lines and
@@ -358,7 +358,7 @@ __global__ void __launch_bounds__(256) write16_kernel(uint4* __restrict__ dst, s
 
 // ---- MVUE (16-bit elements; T tokens, N features; every shape here tiles exactly) ----
 
-/// Feature-major, variants 6 / 8: thread = 32 tokens of one feature (4 x 16 B loads), 2 x 16 B of
+/// Feature-major, variants 6 / 10: thread = 32 tokens of one feature (4 x 16 B loads), 2 x 16 B of
 /// values + 4 index bytes per feature; CTA 64 x 4, features walked with a grid-y stride.
 __global__ void __launch_bounds__(256) mvue_fm_chunk_mover(const std::uint16_t* __restrict__ g, std::uint16_t* __restrict__ out,
                                                           std::uint8_t* __restrict__ idx, std::int64_t T, std::int64_t N) {
@@ -429,7 +429,7 @@ __global__ void __launch_bounds__(256) mvue_tm_tile_mover(const std::uint16_t* _
   __stcs(di + 1, x[15].y ^ x[7].x ^ x[2].y);
 }
 
-/// Token-major, variant 5: tile 256 tokens x 64 features; thread (fp = tid % 16, tg = tid / 16)
+/// Token-major, variant 5 (dropped in session 9; the same tiles as 3 / 7 / 18): tile 256 tokens x 64 features; thread (fp = tid % 16, tg = tid / 16)
 /// loads features 4 fp .. +3 of tokens 16 tg .. +15; the TileW64 write-out: 4 rounds of 16 B
 /// value chunks (chunk tid % 16 of rows tid / 16 + 16 j), index rows as 16 B halves (tid < 128).
 __global__ void __launch_bounds__(256) mvue_tm_lines_mover(const std::uint16_t* __restrict__ g, std::uint16_t* __restrict__ out,

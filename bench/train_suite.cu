@@ -88,20 +88,18 @@ struct Shape {
   std::int64_t rows, cols;
 };
 
-/// Mask kernel variants (Mask24Args::variant): 1 = session-2 kernel (mask24_s2.cuh, 4 x 8 region
-/// per thread), 2 = session-3 kernel (mask24.cuh, 8 x 8 region per thread), 3 = its persistent
-/// prefetching form, 4 = session-2 code over 256 x 256 footprints with whole-sector stores. The
-/// bench times every variant other than the API's default
-/// (mask24_default_variant) in the same run.
-/// 5 / 6 = the occupancy forms of 4 (one more CTA per SM; next pass's loads before each pass's
-/// compute). One-matrix rows time variants 1-4; batched rows 1, 4, 5, 6 (2 and 3 measured
-/// 0.4-0.6 of copy there in three runs) and the occupancy control (variant 4 with one resident
-/// CTA per SM fewer, docs/PERF-train.md "Session 4"), label "lines_kernel_minus1cta"; 7 = the
-/// lean 16-bit search (mask24_lean.cuh, "Session 4c"), batched 16-bit search rows only (other
-/// calls fall back to the default kernel); 8 = variant 7 with staged whole-sector stores
-/// ("Session 5b"), same rows; 9 = variant 8 over 128-column strips ("Session 5c"; rows with
-/// cols % 128 == 0); 10 = variant 9 with whole-line S(W)^T value rows per pass pair ("Session 8"). SPARSENM_MASK_VARIANTS (comma list, e.g. "7,8") replaces the
-/// batched list; SPARSENM_TRAIN_ONLY=maskb runs only the batched 16-bit mask rows.
+/// Mask kernel variants (Mask24Args::variant; the accepted set: variants.hpp): 1 = session-2
+/// kernel (mask24_s2.cuh, 4 x 8 region per thread), 2 = session-3 kernel (mask24.cuh, 8 x 8
+/// region per thread), 3 = its persistent prefetching form, 4 = session-2 code over 256 x 256
+/// footprints with whole-sector stores, 8 = the lean 16-bit search with staged whole-sector
+/// stores ("Session 5b"), 9 = 8 over 128-column strips ("Session 5c"). The bench times every
+/// variant other than the API's default (mask24_default_variant) in the same run. One-matrix rows
+/// time variants 1-4; batched rows 1, 4, the occupancy control (variant 4 with one resident CTA
+/// per SM fewer, docs/PERF-train.md "Session 4"), label "lines_kernel_minus1cta", and 8, 9
+/// (batched 16-bit search rows only: other calls fall back to the default kernel; 9 on rows with
+/// cols % 128 == 0). (Variants 5, 6, 7, 10 were dropped in session 9: "Session 9: variants
+/// dropped".) SPARSENM_MASK_VARIANTS (comma list, e.g. "4,8") replaces the batched list;
+/// SPARSENM_TRAIN_ONLY=maskb runs only the batched 16-bit mask rows.
 /// Session 8 line-order movers (bench/train_probe.cuh): label, stream mix, launcher.
 struct LineMover {
   const char* label;
@@ -171,18 +169,14 @@ std::string line_mover_coverage(const LineMover& lm, std::int64_t batch, std::in
 }
 
 constexpr int kMaskVariants[] = {1, 2, 3, 4};
-constexpr int kMaskVariantsBatched[] = {1, 4, 5, 6, -4, 7, 8, 9, 10};  ///< -4: variant 4 under the occupancy control
+constexpr int kMaskVariantsBatched[] = {1, 4, -4, 8, 9};  ///< -4: variant 4 under the occupancy control
 const char* mask24_variant_label(int v) {
   return v == 1   ? "session2_kernel"
          : v == 2 ? "session3_kernel"
          : v == 3 ? "persistent_kernel"
          : v == 4 ? "lines_kernel"
-         : v == 5 ? "lines_occ_kernel"
-         : v == 6 ? "lines_prefetch_kernel"
-         : v == 7 ? "lean_kernel"
          : v == 8 ? "lean_staged_kernel"
          : v == 9 ? "lean_staged_wide_kernel"
-         : v == 10 ? "lean_staged_wide_lines_kernel"
                   : "lines_kernel_minus1cta";
 }
 
@@ -211,9 +205,8 @@ const char* mask24_other_variant(int variant, DType t, bool search, const void* 
   return mask24_variant_label(variant);
 }
 
-/// MVUE with kernel `variant` (Mvue24Args::variant: 1 = one chunk / tile per thread / CTA,
-/// 2 = persistent prefetching, 3 = whole-line stores, 4 / 5 = 1 / 3 under a lower register cap;
-/// -1: variant 1 under the occupancy control, one resident CTA per SM fewer), the arguments the API builds.
+/// MVUE with kernel `variant` (Mvue24Args::variant, the kept set of variants.hpp; -1: variant 1
+/// under the occupancy control, one resident CTA per SM fewer), the arguments the API builds.
 void mvue24_variant(int variant, DType t, const void* g, std::int64_t T, std::int64_t n, train::GradLayout layout,
                     std::uint64_t seed, train::Compressed24View out) {
   train::detail::Mvue24Args a = train::detail::make_mvue24_args(g, T, n, layout, seed, out);
@@ -381,7 +374,7 @@ Suite train_suite() {
           for (bool srch : {true, false})
           for (int variant : batched_variants) {
             if (variant == train::detail::mask24_default_variant(dtype_size(t), srch, B, R, C)) continue;
-            if ((variant == 7 || variant == 8 || variant == 9) && (!srch || dtype_size(t) != 2)) continue;  // falls back to the default there
+            if ((variant == 8 || variant == 9) && (!srch || dtype_size(t) != 2)) continue;  // falls back to the default there
             if (variant == 9 && C % 128 != 0) continue;  // runs variant 8 there (128-column strips)
             const char* label = "";
             auto call = [&](int i) {
@@ -423,17 +416,14 @@ Suite train_suite() {
                  bytes, slots, tm ? "dZ [T][n] -> hw24 MVUE(dZ^T)" : "dZ^T [n][T] -> hw24 MVUE(dZ^T)");
             // same-run comparison: the other kernel variant (token-major f32 has one kernel)
             const int dflt = train::detail::mvue24_default_variant(t, tm, T, n);
-            // (variant 2, the persistent form, measured 0.71-0.96x in session 3b: not repeated;
-            // session 4: the register-capped forms 4 / 5 and, on the 4d shapes, the occupancy
-            // control -1 = variant 1 with one resident CTA per SM fewer; f32 token-major keeps 1 / 3;
-            // session 5: the ALU-lean fast path in variants 1 / 5 (6 / 7; 16-bit only, f32 runs
-            // 1 / 5); SPARSENM_MVUE_VARIANTS (comma list) restricts the list, e.g. "1,3,5,6,7")
-            // session 6: variant 8 (variant 6 with the 32-token chunk in two halves, feature-major)
-            // session 6b: variant 9 (variant 6 with short live ranges, feature-major), 10 (9 at 40 warps)
-            // session 7: 11 (10's chunk staged by cp.async, feature-major), 12 / 13 / 14 (token-major
-            // 16-token x 2-feature threads; 13 staged by cp.async, 14 = 13 at 6 CTAs per SM)
-            // session 7b / 7c: 15-17, 18-20 (token-major only); session 8: 21-24 (token-major only)
-            std::vector<int> others{1, 3, 4, 5, -1, 6, 7, 8, 9, 10};
+            // the kept variants (variants.hpp) 1, 3, 6, 7, 10 where not the default here, and on
+            // the 4d shapes the occupancy control -1 = variant 1 with one resident CTA per SM
+            // fewer; 6 / 7 / 10 and 18 / 23 / 24 are 16-bit only (f32 runs 1 / 3 / 1), 10
+            // feature-major only, 18 / 23 / 24 token-major only (elsewhere they run their
+            // fallbacks, timed already). SPARSENM_MVUE_VARIANTS (comma list) replaces the list, e.g.
+            // "18,23,24" for the token-major kernels. (The variants dropped in session 9 are in the
+            // history: docs/PERF-train.md "Session 9: variants dropped".)
+            std::vector<int> others{1, 3, -1, 6, 7, 10};
             if (const char* env = std::getenv("SPARSENM_MVUE_VARIANTS")) {
               others.clear();
               for (const char* p = env; *p;) {
@@ -445,9 +435,8 @@ Suite train_suite() {
               }
             }
             for (int variant : others) {
-              if (variant == dflt || (tm && t == DType::f32 && variant >= 4) || (variant < 0 && n != 4 * d) ||
-                  (t == DType::f32 && variant >= 6) || (variant >= 8 && variant <= 11 && tm) ||
-                  (variant >= 12 && !tm))  // 8-11: feature-major only (run 6 token-major); 12-14: token-major only
+              if (variant == dflt || (variant < 0 && n != 4 * d) || (t == DType::f32 && variant >= 6) ||
+                  (variant == 10 && tm) || (variant >= 18 && !tm))  // 10: feature-major only; 18-24: token-major only
                 continue;
               auto other = [&](int i) {
                 mvue24_variant(variant, t, b.at(i, 0), T, n, layout, seed++, {b.at(i, 1), static_cast<std::uint8_t*>(b.at(i, 2))});
@@ -455,25 +444,10 @@ Suite train_suite() {
               emit(tm ? "mvue24_token_major" : "mvue24_feature_major", std::string(to_string(t)), T, n, 0,
                    variant == 1   ? "mvue24:chunk_kernel"
                    : variant == 3 ? "mvue24:lines_kernel"
-                   : variant == 4 ? "mvue24:chunk_occ_kernel"
-                   : variant == 5 ? "mvue24:lines_occ_kernel"
                    : variant == 6 ? "mvue24:chunk_lean_kernel"
                    : variant == 7 ? "mvue24:lines_occ_lean_kernel"
-                   : variant == 8 ? "mvue24:chunk_lean_halves_kernel"
-                   : variant == 9 ? "mvue24:chunk_lean_jit_kernel"
                    : variant == 10 ? "mvue24:chunk_lean_jit_occ5_kernel"
-                   : variant == 11 ? "mvue24:chunk_lean_jit_staged_kernel"
-                   : variant == 12 ? "mvue24:pair_lean_kernel"
-                   : variant == 13 ? "mvue24:pair_lean_staged_kernel"
-                   : variant == 14 ? "mvue24:pair_lean_staged_occ6_kernel"
-                   : variant == 15 ? "mvue24:chunk_lean_jit_tm_kernel"
-                   : variant == 16 ? "mvue24:chunk_lean_jit_tm_occ4_kernel"
-                   : variant == 17 ? "mvue24:lines_lean_jit_tm_occ4_kernel"
                    : variant == 18 ? "mvue24:lines_lean_jit_tm_occ4_ahead1_kernel"
-                   : variant == 19 ? "mvue24:lines_lean_jit_tm_occ4_ahead2_kernel"
-                   : variant == 20 ? "mvue24:chunk_lean_jit_tm_ahead1_kernel"
-                   : variant == 21 ? "mvue24:lines_lean_jit_tm_occ4_ahead1_fmacvt_kernel"
-                   : variant == 22 ? "mvue24:lines_lean_jit_tm_occ4_ahead1_fmacvt_margin_kernel"
                    : variant == 23 ? "mvue24:lines_lean_jit_tm_occ4_ahead1_fmacvt_tokenx_kernel"
                    : variant == 24 ? "mvue24:lines_lean_jit_tm_occ4_ahead1_tokenx_kernel"
                                   : "mvue24:chunk_kernel_minus1cta",

@@ -364,13 +364,13 @@ TEST(TrainRules, MvueWindowsFastAndFullMatchTheReference) {
         const bool okl = kind == 1 ? detail::mvue_window16x2_lean<true>(w01, w23, v, prev_w01, prev_w23, prev_v, la, lb, nibf, pos, pos ^ 1)
                                    : detail::mvue_window16x2_lean<false>(w01, w23, v, prev_w01, prev_w23, prev_v, la, lb, nibf, pos, pos ^ 1);
         bad_lean += okl != ok2;
-        // the session-8 forms (variants 21-23): bf16 conversions on the FMA pipe (device only; the
-        // host emulation is the same arithmetic) and the one-FSETP validity (mvue_pick_lean<true>)
+        // the session-8 form (variant 23): bf16 conversions on the FMA pipe (device only; the host
+        // emulation is the same arithmetic)
         std::uint32_t ma, mb;
         float nibm = detail::kMvueLeanNib0;
         const bool okm =
-            kind == 1 ? detail::mvue_window16x2_lean<true, true, true>(w01, w23, v, prev_w01, prev_w23, prev_v, ma, mb, nibm, pos, pos ^ 1)
-                      : detail::mvue_window16x2_lean<false, false, true>(w01, w23, v, prev_w01, prev_w23, prev_v, ma, mb, nibm, pos, pos ^ 1);
+            kind == 1 ? detail::mvue_window16x2_lean<true, true>(w01, w23, v, prev_w01, prev_w23, prev_v, ma, mb, nibm, pos, pos ^ 1)
+                      : detail::mvue_window16x2_lean<false, true>(w01, w23, v, prev_w01, prev_w23, prev_v, ma, mb, nibm, pos, pos ^ 1);
         bad_lean += okm != ok2;
         if (ok2) bad_lean += ma != la || mb != lb || detail::f32_bits(nibm) != detail::f32_bits(nibf);
         if (ok2) {
@@ -404,37 +404,6 @@ TEST(TrainRules, MvueWindowsFastAndFullMatchTheReference) {
     EXPECT_GT(fast, 60000) << "kind " << kind;
     EXPECT_GE(random_fast, random_total - 2) << "kind " << kind;  // random groups: the fast path
   }
-}
-
-TEST(TrainRules, MvuePickLeanOneTestMatches) {
-  // mvue_pick_lean<true> (session 8: the level made as fma(S, 0, c), validity p2 < B3 alone)
-  // against mvue_pick_lean<false> on groups whose S is finite, exactly at the float limit,
-  // infinite by overflow, or inf / NaN by an element, with random Philox words: same validity,
-  // and where valid the same level and counts.
-  std::mt19937 g(8);
-  const float big = 1.7014117e38f;  // 2^127: four of them overflow S
-  const float specials[] = {0.0f, -0.0f, 1e-45f, 1.0f, -2.5f, big, -big, 3.4028235e38f, INFINITY, -INFINITY, NAN};
-  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
-  int valid = 0, invalid = 0;
-  for (int it = 0; it < 200000; ++it) {
-    float x[4];
-    for (auto& e : x) e = (g() % 4 == 0) ? specials[g() % 11] : u(g);
-    const std::uint32_t v = std::uint32_t(g());
-    float c0, F0, S0, c1, F1, S1;
-    const bool ok0 = detail::mvue_pick_lean<false>(x[0], x[1], x[2], x[3], v, c0, F0, S0);
-    const bool ok1 = detail::mvue_pick_lean<true>(x[0], x[1], x[2], x[3], v, c1, F1, S1);
-    ASSERT_EQ(ok1, ok0) << x[0] << " " << x[1] << " " << x[2] << " " << x[3] << " v " << v;
-    if (ok0) {
-      ++valid;
-      EXPECT_EQ(detail::f32_bits(c1), detail::f32_bits(c0));
-      EXPECT_EQ(F1, F0);
-      EXPECT_EQ(S1, S0);
-    } else {
-      ++invalid;
-    }
-  }
-  EXPECT_GT(valid, 100000);
-  EXPECT_GT(invalid, 10000);
 }
 
 TEST(TrainRules, CondensePositions) {

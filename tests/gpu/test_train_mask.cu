@@ -324,9 +324,9 @@ TEST(Mask24Batched, EachMatrixEqualsTheSingleCall) {
 TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
   // The session-2 kernel (Mask24Args::variant = 1, mask24_s2.cuh), the session-3 kernel
   // (variant = 2, mask24.cuh), its persistent prefetching form (variant = 3), the session-2
-  // code over 256 x 256 footprints with whole-sector stores (variant = 4) and its occupancy
-  // forms (5: one more CTA per SM; 6: next pass's loads before each pass's compute) must write
-  // exactly the same outputs (the API picks one per dtype and mode, mask24_default_variant; the
+  // code over 256 x 256 footprints with whole-sector stores (variant = 4, also under the
+  // occupancy control) and the lean staged 16-bit searches (8, 9) must write exactly the same
+  // outputs (the API picks one per dtype and mode, mask24_default_variant; the
   // others are the bench's same-run comparison): aligned shapes (vector paths) and tails (guarded
   // paths), search and apply (a valid mask from the search, and arbitrary mostly-invalid masks
   // with their violation counts), batched; the large cases have more tiles than resident CTAs,
@@ -357,17 +357,16 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
         for (std::size_t i = 0; i < mw; ++i) m[i] = i % 3 == 0 ? mask_of(patterns90()[rng() % 90]) : std::uint16_t(rng() & 0xffffu);
         dmask.upload(m.data(), mw * 2);
       }
-      // variants 1-6, (entry 7) variant 4 under the occupancy control (max_ctas_per_sm = 2:
-      // the launch padded with dynamic shared memory) and (entry 8) variant 7, the lean 16-bit
-      // search (mask24_lean.cuh; it runs on the 16-bit searches with rows, cols % 64 == 0: 2048 x
-      // 1024, 1088 x 320 (a CTA strip of 512 rows with a partial last strip), 64 x 64; the
-      // default kernel elsewhere) and (entry 9) variant 8, the lean search with staged
-      // whole-sector stores (same shapes; 1088 rows: S(W)^T index rows of 136 B, the 8-byte
-      // write-out path, and a last strip of one pass) and (entry 10) variant 9, variant 8 over
-      // 128-column strips (2048 x 1024; the other shapes run variant 8) and (entry 11) variant 10,
-      // variant 9 writing S(W)^T values as 128-byte lines per pass pair (1088 x 256: a one-pass,
-      // i.e. odd, last strip: the 64-byte half write-out)
-      constexpr int kVariants = 11;
+      // {variant, max_ctas_per_sm}: 1-4, variant 4 under the occupancy control (max_ctas_per_sm
+      // = 2: the launch padded with dynamic shared memory), variant 8, the lean search with staged
+      // whole-sector stores (mask24_lean.cuh; it runs on the 16-bit searches with rows, cols % 64
+      // == 0: 2048 x 1024, 1088 x 320 (a CTA strip of 512 rows with a partial last strip;
+      // S(W)^T index rows of 136 B, the 8-byte write-out path, a last strip of one pass), 64 x 64,
+      // 1088 x 256; the default kernel elsewhere) and variant 9, variant 8 over 128-column strips
+      // (2048 x 1024, 1088 x 256; the other shapes run variant 8). (Variants 5-7 and 10 were
+      // dropped in session 9.)
+      static constexpr int kEntries[][2] = {{1, 0}, {2, 0}, {3, 0}, {4, 0}, {4, 2}, {8, 0}, {9, 0}};
+      constexpr int kVariants = 7;
       std::vector<std::uint16_t> masks[kVariants];
       std::vector<std::byte> vals[kVariants], tvals[kVariants];
       std::vector<std::uint8_t> idx[kVariants], tidx[kVariants];
@@ -389,8 +388,8 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
         a.wt_indices = dti.as<std::uint8_t>();
         a.violations = search ? nullptr : dviol.as<std::uint32_t>();
         a.aligned = aligned;
-        a.variant = variant < 6 ? variant + 1 : (variant == 6 ? 4 : variant);
-        a.max_ctas_per_sm = variant == 6 ? 2 : 0;
+        a.variant = kEntries[variant][0];
+        a.max_ctas_per_sm = kEntries[variant][1];
         if (t == DType::f16) train::detail::launch_mask24<__half>(a, search, nullptr);
         else if (t == DType::bf16) train::detail::launch_mask24<__nv_bfloat16>(a, search, nullptr);
         else train::detail::launch_mask24<float>(a, search, nullptr);
@@ -406,7 +405,7 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
       if (mode == 1) EXPECT_EQ(viol[0], 0u);
       for (int v = 1; v < kVariants; ++v) {
         const std::string what = std::to_string(R) + "x" + std::to_string(C) + " mode " + std::to_string(mode) +
-                                  " variant " + (v < 6 ? std::to_string(v + 1) : std::string(v == 6 ? "4 limited to 2 CTAs / SM" : std::to_string(v))) + " vs 1";
+                                  " variant " + std::to_string(kEntries[v][0]) + (kEntries[v][1] ? " limited to 2 CTAs / SM" : "") + " vs 1";
         EXPECT_EQ(viol[0], viol[v]) << what;
         EXPECT_EQ(masks[0], masks[v]) << what;
         EXPECT_EQ(vals[0], vals[v]) << what;
@@ -419,7 +418,7 @@ TEST(Mask24Variants, AllKernelsWriteTheSameOutputs) {
 }
 
 TEST(Mask24Variants, LeanSearchMatchesTheCpuReference) {
-  // variant 7 (mask24_lean.cuh) on its own path, against the CPU brute force and host
+  // variants 8 and 9 (mask24_lean.cuh) on their own paths, against the CPU brute force and host
   // compression: random f16 / bf16 with a partial 512-row strip (576 rows) and the tie-heavy
   // matrix of Mask24Ties (exact ties, all-zero and all-equal blocks)
   SPARSENM_REQUIRE_GPU();
@@ -429,7 +428,7 @@ TEST(Mask24Variants, LeanSearchMatchesTheCpuReference) {
   // 128-column strips (variant 9): 1088 rows = a one-pass last strip and 136-byte S(W)^T index rows
   cases.push_back(random_mat(DType::f16, 1088, 256, 4444));
   cases.push_back(random_mat(DType::bf16, 640, 384, 4545));
-  // variant 10: a 3-pass last strip (one pass pair + a lone pass) and two full strips
+  // a 3-pass last strip and two full strips
   cases.push_back(random_mat(DType::f16, 704, 128, 4646));
   cases.push_back(random_mat(DType::bf16, 1024, 256, 4747));
   for (DType t : {DType::f16, DType::bf16}) {
@@ -440,7 +439,7 @@ TEST(Mask24Variants, LeanSearchMatchesTheCpuReference) {
       for (std::int64_t c = 0; c < w.cols; ++c) w.set(r, c, r < 8 ? (r < 4 ? 0.f : 0.75f) : vals[rng() % 5]);
     cases.push_back(std::move(w));
   }
-  for (int variant : {7, 8, 9, 10})  // 8: the same search with staged whole-sector stores; 9: over 128-column strips; 10: 9 with W^T line pairs
+  for (int variant : {8, 9})  // 8: the lean search with staged whole-sector stores; 9: over 128-column strips
   for (const HostMat& w : cases) {
     const std::int64_t R = w.rows, C = w.cols;
     const std::size_t mw = std::size_t(train::mask24_words(R, C));
@@ -459,8 +458,8 @@ TEST(Mask24Variants, LeanSearchMatchesTheCpuReference) {
     a.wt_indices = dti.as<std::uint8_t>();
     a.aligned = true;
     a.variant = variant;
-    ASSERT_TRUE(train::detail::mask24_lean_fits(a, w.esz(), true));
-    if (variant >= 9) ASSERT_EQ(train::detail::mask24_lean_wide_fits(a, w.esz(), true), C % 128 == 0) << R << "x" << C;
+    ASSERT_TRUE(train::detail::mask24_lean_staged_fits(a, w.esz(), true));
+    if (variant == 9) ASSERT_EQ(train::detail::mask24_lean_wide_fits(a, w.esz(), true), C % 128 == 0) << R << "x" << C;
     if (w.dtype == DType::f16) train::detail::launch_mask24<__half>(a, true, nullptr);
     else train::detail::launch_mask24<__nv_bfloat16>(a, true, nullptr);
     SPARSENM_CUDA_CHECK(cudaGetLastError());
@@ -469,6 +468,35 @@ TEST(Mask24Variants, LeanSearchMatchesTheCpuReference) {
     const auto [hs, ht] = host_compress(w, ref, nullptr);
     expect_hw24_equal(hs, download<std::byte>(dwv, wvb), download<std::uint8_t>(dwi, wib), w.esz(), "lean S(W)");
     expect_hw24_equal(ht, download<std::byte>(dtv, tvb), download<std::uint8_t>(dti, tib), w.esz(), "lean S(W)^T");
+  }
+}
+
+TEST(Mask24Variants, DroppedOrUnknownVariantsAreRefused) {
+  // The launcher checks Mask24Args::variant before any CUDA call (variants.hpp): a dropped
+  // (session 9) or unknown number throws InvalidArgument naming "variant", the value and the
+  // valid set, for every dtype and both modes; no device needed.
+  std::uint16_t dummy[64] = {};
+  for (int v : {5, 6, 7, 10, 11, -1, 99}) {
+    train::detail::Mask24Args a;
+    a.w = dummy;
+    a.rows = a.cols = 64;
+    a.mask_out = dummy;
+    a.mask_in = dummy;
+    a.variant = v;
+    for (int d = 0; d < 3; ++d)
+      for (bool search : {true, false}) {
+        try {
+          if (d == 0) train::detail::launch_mask24<__half>(a, search, nullptr);
+          else if (d == 1) train::detail::launch_mask24<__nv_bfloat16>(a, search, nullptr);
+          else train::detail::launch_mask24<float>(a, search, nullptr);
+          ADD_FAILURE() << "variant " << v << " (dtype " << d << ") was accepted";
+        } catch (const InvalidArgument& e) {
+          EXPECT_EQ(e.argument(), "variant");
+          const std::string what = e.what();
+          EXPECT_NE(what.find("got " + std::to_string(v)), std::string::npos) << what;
+          EXPECT_NE(what.find("{0, 1, 2, 3, 4, 8, 9}"), std::string::npos) << what;
+        }
+      }
   }
 }
 

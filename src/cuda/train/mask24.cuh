@@ -1,6 +1,6 @@
 // sparsenm — transposable 2:4 mask search and apply-mask, fused with compression of W and W^T
 // (seed 003 §3.2, §5.1; issue 5). One kernel template, two modes (kSearch: find the mask;
-// else: read it). Mask24Args::variant = 2 (the default for batched 16-bit searches) and 3 (the
+// else: read it). Mask24Args::variant = 2 (the default for one 16-bit matrix larger than 6400 x 1600) and 3 (the
 // same regions walked by a persistent grid with cp.async prefetch: the default for one 16-bit
 // matrix of at most 6400 x 1600); apply and f32 searches run the session-2 kernel of
 // mask24_s2.cuh, measured faster there, and large batched refreshes the whole-sector variant 4
@@ -40,6 +40,7 @@
 #include "cuda/train/pattern24.cuh"
 #include "cuda/train/prefetch.cuh"
 #include "cuda/train/train_common.cuh"
+#include "cuda/train/variants.hpp"
 
 namespace sparsenm::train::detail {
 
@@ -519,29 +520,28 @@ constexpr std::size_t kMask24PfSmem = 2 * (8 * kRowWords<typename Elem<T>::Raw> 
 
 }  // namespace sparsenm::train::detail
 
-#include "cuda/train/mask24_lean.cuh"  // variant 7 (uses QuadTable, prmt, Mask24Geom above)
+#include "cuda/train/mask24_lean.cuh"  // variants 8, 9 (use QuadTable, prmt, Mask24Geom above)
 
 namespace sparsenm::train::detail {
 
 template <class T>
 void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
   constexpr std::size_t kRawSize = sizeof(typename Elem<T>::Raw);
+  check_mask24_variant(a.variant);
   int variant = a.variant != 0 ? a.variant : mask24_default_variant(kRawSize, search, a.batch, a.rows, a.cols);
-  if (variant == 9 || variant == 10) {  // the lean staged search over 128-column strips (mask24_lean.cuh, kCW = 4; 10: W^T rows
-                                        // written as whole lines per pass pair) where it fits, else variant 8
+  if (variant == 9) {  // the lean staged search over 128-column strips (mask24_lean.cuh, kCW = 4) where it fits, else variant 8
     if constexpr (kRawSize == 2) {
       if (mask24_lean_wide_fits(a, kRawSize, search)) {
-        if (variant == 10) launch_mask24_lean<T, 4, true>(a, true, s);
-        else launch_mask24_lean<T, 4>(a, true, s);
+        launch_mask24_lean<T, 4>(a, s);
         return;
       }
     }
     variant = 8;
   }
-  if (variant == 7 || variant == 8) {  // the lean 16-bit search (mask24_lean.cuh; 8: staged stores) where it fits, else the default
+  if (variant == 8) {  // the lean staged 16-bit search (mask24_lean.cuh, 64-column strips) where it fits, else the default
     if constexpr (kRawSize == 2) {
-      if (variant == 7 ? mask24_lean_fits(a, kRawSize, search) : mask24_lean_staged_fits(a, kRawSize, search)) {
-        launch_mask24_lean<T>(a, variant == 8, s);
+      if (mask24_lean_staged_fits(a, kRawSize, search)) {
+        launch_mask24_lean<T>(a, s);
         return;
       }
     }
@@ -552,8 +552,8 @@ void launch_mask24_impl(const Mask24Args& a, bool search, cudaStream_t s) {
     launch_mask24_s2<T>(a, search, s);
     return;
   }
-  if (variant >= 4) {  // whole-sector stores over a 256 x 256 footprint (mask24_lines.cuh; 5, 6: occupancy forms)
-    launch_mask24_lines<T>(a, search, variant, s);
+  if (variant == 4) {  // whole-sector stores over a 256 x 256 footprint (mask24_lines.cuh)
+    launch_mask24_lines<T>(a, search, s);
     return;
   }
   using Traits = Mask24Traits;

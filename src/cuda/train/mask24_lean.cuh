@@ -1,13 +1,13 @@
-// sparsenm — "lean" 16-bit transposable 2:4 mask search: Mask24Args::variant = 7 (stores straight
-// from registers; opt-in, measured 0.33 of copy: store-request bound, docs/PERF-train.md "Session
-// 5") and 8 (the same search with every output staged in shared memory and written as whole
-// sectors, Mask24LeanStage: measured 0.69-0.71 of copy, 1.13-1.16x over variant 4: the default for
-// batched 16-bit searches that fit, "Session 5b") and 9 (variant 8 over 128-column strips of 8
-// warps, kCW = 4: fuller S(W) rows per store, measured 1.02-1.03x over 8, 0.70-0.71 of copy: the
-// default where cols % 128 == 0, "Session 5c") and 10 (variant 9 writing S(W)^T values as whole
-// 128-byte lines per pass pair: measured 0.88-0.90x of 9, opt-in, "Session 8"). The design
-// notes of variant 7 ("Session 4c") follow. Included by mask24.cuh after QuadTable / prmt /
-// Mask24Geom (it uses them).
+// sparsenm — "lean" 16-bit transposable 2:4 mask search: Mask24Args::variant = 8 (every output
+// staged in shared memory and written as whole sectors, Mask24LeanStage: measured 0.69-0.71 of
+// copy, 1.13-1.16x over variant 4: the default for batched 16-bit searches that fit, docs/PERF-
+// train.md "Session 5b") and 9 (variant 8 over 128-column strips of 8 warps, kCW = 4: fuller
+// S(W) rows per store, measured 1.02-1.03x over 8, 0.70-0.71 of copy: the default where cols %
+// 128 == 0, "Session 5c"). The first form, session 4c's variant 7, stored straight from
+// registers (0.33 of copy: store-request bound, "Session 5"), and session 8's variant 10 wrote
+// S(W)^T values as whole 128-byte lines per pass pair (0.88-0.90x of 9): both were dropped in
+// session 9. The design notes of the search ("Session 4c") follow; the stores are described at
+// Mask24LeanStage. Included by mask24.cuh after QuadTable / prmt / Mask24Geom (it uses them).
 //
 // Why (session 4, measured): the batched 16-bit search is instruction-issue bound: ~40 SASS
 // instructions per element at 74-76 % issue with 24-32 warps per SM reaches 0.60-0.61 of the
@@ -23,17 +23,15 @@
 // - Compression as in session 3: the search selects compile-time code words (mask | transposed
 //   mask << 16); two LOP3 pairs build all 8 keys (4 S(W) rows, 4 column pairs), one LDS.128 per
 //   key from the 256-entry QuadTable gives both PRMT selectors and the finished index byte.
-// - S(W): each thread row = 2 windows = 4 values (one 8-byte store) + one whole index byte.
+// - S(W): each thread row = 2 windows = 4 values (one 8-byte deposit) + one whole index byte.
 // - S(W)^T without shared memory: a W^T index byte covers 2 windows = 8 W rows, held by two
 //   threads (block rows 2k, 2k+1) that are lanes l, l ^ 4. Each compresses its 8 columns' single
 //   window (3 PRMT per column, selectors from the column-key lookups), then one SHFL per column
 //   pair swaps halves: the upper thread keeps block 0's 4 columns (window pair = its value word
 //   + the partner's), the lower one block 1's; one more SHFL swaps the nibbles. Every W^T row
-//   piece then leaves as one 8-byte value store + one whole index byte, straight from registers.
+//   piece is then one 8-byte value deposit + one whole index byte.
 // - Lanes 4 (x, 8 columns each) x 8 (y, block rows): a warp covers 32 rows x 32 columns; loads
-//   8 rows x 64 B per instruction; S(W) values 32 B per row and S(W)^T values 4 x 8 B = 32 B per
-//   W^T row: whole 32-byte sectors. (Index bytes leave as 4-byte runs per row per warp, the mask
-//   as 16-byte runs: partial sectors, as in variant 2.)
+//   8 rows x 64 B per instruction.
 // - CTA: 4 warps (2 x 2) = 64 rows x 64 columns per pass; a CTA walks 8 passes down its 64-column
 //   strip (512 rows): the table fill, the argument set-up and the barrier are paid once per 8
 //   regions per thread; every pointer advances by a host-computed constant per pass.
@@ -44,12 +42,13 @@
 //   GPT-2 774M / 1.5B (5120 x 1280, 6400 x 1600 and transposes) all fit.
 // Outputs are bit-identical to every other variant (same search, same tables, same layout);
 // tests/gpu/test_train_mask.cu checks it against the CPU reference and variant 1.
+// (The 80-register budget above was variant 7's; the staged forms keep 24 warps per SM.)
 // Instruction count per element: docs/PERF-train.md "Session 4c" (scripts/mask-sass-count).
 #pragma once
 
 namespace sparsenm::train::detail {
 
-/// kCW: warp columns per CTA (2: variants 7 / 8, 64-column strips; 4: variant 9, 128-column
+/// kCW: warp columns per CTA (2: variant 8, 64-column strips; 4: variant 9, 128-column
 /// strips of 8 warps, "Session 5c"). Always 2 warp rows, 24 warps per SM.
 template <int kCW = 2>
 struct Mask24LeanTraits {
@@ -91,9 +90,10 @@ struct Mask24LeanSteps {
   std::int64_t w_pass, mask_pass, wv_pass, wi_pass;    ///< next pass (64 W rows further)
 };
 
-/// Variant 8 (kStaged): every output of a pass is staged in shared memory and leaves in whole
-/// 32-byte sectors from 16-byte stores by consecutive lanes (variant 7 sent one L2 request per
-/// lane: 1-8 bytes, 31 M single-sector write requests; docs/PERF-train.md "Session 5b"). Per
+/// Variant 8: every output of a pass is staged in shared memory and leaves in whole 32-byte
+/// sectors from 16-byte stores by consecutive lanes (session 4c's variant 7, storing from
+/// registers, sent one L2 request per lane: 1-8 bytes, 31 M single-sector write requests;
+/// docs/PERF-train.md "Session 5b"). Per
 /// pass (double-buffered: one barrier per pass): S(W) values 64 rows x 64 B, S(W)^T values 64
 /// W^T rows x 64 B (row base lean_row_base: the deposits of a warp, 8 rows x 32 B, hit every bank
 /// twice = the minimum), the mask 16 block rows x 32 B (pitch 48 B), S(W) index bytes 64 rows x
@@ -119,19 +119,6 @@ struct Mask24LeanStage {
   } buf[2];
   std::uint32_t tidx[kTvRows * 16];
 };
-/// Variant 10 (kLines, kCW = 4; docs/PERF-train.md "Session 8"): variant 9 with the S(W)^T
-/// values staged over pass PAIRS, so that every W^T row piece leaves as one whole 128-byte line
-/// (two passes = 128 W rows = 64 values) instead of two 64-byte halves a pass apart: the pair
-/// buffers tv[(p >> 1) & 1] (128 W^T rows x 32 words, lean_row_base<32>: 8 words of skew per
-/// 4-row group, the deposits of a warp still hit each bank twice) are written out after each odd
-/// pass (and a 64-byte half after an even last pass); the per-pass buffers keep S(W) values, mask
-/// and S(W) index as in variant 9. 2 x 10.75 KB + 2 x 17 KB + 8 KB = 63.5 KB (+ 4 KB table) per
-/// CTA, 3 CTAs = 24 warps per SM kept. Measured 0.88-0.90x of variant 9 (H200, 407d24b: 0.644 /
-/// 0.623 of copy, f16 / bf16 at 36 x 5120x1280): opt-in only. The whole W^T lines gain <= 0.015
-/// as a mover; the write-out burst every other pass and the larger stage cost more.
-template <int kCW>
-struct Mask24LeanStageLines;
-
 template <int kPitch = 16>
 constexpr int lean_row_base_c(int row) { return row * kPitch + 8 * ((row >> 2) & 3) + 32 * (row >> 4); }
 /// Word offset of staged row `row` (kPitch words each, 8 words of skew per 4-row group, 32 of padding per 16 rows).
@@ -139,35 +126,17 @@ template <int kPitch = 16>
 __device__ __forceinline__ int lean_row_base(int row) { return lean_row_base_c<kPitch>(row); }
 __device__ __forceinline__ int lean_tidx_word(int row, int word) { return row * 16 + (word ^ (((row >> 2) & 7) << 1)); }
 
-template <int kCW>
-struct Mask24LeanStageLines {
-  static_assert(kCW == 4, "128-column strips only");
-  using Base = Mask24LeanStage<kCW>;
-  static constexpr int kSvPitch = Base::kSvPitch, kSvWords = Base::kSvWords, kTvRows = Base::kTvRows, kMaskPitch = Base::kMaskPitch;
-  static constexpr int kTvPitch = 32;                                     ///< words per staged W^T row (two passes)
-  static constexpr int kTvWords = lean_row_base_c<kTvPitch>(kTvRows);    ///< 128 rows + skew + padding
-  struct Buf {
-    uint4 sv[kSvWords / 4];
-    std::uint32_t mask[16 * kMaskPitch];
-    std::uint32_t sidx[64 * 4];
-  } buf[2];
-  uint4 tv[2][kTvWords / 4];  ///< per pass pair
-  std::uint32_t tidx[kTvRows * 16];
-};
-
-template <class T, bool kStaged = false, int kCW = 2, bool kLines = false>
+template <class T, int kCW = 2>
 __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTraits<kCW>::kMinBlocks)
     mask24_lean_kernel(Mask24Args args, Mask24Geom g, Mask24LeanSteps st) {
   using L = Mask24LeanTraits<kCW>;
-  using Stage = std::conditional_t<kLines, Mask24LeanStageLines<kCW>, Mask24LeanStage<kCW>>;
+  using Stage = Mask24LeanStage<kCW>;
   static_assert(sizeof(T) == 2, "16-bit types only");
-  static_assert(kStaged || kCW == 2, "128-column strips are staged only");
-  static_assert(!kLines || (kStaged && kCW == 4), "variant 10: staged 128-column strips");
   __shared__ QuadTable table;
   // kCW = 4: the stage (48.4 KB) lives in dynamic shared memory (static shared memory stops at 48 KB)
-  __shared__ std::conditional_t<kStaged && kCW == 2, Stage, char> stage_static;
+  __shared__ std::conditional_t<kCW == 2, Stage, char> stage_static;
   extern __shared__ uint4 lean_dyn_sm[];
-  auto& stage_sm = *reinterpret_cast<std::conditional_t<kStaged, Stage, char>*>(kCW == 2 ? static_cast<void*>(&stage_static) : static_cast<void*>(lean_dyn_sm));
+  auto& stage_sm = *reinterpret_cast<Stage*>(kCW == 2 ? static_cast<void*>(&stage_static) : static_cast<void*>(lean_dyn_sm));
   offset_to_matrix(args, g, blockIdx.z);
   const int lane = threadIdx.x & 31, warp0 = threadIdx.x >> 5;
   const int wr = warp0 / kCW, wc = warp0 % kCW;  // warp row (of 2), warp column (of kCW)
@@ -176,18 +145,10 @@ __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTra
   const std::int64_t row_base = std::int64_t(blockIdx.y) * (L::kTileRows * L::kPasses);
   const std::int64_t r0 = row_base + 32 * wr + 4 * yl;
   const std::int64_t c0 = std::int64_t(blockIdx.x) * L::kTileCols + 32 * wc + 8 * xl;
-  const std::int64_t br = r0 / 4, bc = c0 / 4;
   const int passes = int(min(std::int64_t(L::kPasses), (args.rows - row_base) / L::kTileRows));  // CTA-uniform
   const char* pw = static_cast<const char*>(args.w) + (r0 * args.cols + c0) * 2;
-  char* pm = reinterpret_cast<char*>(args.mask_out + br * g.bcols + bc);
-  char* pv = static_cast<char*>(args.w_values) + (r0 * g.wv_pitch + c0 / 2) * 2;
-  char* pi = reinterpret_cast<char*>(args.w_indices) + r0 * g.wi_pitch + c0 / 8;
-  // W^T rows: the upper thread keeps block 0's columns c0..c0+3, the lower block 1's c0+4..+7;
-  // both write the window pair (br & ~1, +1)
-  const std::int64_t tc = c0 + (top ? 0 : 4);
-  char* pt = static_cast<char*>(args.wt_values) + (tc * g.tv_pitch + 2 * (br & ~std::int64_t(1))) * 2;
-  char* pti = reinterpret_cast<char*>(args.wt_indices) + tc * g.ti_pitch + br / 2;
-  // staged (variant 8): local coordinates of the thread's deposits and its write-out pointers
+  // local coordinates of the thread's deposits and its write-out pointers (W^T rows: the upper
+  // thread keeps block 0's columns, the lower block 1's; both deposit the same window pair)
   const int tid = threadIdx.x;
   const int rl = 32 * wr + 4 * yl;                           // region's first row in the pass tile
   const int hv = 4 * wc + xl;                                          // its 8-byte half of an S(W) row
@@ -204,11 +165,10 @@ __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTra
   // deposit / read byte offsets in a staging buffer, fixed per thread (rows rl..rl+3 and W^T
   // rows tl..tl+3 share their 4-row group, so row + i lies 64 B after row: lean_row_base)
   int o_sv = 0, o_tv = 0, o_si = 0, o_mk = 0, o_td = 0, o_rd = 0, o_rt = 0, s_td = 0;
-  if constexpr (kStaged) {
+  {
     using B = typename Stage::Buf;
     o_sv = int(offsetof(B, sv)) + 4 * lean_row_base<Stage::kSvPitch>(rl) + 8 * hv;
-    if constexpr (kLines) o_tv = 4 * lean_row_base<32>(tl) + 8 * ht;  // in the pair buffer (+ 64 B in odd passes)
-    else o_tv = int(offsetof(B, tv)) + 4 * lean_row_base(tl) + 8 * ht;
+    o_tv = int(offsetof(B, tv)) + 4 * lean_row_base(tl) + 8 * ht;
     // S(W) index words swizzled by row group: kCW 2: word wc ^ bit 4 of the row; 4: wc ^ bits 3-4
     const int si_swz = kCW == 2 ? ((rl >> 4) & 1) : ((rl >> 3) & 3);
     o_si = int(offsetof(B, sidx)) + kSiRow * rl + 4 * (wc ^ si_swz) + xl;
@@ -216,12 +176,10 @@ __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTra
     o_td = 64 * tl + 4 * wr + (yl >> 1);
     s_td = (tl >> 2) & 7;
     o_rd = 4 * lean_row_base<Stage::kSvPitch>(orow) + 16 * och;
-    if constexpr (kLines) o_rt = 4 * lean_row_base<32>(tid >> 3) + 16 * (tid & 7);  // in the pair buffer
-    else o_rt = int(offsetof(B, tv)) + 4 * lean_row_base(trow) + 16 * tch;
+    o_rt = int(offsetof(B, tv)) + 4 * lean_row_base(trow) + 16 * tch;
     const std::int64_t col0 = std::int64_t(blockIdx.x) * L::kTileCols;
     ov = static_cast<char*>(args.w_values) + row_base * st.wv_row + col0 + 16 * och + orow * st.wv_row;
-    if constexpr (kLines) ot = static_cast<char*>(args.wt_values) + (col0 + (tid >> 3)) * st.tv_row + row_base + 16 * (tid & 7);
-    else ot = static_cast<char*>(args.wt_values) + (col0 + trow) * st.tv_row + row_base + 16 * tch;
+    ot = static_cast<char*>(args.wt_values) + (col0 + trow) * st.tv_row + row_base + 16 * tch;
     if (tid < 16 * kCW) {
       oq = reinterpret_cast<char*>(args.mask_out) + ((row_base / 4 + tid / kCW) * g.bcols + col0 / 4) * 2 + 16 * (tid % kCW);
       oq_pass = st.mask_pass;
@@ -247,13 +205,8 @@ __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTra
       lean_block_magnitudes<T>(x, b, a);
       code[b] = best_pattern24_code(a);
     }
-    char* sb = nullptr;  // staged: this pass's buffer
-    if constexpr (kStaged) {
-      sb = reinterpret_cast<char*>(&stage_sm.buf[0]) + (p & 1) * int(sizeof(typename Stage::Buf));
-      *reinterpret_cast<std::uint32_t*>(sb + o_mk) = __byte_perm(code[0], code[1], 0x5410);
-    } else {
-      __stcs(reinterpret_cast<unsigned*>(pm), __byte_perm(code[0], code[1], 0x5410));
-    }
+    char* const sb = reinterpret_cast<char*>(&stage_sm.buf[0]) + (p & 1) * int(sizeof(typename Stage::Buf));  // this pass's buffer
+    *reinterpret_cast<std::uint32_t*>(sb + o_mk) = __byte_perm(code[0], code[1], 0x5410);
     // keys: ke bytes = row 0, row 2, column 0, column 2; ko = row 1, row 3, column 1, column 3
     // (quad of block 0 | quad of block 1 << 4)
     const unsigned ke = (code[0] & 0x0f0f0f0fu) | ((code[1] << 4) & 0xf0f0f0f0u);
@@ -263,13 +216,8 @@ __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTra
       constexpr int r = decltype(rc)::value;
       const uint4 e = table.at<r / 2>((r & 1) ? ko : ke);
       const uint2 v = make_uint2(prmt(x[r][0], x[r][1], e.x), prmt(x[r][2], x[r][3], e.y));
-      if constexpr (kStaged) {
-        *reinterpret_cast<uint2*>(sb + o_sv + 4 * Stage::kSvPitch * r) = v;
-        *reinterpret_cast<std::uint8_t*>(sb + o_si + kSiRow * r) = std::uint8_t(e.z);
-      } else {
-        __stcs(reinterpret_cast<uint2*>(pv + r * st.wv_row), v);
-        *reinterpret_cast<std::uint8_t*>(pi + r * st.wi_row) = std::uint8_t(e.z);
-      }
+      *reinterpret_cast<uint2*>(sb + o_sv + 4 * Stage::kSvPitch * r) = v;
+      *reinterpret_cast<std::uint8_t*>(sb + o_si + kSiRow * r) = std::uint8_t(e.z);
     });
     // ---- S(W)^T: column c of both blocks, one window each; pairs swapped with lane ^ 4 ----
     unsigned zw = 0;
@@ -282,13 +230,7 @@ __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTra
       const std::uint32_t v1 = prmt(__byte_perm(x[0][k1], x[1][k1], hs), __byte_perm(x[2][k1], x[3][k1], hs), e.y);
       const std::uint32_t recv = __shfl_xor_sync(0xffffffffu, top ? v1 : v0, 4);
       const uint2 tvv = top ? make_uint2(v0, recv) : make_uint2(recv, v1);
-      if constexpr (kLines) {
-        char* tp = reinterpret_cast<char*>(&stage_sm.tv[(p >> 1) & 1][0]) + 64 * (p & 1);
-        *reinterpret_cast<uint2*>(tp + o_tv + 128 * c) = tvv;
-      } else if constexpr (kStaged) {
-        *reinterpret_cast<uint2*>(sb + o_tv + 64 * c) = tvv;
-      }
-      else __stcs(reinterpret_cast<uint2*>(pt + c * st.tv_row), tvv);
+      *reinterpret_cast<uint2*>(sb + o_tv + 64 * c) = tvv;
       zw |= (e.z & 0xffu) << (8 * c);
     });
     {
@@ -299,35 +241,18 @@ __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTra
       const unsigned iw = top ? ((zw & 0x0f0f0f0fu) | ((rz << 4) & 0xf0f0f0f0u)) : (((rz >> 4) & 0x0f0f0f0fu) | (zw & 0xf0f0f0f0u));
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        if constexpr (kStaged) {
-          // W^T row tl + c, byte 8 p + ht of the strip's 64
-          reinterpret_cast<std::uint8_t*>(stage_sm.tidx)[td + 64 * c] = std::uint8_t(iw >> (8 * c));
-        } else {
-          *reinterpret_cast<std::uint8_t*>(pti + c * st.ti_row) = std::uint8_t(iw >> (8 * c));
-        }
+        // W^T row tl + c, byte 8 p + ht of the strip's 64
+        reinterpret_cast<std::uint8_t*>(stage_sm.tidx)[td + 64 * c] = std::uint8_t(iw >> (8 * c));
       }
     }
-    if constexpr (kStaged) {
+    {
       __syncthreads();  // the pass's deposits are complete (the other buffer was written out a pass ago)
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
         constexpr int kHalf = 4 * (lean_row_base_c<Stage::kSvPitch>(32) - lean_row_base_c<Stage::kSvPitch>(0));  // row + 32 lies this many bytes further
         constexpr int kHalfT = 4 * (lean_row_base_c(16 * kCW) - lean_row_base_c(0));  // W^T row + 16 kCW
         __stcs(reinterpret_cast<uint4*>(ov + k * 32 * st.wv_row), *reinterpret_cast<const uint4*>(sb + o_rd + k * kHalf));
-        if constexpr (!kLines) __stcs(reinterpret_cast<uint4*>(ot + k * (16 * kCW) * st.tv_row), *reinterpret_cast<const uint4*>(sb + o_rt + k * kHalfT));
-      }
-      if constexpr (kLines) {
-        // the pass pair's S(W)^T values: 128 W^T rows x 128 B (one line per 8 lanes), or after an
-        // even last pass its 64-byte first half
-        const char* tp = reinterpret_cast<const char*>(&stage_sm.tv[(p >> 1) & 1][0]);
-        constexpr int kRow32 = 4 * (lean_row_base_c<32>(32) - lean_row_base_c<32>(0));  // W^T row + 32 lies this many bytes further
-        // ot: W^T row tid / 8 (+ 32 k), chunk tid % 8, advanced 64 B per pass: the pair starts 64 B back in odd passes
-        if ((p & 1) || (p == passes - 1 && (tid & 4) == 0)) {
-          char* dst = ot - 64 * (p & 1);
-#pragma unroll
-          for (int k = 0; k < 4; ++k)
-            __stcs(reinterpret_cast<uint4*>(dst + k * 32 * st.tv_row), *reinterpret_cast<const uint4*>(tp + o_rt + k * kRow32));
-        }
+        __stcs(reinterpret_cast<uint4*>(ot + k * (16 * kCW) * st.tv_row), *reinterpret_cast<const uint4*>(sb + o_rt + k * kHalfT));
       }
       if (tid < 16 * kCW) {
         const auto* m = reinterpret_cast<const std::uint32_t*>(sb + offsetof(typename Stage::Buf, mask));
@@ -348,13 +273,8 @@ __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTra
       oq += oq_pass;
     }
     pw += st.w_pass;
-    pm += st.mask_pass;
-    pv += st.wv_pass;
-    pi += st.wi_pass;
-    pt += 2 * (L::kTileRows / 2);  // 64 W rows = 16 windows = 32 values further along each W^T row
-    pti += L::kTileRows / 8;       // 8 index bytes
   }
-  if constexpr (kStaged) {
+  {
     // S(W)^T index bytes of the strip: 64 W^T rows x 8 bytes per pass (the last pass's barrier
     // ordered every deposit before these reads); a warp writes 8 rows x 64 B per instruction
     const int valid = 8 * passes;  // bytes per W^T row
@@ -380,9 +300,10 @@ __global__ void __launch_bounds__(Mask24LeanTraits<kCW>::kThreads, Mask24LeanTra
   }
 }
 
-/// Launches variant 7, or with staged whole-sector stores 8 (the caller checked mask24_lean_fits).
-template <class T, int kCW = 2, bool kLines = false>
-void launch_mask24_lean(const Mask24Args& a, bool staged, cudaStream_t s) {
+/// Launches variant 8 (kCW = 2) or 9 (kCW = 4); the caller checked mask24_lean_staged_fits /
+/// mask24_lean_wide_fits.
+template <class T, int kCW = 2>
+void launch_mask24_lean(const Mask24Args& a, cudaStream_t s) {
   using L = Mask24LeanTraits<kCW>;
   const Mask24Geom g = mask24_geom<typename Elem<T>::Raw>(a);
   Mask24LeanSteps st;
@@ -398,16 +319,13 @@ void launch_mask24_lean(const Mask24Args& a, bool staged, cudaStream_t s) {
   const std::int64_t strip = std::int64_t(L::kTileRows) * L::kPasses;
   const dim3 grid(unsigned(a.cols / L::kTileCols), unsigned((a.rows + strip - 1) / strip), unsigned(a.batch));
   if constexpr (kCW != 2) {
-    constexpr int kDyn = int(sizeof(std::conditional_t<kLines, Mask24LeanStageLines<kCW>, Mask24LeanStage<kCW>>));
+    constexpr int kDyn = int(sizeof(Mask24LeanStage<kCW>));
     // every launch (per device, ~1 us on the host: the kernel runs ~0.1-1 ms)
-    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(mask24_lean_kernel<T, true, kCW, kLines>, cudaFuncAttributeMaxDynamicSharedMemorySize, kDyn));
-    if constexpr (kLines)  // 3 x 67.5 KB per SM: ask for the largest shared-memory carveout
-      SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(mask24_lean_kernel<T, true, kCW, kLines>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                               int(cudaSharedmemCarveoutMaxShared)));
-    mask24_lean_kernel<T, true, kCW, kLines><<<grid, L::kThreads, kDyn, s>>>(a, g, st);
+    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(mask24_lean_kernel<T, kCW>, cudaFuncAttributeMaxDynamicSharedMemorySize, kDyn));
+    mask24_lean_kernel<T, kCW><<<grid, L::kThreads, kDyn, s>>>(a, g, st);
+  } else {
+    mask24_lean_kernel<T><<<grid, L::kThreads, 0, s>>>(a, g, st);
   }
-  else if (staged) mask24_lean_kernel<T, true><<<grid, L::kThreads, 0, s>>>(a, g, st);
-  else mask24_lean_kernel<T, false><<<grid, L::kThreads, 0, s>>>(a, g, st);
   SPARSENM_CUDA_CHECK_LAUNCH("mask24_lean_kernel");
 }
 

@@ -207,51 +207,11 @@ __device__ __forceinline__ void mask24_l_pass(const Mask24Args& args, std::int64
 template <class T, bool kSearch>
 constexpr int kMask24LMinBlocks = kSearch ? (sizeof(T) == 2 ? 3 : 2) : (sizeof(T) == 2 ? 4 : 3);
 
-/// The thread's 4 rows x 8 elements of pass (row_tile, col_tile): 16-byte loads on fast
-/// (interior, aligned) tiles, guarded element loads elsewhere (past the matrix: 0).
-template <class T>
-__device__ __forceinline__ void mask24_l_load(const Mask24Args& args, std::int64_t row_tile, std::int64_t col_tile, bool fast,
-                                              std::uint32_t (&xw)[4][kMaskS2Words<typename Elem<T>::Raw>]) {
-  using Raw = typename Elem<T>::Raw;
-  using S2 = Mask24S2Traits;
-  constexpr bool k16 = sizeof(Raw) == 2;
-  constexpr int kWords = kMaskS2Words<Raw>;
-  const int tid = threadIdx.x, tcl = tid & 7, brl = tid >> 3;
-  const std::int64_t rows = args.rows, cols = args.cols;
-  const std::int64_t r0 = row_tile * S2::kTileRows + 4 * brl, c0 = col_tile * S2::kTileCols + 8 * tcl;
-  const Raw* __restrict__ w = static_cast<const Raw*>(args.w);
-  if (fast) {
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-#pragma unroll
-      for (int v = 0; v < kWords / 4; ++v) {
-        const uint4 q = __ldcs(reinterpret_cast<const uint4*>(w + (r0 + r) * cols + c0) + v);
-        xw[r][4 * v] = q.x, xw[r][4 * v + 1] = q.y, xw[r][4 * v + 2] = q.z, xw[r][4 * v + 3] = q.w;
-      }
-  } else {
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-#pragma unroll
-      for (int k = 0; k < kWords; ++k) {
-        if constexpr (k16) {
-          const std::int64_t c = c0 + 2 * k;
-          const std::uint32_t e0 = (r0 + r < rows && c < cols) ? w[(r0 + r) * cols + c] : 0u;
-          const std::uint32_t e1 = (r0 + r < rows && c + 1 < cols) ? w[(r0 + r) * cols + c + 1] : 0u;
-          xw[r][k] = e0 | (e1 << 16);
-        } else {
-          xw[r][k] = (r0 + r < rows && c0 + k < cols) ? w[(r0 + r) * cols + c0 + k] : 0u;
-        }
-      }
-  }
-}
-
-/// kOcc = 1: one more resident CTA per SM than variant 4 (a lower register cap; variants 5, 6).
-/// kPrefetch (variant 6): the passes run as one loop in which each thread issues the loads of
-/// its next pass before the search / apply of the current one, so that a warp keeps 64 B
-/// (16-bit) / 128 B (f32) of W in flight while it computes, stores and waits at the S(W)^T
-/// barriers (16 / 32 more registers: variant 6 runs one resident CTA per SM fewer than 4).
-template <class T, bool kSearch, int kMinBlocks = kMask24LMinBlocks<T, kSearch>, bool kPrefetch = false>
-__global__ void __launch_bounds__(Mask24LTraits::kThreads, kMinBlocks)
+/// Variant 4 (session 3c): the session-2 per-element code over a 256 x 256 footprint per CTA,
+/// every store a whole 32-byte sector, under the register cap kMask24LMinBlocks. (Its occupancy
+/// forms, variants 5 and 6 of session 4, measured slower and were dropped in session 9.)
+template <class T, bool kSearch>
+__global__ void __launch_bounds__(Mask24LTraits::kThreads, kMask24LMinBlocks<T, kSearch>)
     mask24_lines_kernel(Mask24Args args_in) {
   using E = Elem<T>;
   using Raw = typename E::Raw;
@@ -272,54 +232,6 @@ __global__ void __launch_bounds__(Mask24LTraits::kThreads, kMinBlocks)
   const std::int64_t brows = (rows + 3) / 4, bcols = (cols + 3) / 4;
   const bool want_t = args_in.wt_values || args_in.wt_indices;
   unsigned bad = 0;
-  if constexpr (kPrefetch) {
-    // passes p = 2 cp + rp over the valid column passes (ncp) and row passes (nrp); all
-    // conditions are CTA-uniform
-    const int ncp = int(std::min<std::int64_t>(L::kColPasses, (cols - std::int64_t(blockIdx.x) * L::kCols + S2::kTileCols - 1) / S2::kTileCols));
-    const int nrp = int(std::min<std::int64_t>(L::kRowPasses, (rows - std::int64_t(blockIdx.y) * L::kRows + S2::kTileRows - 1) / S2::kTileRows));
-    auto tiles = [&](int p, std::int64_t& row_tile, std::int64_t& col_tile, bool& fast) {
-      col_tile = std::int64_t(blockIdx.x) * L::kColPasses + (p >> 1);
-      row_tile = std::int64_t(blockIdx.y) * L::kRowPasses + (p & 1);
-      fast = args_in.aligned && (row_tile + 1) * S2::kTileRows <= rows && (col_tile + 1) * S2::kTileCols <= cols;
-    };
-    std::uint32_t xw[4][kWords], xn[4][kWords];
-    {
-      std::int64_t rt, ct;
-      bool f;
-      tiles(0, rt, ct, f);
-      mask24_l_load<T>(matrix_args(), rt, ct, f, xw);
-    }
-#pragma unroll 1
-    for (int p = 0; p < 2 * ncp; p += (nrp == 2 ? 1 : 2)) {
-      const int cp = p >> 1, rp = p & 1;
-      const int pn = p + (nrp == 2 ? 1 : 2);
-      if (pn < 2 * ncp) {  // the next pass's loads, in flight during this pass
-        std::int64_t rt, ct;
-        bool f;
-        tiles(pn, rt, ct, f);
-        mask24_l_load<T>(matrix_args(), rt, ct, f, xn);
-      }
-      std::int64_t row_tile, col_tile;
-      bool fast;
-      tiles(p, row_tile, col_tile, fast);
-      mask24_l_pass<T, kSearch>(matrix_args(), row_tile, col_tile, rp, cp, fast, xw, sm, bad);
-      if (want_t && rp == nrp - 1) {  // the column pass's 64 W^T rows x (up to) 64 windows
-        const Mask24Args args = matrix_args();
-        __syncthreads();
-        const std::int64_t row_tile0 = std::int64_t(blockIdx.y) * L::kRowPasses;
-        const bool fast_t = args.aligned && (col_tile + 1) * S2::kTileCols <= cols && (row_tile0 + L::kRowPasses) * S2::kTileRows <= rows;
-        const std::int64_t ti_pitch = (brows + 1) / 2;
-        const bool idx16 = ti_pitch % 16 == 0 && reinterpret_cast<std::uintptr_t>(args.wt_indices) % 16 == 0;
-        sm.t.write(static_cast<Raw*>(args.wt_values), args.wt_indices, col_tile * S2::kTileCols, row_tile0 * (S2::kTileRows / 4),
-                   cols, brows, fast_t, idx16);
-        __syncthreads();
-      }
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-#pragma unroll
-        for (int k = 0; k < kWords; ++k) xw[r][k] = xn[r][k];
-    }
-  } else
 #pragma unroll 1
   for (int cp = 0; cp < L::kColPasses; ++cp) {
     const std::int64_t col_tile = std::int64_t(blockIdx.x) * L::kColPasses + cp;
@@ -403,18 +315,13 @@ __global__ void __launch_bounds__(Mask24LTraits::kThreads, kMinBlocks)
   }
 }
 
-/// variant 4: the whole-sector kernel; 5: with one more resident CTA per SM (a lower register
-/// cap); 6: each pass's loads issued before the previous pass's compute, one resident CTA per
-/// SM fewer than variant 4 (the 16 / 32 registers of the next pass's words).
+/// Variant 4: the whole-sector kernel (with the occupancy control's padding if asked for).
 template <class T>
-void launch_mask24_lines(const Mask24Args& a, bool search, int variant, cudaStream_t s) {
+void launch_mask24_lines(const Mask24Args& a, bool search, cudaStream_t s) {
   using L = Mask24LTraits;
   const dim3 grid(unsigned((a.cols + L::kCols - 1) / L::kCols), unsigned((a.rows + L::kRows - 1) / L::kRows), unsigned(a.batch));
   auto go = [&](auto kernel) { kernel<<<grid, L::kThreads, occupancy_cap_smem(kernel, L::kThreads, a.max_ctas_per_sm), s>>>(a); };
-  constexpr int kS = kMask24LMinBlocks<T, true>, kA = kMask24LMinBlocks<T, false>;
-  if (variant == 5) search ? go(mask24_lines_kernel<T, true, kS + 1>) : go(mask24_lines_kernel<T, false, kA + 1>);
-  else if (variant == 6) search ? go(mask24_lines_kernel<T, true, kS - 1, true>) : go(mask24_lines_kernel<T, false, kA - 1, true>);
-  else search ? go(mask24_lines_kernel<T, true>) : go(mask24_lines_kernel<T, false>);
+  search ? go(mask24_lines_kernel<T, true>) : go(mask24_lines_kernel<T, false>);
   SPARSENM_CUDA_CHECK_LAUNCH("mask24_lines_kernel");
 }
 

@@ -12,32 +12,22 @@
 //   8-byte (16-bit types) / 16-byte (f32) loads: a warp reads 256 B (512 B) contiguous per token
 //   row. Per feature the 4 windows go to shared memory as one 16-byte store (f32: two) into a
 //   chunk-swizzled tile (Tile24, conflict-free), then the CTA writes 128 rows with 16-byte stores.
-// Variant 3 (whole-line stores: feature-major 16-token units per lane, token-major 256 x 64
-//   tiles) is the default for f32 feature-major and 16-bit token-major with n % 128 == 64;
-//   variant 5 (3 under a 64-register cap, 4 CTAs per SM) for f16 token-major c_fc shapes until
-//   session 8 (now 23);
-//   variants 6 / 7 (1 / 5 with the ALU-lean fast path, mvue_window16x2_lean) for f16 / bf16
-//   feature-major with tokens % 32 != 0 (mvue24_default_variant, docs/PERF-train.md "Session 3c",
-//   "Session 4", "Session 5"); variant 10 for 16-bit feature-major with tokens % 32 == 0 ("Session 6b");
-//   variant 8 (6 with the 32-token chunk as two 16-token halves: bf16 64 registers instead of 75)
-//   is opt-in (measured 0.97-0.99x of the defaults, "Session 6"); variant 9 (6 with short live
-//   ranges: Philox words just in time, the rare full rule re-reads its chunk; bf16 51 registers,
-//   f16 48) is described at mvue24_feature_major_jit_kernel ("Session 6b"); variant 10 = 9 with
-//   5 CTAs per SM (48 registers: 40 warps) is the 16-bit feature-major default (1.03-1.04x).
-//   Session 7 (opt-in, measured slower): variant 11 = 10 with the chunk staged in shared memory by
-//   cp.async (0.71-0.77x of 10); variants 12-14 = token-major threads of 16 tokens x 2 features
-//   (mvue24_token_major_pair_kernel; 0.96-0.98x of variant 1 for bf16, 0.88-0.90x of variant 5
-//   for f16; 13 / 14 staged by cp.async, 0.90x / 0.81x).
-//   Session 7b: variants 15-17 (mvue24_token_major_jit_kernel: variant 6 with short live ranges;
-//   16 at 4 CTAs per SM, 17 = 16 on 256 x 64 tiles); 17 is the bf16 token-major default for
-//   n % 128 == 0, n >= 4096 (1.06-1.07x over variant 1).
-//   Session 7c: variants 18 / 19 = 17 and 20 = 15 with the Philox words of the first 1 / 2 / 1
-//   features made between the loads' issue and their first use (kAhead); 18 replaces 17 as the
-//   bf16 token-major default (1.01-1.03x over 17); 19 / 20 opt-in.
-//   Session 8: variants 21-24 (kOpt of mvue24_token_major_jit_kernel: bf16 conversions on the FMA
-//   pipe, the one-FSETP validity, token tiles along blockIdx.x); 23 (for f16 = 18 with the token
-//   tiles along blockIdx.x) is the f16 token-major default for n % 128 == 0, n >= 4096 (1.004x /
-//   1.02x over variant 5); 21 / 22 measured slower for bf16, 24 (bf16) not yet measured.
+// Kernel variants (Mvue24Args::variant; the accepted set: variants.hpp; docs/PERF-train.md):
+//   1: the kernels above (token-major f32 default, 16-bit n < 4096 or n % 64 != 0);
+//   3: whole-line stores (feature-major 16-token units per lane, token-major 256 x 64 tiles): the
+//      default for f32 feature-major and 16-bit token-major with n % 128 == 64 ("Session 3c");
+//   6 / 7: 1 / (3 under a 64-register cap, 4 CTAs per SM) with the ALU-lean fast path
+//      (mvue_window16x2_lean): f16 / bf16 feature-major with tokens % 32 != 0 ("Session 5");
+//   10: the register-lean 32-token chunk kernel at 5 CTAs per SM (mvue24_feature_major_jit_kernel):
+//      16-bit feature-major with tokens % 32 == 0 ("Session 6b");
+//   18: the token-major kernel with short live ranges on 256 x 64 tiles
+//      (mvue24_token_major_jit_kernel, Philox words of feature 0 ahead): bf16 token-major with
+//      n % 128 == 0, n >= 4096 ("Session 7c");
+//   23: 18 with the bf16 conversions on the FMA pipe and the token tiles along blockIdx.x: f16
+//      token-major with n % 128 == 0, n >= 4096 ("Session 8 (MVUE)"); 24: 18 with the token tiles
+//      along blockIdx.x (not yet measured; for f16 the same SASS as 23).
+//   Variants 2, 4, 5, 8, 9, 11-17 and 19-22 measured slower than the defaults and were dropped in
+//   session 9 ("Session 9: variants dropped"); their code is in the git history.
 // Bytes per element (f16): 2 read + 1 + 1/8 written = 3.125 B. Floor = bytes / copy bandwidth.
 // Compute per group: mvue_pick (branch-free water-filling form; the full rule only for groups
 // with < 2 nonzeros, non-finite values, an overflowing sum or a rounding corner, per thread) +
@@ -54,6 +44,7 @@
 #include "cuda/train/philox.hpp"
 #include "cuda/train/prefetch.cuh"
 #include "cuda/train/train_common.cuh"
+#include "cuda/train/variants.hpp"
 
 namespace sparsenm::train::detail {
 
@@ -217,44 +208,23 @@ __device__ __forceinline__ void mvue_fm_store(const Mvue24Args& args, std::int64
 }
 
 /// Feature-major chunk: MVUE of the words w (vec: a whole aligned chunk) and its stores.
-/// kHalves (16-bit, kTok = 32; variant 8): the 8 groups as two sequential 4-group halves, each
-/// with its own Philox call and fast-path check (the full rule, where needed, for that half
-/// only), so that fewer Philox words, pairs and converted values are live at once (docs/PERF-
-/// train.md "Session 6"); outputs identical.
-template <class T, int kTok, bool kLean = false, bool kHalves = false>
+template <class T, int kTok, bool kLean = false>
 __device__ __forceinline__ void mvue_fm_chunk(const Mvue24Args& args, std::int64_t f, std::int64_t t0, bool vec,
                                               const std::uint32_t (&w)[sizeof(typename Elem<T>::Raw) == 2 ? kTok / 2 : kTok]) {
   using Raw = typename Elem<T>::Raw;
   constexpr bool k16 = sizeof(Raw) == 2;
   constexpr int G = kTok / 4, kOut = k16 ? G : 2 * G;
-  static_assert(!kHalves || (k16 && kTok == 32), "halves: 16-bit types, 32 tokens per thread");
   std::uint32_t pair[kOut], nibs;
-  if constexpr (kHalves) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      std::uint32_t rnd[4], wh[8], ph[4], nh;
-      mvue_words<1>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16 + h), rnd);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) wh[i] = w[8 * h + i];
-      mvue_row16<kIsBf16<T>, 4, kLean>(wh, rnd, ph, nh, vec);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) pair[4 * h + i] = ph[i];
-      if (h == 0) nibs = nh;
-      else nibs |= nh << 16;
-    }
-  } else {
-    std::uint32_t rnd[G];
-    mvue_words<G / 4>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16), rnd);
-    if constexpr (k16) mvue_row16<kIsBf16<T>, G, kLean>(w, rnd, pair, nibs, vec);
-    else mvue_row32<G>(w, rnd, pair, nibs, vec);
-  }
+  std::uint32_t rnd[G];
+  mvue_words<G / 4>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16), rnd);
+  if constexpr (k16) mvue_row16<kIsBf16<T>, G, kLean>(w, rnd, pair, nibs, vec);
+  else mvue_row32<G>(w, rnd, pair, nibs, vec);
   mvue_fm_store<T, kTok>(args, f, t0, vec, pair, nibs);
 }
 
-/// kMinBlocks > 1: the register cap of the occupancy variant (Mvue24Args::variant 4,
-/// mvue24_min_blocks): at least kMinBlocks CTAs of 256 threads resident per SM.
-template <class T, int kTok, int kMinBlocks = 0, bool kLean = false, bool kHalves = false>
-__global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_feature_major_kernel(Mvue24Args args) {
+/// Feature-major, variants 1 / 6 (kLean): one kTok-token chunk of one feature per thread.
+template <class T, int kTok, bool kLean = false>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   constexpr bool k16 = sizeof(Raw) == 2;
   constexpr int kWords = k16 ? kTok / 2 : kTok;
@@ -276,12 +246,12 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_fea
     } else {
       mvue_fm_load_guarded<T, kTok>(args, f, t0, w);
     }
-    mvue_fm_chunk<T, kTok, kLean, kHalves>(args, f, t0, vec, w);
+    mvue_fm_chunk<T, kTok, kLean>(args, f, t0, vec, w);
   }
 }
 
 /// One 16-byte streaming load that the compiler can neither merge with another load of the same
-/// address nor move (volatile asm): the full-rule path of variant 9 re-reads its chunk with it, so
+/// address nor move (volatile asm): the full-rule path of variant 10 re-reads its chunk with it, so
 /// that the fast path's words need not stay live for it.
 __device__ __forceinline__ uint4 ldcs_reread(const void* p) {
   uint4 q;
@@ -289,14 +259,14 @@ __device__ __forceinline__ uint4 ldcs_reread(const void* p) {
   return q;
 }
 
-/// The same for one 4-byte word (the full-rule path of variant 12).
+/// The same for one 4-byte word (the full-rule path of variants 18, 23, 24).
 __device__ __forceinline__ std::uint32_t ldcs_reread32(const void* p) {
   std::uint32_t r;
   asm volatile("ld.global.cs.u32 %0, [%1];" : "=r"(r) : "l"(p));
   return r;
 }
 
-/// Variant 9 (16-bit feature-major, tokens % 32 == 0; docs/PERF-train.md "Session 6b"): variant 6
+/// Variant 10 (16-bit feature-major, tokens % 32 == 0; docs/PERF-train.md "Session 6b"): variant 6
 /// (32-token chunks, the ALU-lean fast path, one fast-path check per chunk) with short live
 /// ranges, so that bf16 fits 64 registers (4 CTAs of 256 = 32 warps per SM) without spilling:
 /// - the Philox words of groups 4h .. 4h + 3 are made just before them (one call per 16 tokens),
@@ -306,32 +276,19 @@ __device__ __forceinline__ std::uint32_t ldcs_reread32(const void* p) {
 ///   words of the fast path live until its validity is known;
 /// - guarded chunks (tails, unaligned) run the full rule directly (element loads per half; the
 ///   fast path's result was discarded there anyway).
-/// Outputs identical to variant 6 and the host rule.
-/// kStaged (variant 11, docs/PERF-train.md "Session 7"): the chunk's four 16-byte loads go to
-/// the thread's own slots in shared memory by cp.async, then each 16-token half reads its 8 words
-/// from there right before its groups (LDS.128; the rare full rule reads them again instead of
-/// re-loading from global). Why: session 6b read variant 10's SASS: ptxas sinks two of the four
-/// register loads (bf16: the 3rd after ~150 instructions, f16 after ~45) to fit 48 registers, so a
-/// bf16 warp keeps about half a chunk in flight; asm-pinned register loads are sunk the same way
-/// (ptxas schedules the PTX loads, checked in the SASS). cp.async needs no destination register,
-/// so all 64 bytes are in flight from the start whatever the register budget, and the words
-/// live only from their LDS to their group pair. Cost: 16 KB of shared memory per CTA, 4 LDGSTS +
-/// 4 LDS.128 instead of 4 LDG per thread. Measured (session 7, H200): 0.77x of variant 10 for
-/// bf16, 0.71x for f16 (48 registers, 40 warps either way): the LDGSTS path loses to register
-/// loads here, so it stays opt-in.
-template <class T, int kMinBlocks = 0, bool kStaged = false>
+/// Outputs identical to variant 6 and the host rule. kMinBlocks = 5 (variant 10): 48 registers,
+/// 40 warps per SM (the uncapped form, session 6b's variant 9, measured 0.94-0.97x of it in the same run and was
+/// dropped in session 9, as was its cp.async-staged form, session 7's variant 11).
+template <class T, int kMinBlocks = 5>
 __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_feature_major_jit_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
-  static_assert(sizeof(Raw) == 2, "variant 9: 16-bit types");
+  static_assert(sizeof(Raw) == 2, "variant 10: 16-bit types");
   constexpr bool kBf16 = kIsBf16<T>;
   const std::int64_t T_ = args.tokens, N = args.features;
   const std::int64_t t0 = (std::int64_t(blockIdx.x) * Mvue24Traits::kRowThreads + threadIdx.x) * 32;
   if (t0 >= T_) return;
   const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
   const bool vec = kMvueProbe || (args.aligned && t0 + 32 <= T_);
-  constexpr int kT = Mvue24Traits::kThreads;
-  __shared__ uint4 stage[kStaged ? 4 * kT : 1];  // kStaged: slot v * 256 + tid (conflict-free LDS.128)
-  const int tid = threadIdx.y * Mvue24Traits::kRowThreads + threadIdx.x;
   for (std::int64_t f = std::int64_t(blockIdx.y) * Mvue24Traits::kRowFeatures + threadIdx.y; f < N;
        f += std::int64_t(gridDim.y) * Mvue24Traits::kRowFeatures) {
     std::uint32_t pair[8], nibs = 0;
@@ -339,29 +296,15 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_fea
     if (vec) {
       std::uint32_t w[16];
       const uint4* src = reinterpret_cast<const uint4*>(g + f * T_ + t0);
-      if constexpr (kStaged) {
 #pragma unroll
-        for (int v = 0; v < 4; ++v) cp_async16(&stage[v * kT + tid], src + v);
-        cp_async_commit();
-        cp_async_wait<0>();  // the thread's own slots: no barrier
-      } else {
-#pragma unroll
-        for (int v = 0; v < 4; ++v) {
-          const uint4 q = __ldcs(src + v);
-          w[4 * v] = q.x, w[4 * v + 1] = q.y, w[4 * v + 2] = q.z, w[4 * v + 3] = q.w;
-        }
+      for (int v = 0; v < 4; ++v) {
+        const uint4 q = __ldcs(src + v);
+        w[4 * v] = q.x, w[4 * v + 1] = q.y, w[4 * v + 2] = q.z, w[4 * v + 3] = q.w;
       }
       ok = true;
       float nibf[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        if constexpr (kStaged) {
-#pragma unroll
-          for (int v = 2 * h; v < 2 * h + 2; ++v) {
-            const uint4 q = stage[v * kT + tid];
-            w[4 * v] = q.x, w[4 * v + 1] = q.y, w[4 * v + 2] = q.z, w[4 * v + 3] = q.w;
-          }
-        }
         std::uint32_t rnd[4];
         mvue_words<1>(args.keys, std::uint64_t(f), std::uint64_t(t0 / 16 + h), rnd);
         nibf[h] = kMvueLeanNib0;
@@ -384,7 +327,7 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_fea
           const Raw* src = g + f * T_ + t0 + 16 * h;
 #pragma unroll
           for (int v = 0; v < 2; ++v) {
-            const uint4 q = kStaged ? stage[(2 * h + v) * kT + tid] : ldcs_reread(src + 8 * v);
+            const uint4 q = ldcs_reread(src + 8 * v);
             w2[4 * v] = q.x, w2[4 * v + 1] = q.y, w2[4 * v + 2] = q.z, w2[4 * v + 3] = q.w;
           }
         } else {
@@ -401,65 +344,6 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_fea
     }
     mvue_fm_store<T, 32>(args, f, t0, vec, pair, nibs);
   }
-}
-
-/// Persistent feature-major kernel (variant 2): CTA tiles of 64 chunks x 4 features walked with a
-/// grid stride (TileWalk: x = chunk group, y = feature group); each thread copies its next
-/// chunk (kTok tokens, 16-byte cp.async) into its own shared-memory slot before computing the
-/// current one, so every thread keeps one chunk of loads in flight while it computes.
-/// Dynamic shared memory: 2 buffers x kWords / 4 x 256 uint4.
-template <class T, int kTok>
-__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_feature_major_pf_kernel(Mvue24Args args, TileWalk walk) {
-  using Raw = typename Elem<T>::Raw;
-  constexpr bool k16 = sizeof(Raw) == 2;
-  constexpr int kWords = k16 ? kTok / 2 : kTok, kVec = kWords / 4, kT = Mvue24Traits::kThreads;
-  extern __shared__ uint4 pf_fm[];
-  const int tid = threadIdx.y * Mvue24Traits::kRowThreads + threadIdx.x;
-  const std::int64_t T_ = args.tokens, N = args.features;
-  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
-  auto chunk_of = [&](const TilePos& p, std::int64_t& f, std::int64_t& t0) {
-    t0 = (std::int64_t(p.x) * Mvue24Traits::kRowThreads + threadIdx.x) * kTok;
-    f = std::int64_t(p.y) * Mvue24Traits::kRowFeatures + threadIdx.y;
-  };
-  auto issue = [&](const TilePos& p, int buf) {
-    if (!p.valid(walk)) return;
-    std::int64_t f, t0;
-    chunk_of(p, f, t0);
-    if (!(args.aligned && t0 + kTok <= T_ && f < N)) return;
-    const uint4* src = reinterpret_cast<const uint4*>(g + f * T_ + t0);
-#pragma unroll
-    for (int v = 0; v < kVec; ++v) cp_async16(&pf_fm[(buf * kVec + v) * kT + tid], src + v);
-  };
-  TilePos pos = TilePos::at(walk, blockIdx.x);
-  issue(pos, 0);
-  cp_async_commit();
-  int buf = 0;
-  while (pos.valid(walk)) {
-    TilePos next = pos;
-    next.advance(walk);
-    issue(next, buf ^ 1);
-    cp_async_commit();
-    cp_async_wait<1>();
-    std::int64_t f, t0;
-    chunk_of(pos, f, t0);
-    if (t0 < T_ && f < N) {
-      const bool vec = args.aligned && t0 + kTok <= T_;
-      std::uint32_t w[kWords];
-      if (vec) {
-#pragma unroll
-        for (int v = 0; v < kVec; ++v) {
-          const uint4 q = pf_fm[(buf * kVec + v) * kT + tid];
-          w[4 * v] = q.x, w[4 * v + 1] = q.y, w[4 * v + 2] = q.z, w[4 * v + 3] = q.w;
-        }
-      } else {
-        mvue_fm_load_guarded<T, kTok>(args, f, t0, w);
-      }
-      mvue_fm_chunk<T, kTok>(args, f, t0, vec, w);
-    }
-    pos = next;
-    buf ^= 1;
-  }
-  cp_async_wait<0>();
 }
 
 /// The guarded write-out of a shared hw24 output tile (Tile24, TileW64: kRows x kWindows, value
@@ -496,11 +380,9 @@ __device__ __forceinline__ void write_tile_guarded(const Tile& t, Raw* __restric
 /// 128 feature rows x 32 windows of hw24 output in shared memory: value words with 16-byte
 /// chunks swizzled (chunk ^ (row / 4) % 8: the per-feature 16-byte deposits of a warp and the
 /// row-wise reads are conflict-free), nibbles as 16-bit words (4 windows) at a 9-word pitch.
-/// kRows_ / kSwShift: the 64-row tile of variants 12 / 13 (a warp deposits rows 2 fp + k, so the
-/// swizzle comes from row / 2 there: chunk ^ (row / 2) % 8, again conflict-free).
-template <class Raw, int kRows_ = 128, int kSwShift = 2>
+template <class Raw>
 struct Tile24 {
-  static constexpr int kRows = kRows_, kWindows = 32;
+  static constexpr int kRows = 128, kWindows = 32, kSwShift = 2;
   static constexpr int kRowWords = sizeof(Raw) == 2 ? kWindows : 2 * kWindows, kChunks = kRowWords / 4;
   static constexpr int kNibPitch = 9;  ///< u16 per row (8 used)
   uint4 vals[kRows * kChunks];
@@ -527,7 +409,7 @@ struct Tile24 {
         for (int j = 0; j < kRows / kStep; ++j)  // slot(row + j kStep, ch), the swizzle from row >> kSwShift
           __stcs(dst + j * step, vals[(row + j * kStep) * kChunks + (ch ^ ((sw + j * (kStep >> kSwShift)) & 7))]);
       }
-      if (indices && (2 * kRows >= Mvue24Traits::kThreads || tid < 2 * kRows)) {  // 64 rows: half the threads
+      if (indices) {
         const int row = tid / 2, h = tid % 2;  // 8 bytes (4 u16) of the row's 16
         const std::uint16_t* n = nib + row * kNibPitch + 4 * h;
         std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(indices + (row0 + row) * irb + win0 / 2 + 8 * h);
@@ -599,8 +481,9 @@ __device__ __forceinline__ void mvue_tm_compute(const Mvue24Args& args, std::int
   }
 }
 
-template <class T, int kMinBlocks = 0, bool kLean = false>
-__global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_token_major_kernel(Mvue24Args args) {
+/// Token-major, variants 1 / 6 (kLean): 128 x 128 CTA tiles, threads of 16 tokens x 4 features.
+template <class T, bool kLean = false>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads) mvue24_token_major_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
   using Traits = Mvue24Traits;
   constexpr bool k16 = sizeof(Raw) == 2;
@@ -634,46 +517,44 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
              t_tile * (Traits::kTileTokens / 4), N, windows, fast);
 }
 
-/// Variants 15 / 16 (16-bit token-major; docs/PERF-train.md "Session 7b"): variant 6 (variant 1's
-/// geometry: 128 x 128 tiles, threads of 16 tokens x 4 features, 8-byte loads, the lean fast path)
-/// with the short live ranges of variant 9: per feature its Philox words are made just before it,
-/// and the rare full rule (some group off the fast path) re-makes them and re-reads its 16 token
-/// words from global memory (ldcs_reread32) instead of keeping the fast path's words, Philox words
-/// and the consumed input words live for it. 15: no register cap; 16: __launch_bounds__(256, 4)
-/// (64 registers, 32 warps per SM). kLines (variant 17): 16 under variant 5's geometry (256-token x
-/// 64-feature tiles, TileW64: warp loads of 2 whole 128-byte lines, whole-line value stores and
-/// whole-sector index stores). Edge tiles / unaligned shapes: guarded loads, the full rule from x,
-/// the guarded write-out. Outputs identical to variant 1 and the host rule.
+/// Variants 18, 23, 24 (16-bit token-major; docs/PERF-train.md "Session 7b", "Session 7c",
+/// "Session 8 (MVUE)"): variant 6 (threads of 16 tokens x 4 features, 8-byte loads, the lean fast
+/// path) with the short live ranges of variant 10: per feature its Philox words are made just
+/// before it, and the rare full rule (some group off the fast path) re-makes them and re-reads its
+/// 16 token words from global memory (ldcs_reread32) instead of keeping the fast path's words,
+/// Philox words and the consumed input words live for it; under a 4-CTA register cap (64
+/// registers, 32 warps per SM) on variant 3's geometry (256-token x 64-feature tiles, TileW64:
+/// warp loads of 2 whole 128-byte lines, whole-line value stores and whole-sector index stores).
+/// Edge tiles / unaligned shapes: guarded loads, the full rule from x, the guarded write-out.
+/// Outputs identical to variant 1 and the host rule.
+///
+/// The Philox words of feature 0 are made between the loads' issue and their first use ("Session
+/// 7c"). Program order alone does not do it (ptxas places the first PRMT of the loaded words
+/// before feature 0's Philox chain, so the warp waits on its loads with that load-independent
+/// chain queued behind), so the PRMT selectors of the fast path carry a data dependency on the
+/// last Philox word: sel | (word & z) with z an opaque zero (the kernel runs for token-major calls
+/// only: z = token_major ? 0 : ~0), which makes every consumer of the loaded words wait for the
+/// chain. One LOP3 per selector.
+///
+/// kOpt ("Session 8 (MVUE)"), bits: kMvueTmFmaCvt: the bf16 conversions on the FMA pipe
+/// (halves16_f<true, true>: IMAD.WIDE.U32 + IMAD.U32 instead of IMAD.U32 + LOP3; bf16 measured
+/// 0.975-0.99x; f16 has no bf16 conversions); kMvueTmTokenX: blockIdx.x walks the token tiles,
+/// blockIdx.y the feature tiles (the launcher's grid is transposed to match; +0.3-0.6 %).
+/// 18: kOpt = 0; 23: kMvueTmFmaCvt | kMvueTmTokenX; 24: kMvueTmTokenX (where the feature tiles
+/// exceed gridDim.y's limit the launcher runs kTokenX off).
 template <class Raw>
 struct TileW64;  // below (variant 3)
-
-///
-/// kAhead (variants 18-20, docs/PERF-train.md "Session 7c"): the Philox words of the first kAhead
-/// features are made between the loads' issue and their first use. Program order alone does not
-/// do it (in 15-17 ptxas places the first PRMT of the loaded words before feature 0's Philox
-/// chain, so the warp waits on its loads with that load-independent chain queued behind), so the
-/// PRMT selectors of the fast path carry a data dependency on the last Philox word: sel | (word &
-/// z) with z an opaque zero (the kernel runs for token-major calls only: z = token_major ? 0 : ~0),
-/// which makes every consumer of the loaded words wait for the chain. One LOP3 per selector.
-///
-/// kOpt (variants 21-24, docs/PERF-train.md "Session 8 (MVUE)"), bits: kMvueTmFmaCvt: the bf16
-/// conversions on the FMA pipe (halves16_f<true, true>: IMAD.WIDE.U32 + IMAD.U32 instead of
-/// IMAD.U32 + LOP3; measured 0.975-0.99x); kMvueTmOneTest: the fast path's validity per group in
-/// one FSETP (mvue_pick_lean<true>: the level made as fma(S, 0, c)) instead of 2 FSETP + PLOP3
-/// (spills 16 B here: 0.92-0.96x); kMvueTmTokenX: blockIdx.x walks the token tiles, blockIdx.y
-/// the feature tiles (the launcher's grid is transposed to match; +0.3-0.6 %).
-constexpr int kMvueTmFmaCvt = 1, kMvueTmOneTest = 2, kMvueTmTokenX = 4;
-template <class T, int kMinBlocks = 0, bool kLines = false, int kAhead = 0, int kOpt = 0>
-__global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_token_major_jit_kernel(Mvue24Args args) {
+constexpr int kMvueTmFmaCvt = 1, kMvueTmTokenX = 4;
+template <class T, int kOpt = 0>
+__global__ void __launch_bounds__(Mvue24Traits::kThreads, 4) mvue24_token_major_jit_kernel(Mvue24Args args) {
   using Raw = typename Elem<T>::Raw;
-  static_assert(sizeof(Raw) == 2, "variants 15 - 17: 16-bit types");
-  constexpr int kTileT = kLines ? 256 : 128, kTileF = kLines ? 64 : 128, kFp = kTileF / 4;
-  using Tile = std::conditional_t<kLines, TileW64<Raw>, Tile24<Raw>>;
+  static_assert(sizeof(Raw) == 2, "variants 18, 23, 24: 16-bit types");
+  constexpr int kTileT = 256, kTileF = 64, kFp = kTileF / 4;
+  using Tile = TileW64<Raw>;
   __shared__ Tile tile;
   const std::int64_t T_ = args.tokens, N = args.features, windows = (T_ + 3) / 4;
   const int tid = threadIdx.x, fp = tid % kFp, tg = tid / kFp;
-  constexpr bool kTokenX = (kOpt & kMvueTmTokenX) != 0, kFmaCvt = (kOpt & kMvueTmFmaCvt) != 0,
-                 kOneTest = (kOpt & kMvueTmOneTest) != 0;
+  constexpr bool kTokenX = (kOpt & kMvueTmTokenX) != 0, kFmaCvt = (kOpt & kMvueTmFmaCvt) != 0;
   const std::int64_t f_tile = kTokenX ? blockIdx.y : blockIdx.x, t_tile = kTokenX ? blockIdx.x : blockIdx.y;
   const std::int64_t f0 = f_tile * kTileF + 4 * fp, t0 = t_tile * kTileT + 16 * tg;
   const bool fast = kMvueProbe || (args.aligned && (f_tile + 1) * kTileF <= N && (t_tile + 1) * kTileT <= T_);
@@ -688,18 +569,15 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
   } else {
     mvue_tm_load_guarded<T>(args, f0, t0, x);
   }
-  static_assert(kAhead >= 0 && kAhead <= 4);
-  std::uint32_t rnd_ahead[kAhead > 0 ? kAhead : 1][4];
+  constexpr int kAhead = 1;  // features whose Philox words are made ahead
+  std::uint32_t rnd_ahead[kAhead][4];
   std::uint32_t sel_fast[2] = {0x5410u, 0x7632u};  // the fast path's PRMT selectors (feature k: sel_fast[k % 2])
-  if constexpr (kAhead > 0) {
-    if (fast) {
+  if (fast) {
 #pragma unroll
-      for (int a = 0; a < kAhead; ++a) mvue_words<1>(args.keys, std::uint64_t(f0 + a), std::uint64_t(t0 / 16), rnd_ahead[a]);
-      const std::uint32_t z = args.token_major ? 0u : ~0u;  // 0, unknown to the compiler
-      std::uint32_t dep = rnd_ahead[kAhead - 1][3];
-      if constexpr (kAhead > 1) dep |= rnd_ahead[0][3];
-      sel_fast[0] |= dep & z, sel_fast[1] |= dep & z;
-    }
+    for (int a = 0; a < kAhead; ++a) mvue_words<1>(args.keys, std::uint64_t(f0 + a), std::uint64_t(t0 / 16), rnd_ahead[a]);
+    const std::uint32_t z = args.token_major ? 0u : ~0u;  // 0, unknown to the compiler
+    const std::uint32_t dep = rnd_ahead[kAhead - 1][3];
+    sel_fast[0] |= dep & z, sel_fast[1] |= dep & z;
   }
 #pragma unroll
   for (int k = 0; k < 4; ++k) {  // feature f0 + k: the half k % 2 of the token words x[t][k / 2]
@@ -720,9 +598,8 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
       ok = true;
 #pragma unroll
       for (int g2 = 0; g2 < 4; g2 += 2)
-        ok &= mvue_window16x2_lean<kIsBf16<T>, kFmaCvt, kOneTest>(w[2 * g2], w[2 * g2 + 1], rnd[g2], w[2 * g2 + 2],
-                                                                  w[2 * g2 + 3], rnd[g2 + 1], pair[g2], pair[g2 + 1], nibf,
-                                                                  g2, g2 + 1);
+        ok &= mvue_window16x2_lean<kIsBf16<T>, kFmaCvt>(w[2 * g2], w[2 * g2 + 1], rnd[g2], w[2 * g2 + 2], w[2 * g2 + 3],
+                                                        rnd[g2 + 1], pair[g2], pair[g2 + 1], nibf, g2, g2 + 1);
       nibs = f32_bits(nibf) & 0xffffu;  // 0x4B00 above the nibbles
       if constexpr (kMvueProbe) nibs ^= ok ? 0u : 1u;
     }
@@ -748,187 +625,8 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
     tile.nib[row * Tile::kNibPitch + tg] = std::uint16_t(nibs);
   }
   __syncthreads();
-  if constexpr (kLines) {
-    const bool idx16 = T_ % 128 == 0 && reinterpret_cast<std::uintptr_t>(args.indices) % 16 == 0;
-    tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * kTileF, t_tile * (kTileT / 4), N, windows, fast, idx16);
-  } else {
-    tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * kTileF, t_tile * (kTileT / 4), N, windows, fast);
-  }
-}
-
-/// Variants 12 / 13 (16-bit token-major; docs/PERF-train.md "Session 7"): variant 6 (the lean
-/// fast path) with a thread tile of 16 tokens x 2 features instead of 16 x 4. Variant 1's thread
-/// holds 32 input words by layout (16 token rows x 8 bytes) and the fast path's words, Philox
-/// words and pairs on top: bf16 80 registers -> 24 warps per SM, and the 64-register caps
-/// (variants 4 / 5) spill. Here a thread loads 16 x 4 bytes (a warp: 16 whole 128-byte lines,
-/// one per token row), i.e. 16 words; per feature the 8 words of its column are one PRMT each,
-/// its Philox call is made right before it, and its pairs go to shared memory at once, so the
-/// thread needs about half the registers: 40 warps at 48 (variant 13: __launch_bounds__(256, 5)).
-/// Bytes in flight per warp halve (2 KB instead of 4 KB) and the warps double; the CTA tile is
-/// 128 tokens x 64 features (Tile24 with 64 rows: 128-byte value rows, whole lines, 16-byte
-/// index rows as in variant 1). Edge tiles and unaligned shapes take guarded element loads and
-/// the guarded write-out. Outputs identical to variant 1 and the host rule.
-/// Measured (session 7, H200, 16384 x 5120 / 6400): 0.96-0.98x of variant 1 (bf16), 0.88-0.90x of
-/// variant 5 (f16): the +18 % instructions per element (Philox, addresses, deposits and the
-/// write-out serve 32 elements instead of 64) and half-size warp loads cost more than 40 warps
-/// instead of 24 buy; opt-in.
-template <class T>
-__device__ __forceinline__ void mvue_tm2_load_guarded(const Mvue24Args& args, std::int64_t f0, std::int64_t t0,
-                                                      std::uint32_t (&x)[16]) {
-  using Raw = typename Elem<T>::Raw;
-  const std::int64_t T_ = args.tokens, N = args.features;
-  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
-#pragma unroll
-  for (int t = 0; t < 16; ++t) {
-    const std::uint32_t lo = (t0 + t < T_ && f0 < N) ? g[(t0 + t) * N + f0] : 0u;
-    const std::uint32_t hi = (t0 + t < T_ && f0 + 1 < N) ? g[(t0 + t) * N + f0 + 1] : 0u;
-    x[t] = lo | (hi << 16);
-  }
-}
-
-/// kStaged (variant 13): the 16 token words go to the thread's slots in shared memory by cp.async
-/// (4 bytes each: a warp still fills one whole line per instruction) and each feature reads them
-/// there (LDS.32, conflict-free), as variant 11 does for feature-major: bytes in flight do not
-/// depend on where ptxas places register loads.
-template <class T, int kMinBlocks = 0, bool kStaged = false>
-__global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_token_major_pair_kernel(Mvue24Args args) {
-  using Raw = typename Elem<T>::Raw;
-  static_assert(sizeof(Raw) == 2, "variants 12 / 13: 16-bit types");
-  constexpr int kTileT = 128, kTileF = 64;
-  using Tile = Tile24<Raw, kTileF, 1>;
-  __shared__ Tile tile;
-  const std::int64_t T_ = args.tokens, N = args.features, windows = (T_ + 3) / 4;
-  const int tid = threadIdx.x, fp = tid % 32, tg = tid / 32;
-  const std::int64_t f_tile = blockIdx.x, t_tile = blockIdx.y;
-  const std::int64_t f0 = f_tile * kTileF + 2 * fp, t0 = t_tile * kTileT + 16 * tg;
-  const bool fast = kMvueProbe || (args.aligned && (f_tile + 1) * kTileF <= N && (t_tile + 1) * kTileT <= T_);
-  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
-  constexpr int kT = Mvue24Traits::kThreads;
-  __shared__ std::uint32_t stage[kStaged ? 16 * kT : 1];  // kStaged: slot t * 256 + tid
-  std::uint32_t x[16];  // x[t]: features f0, f0 + 1 of token t0 + t
-  if (fast) {
-    if constexpr (kStaged) {
-#pragma unroll
-      for (int t = 0; t < 16; ++t) cp_async4(&stage[t * kT + tid], g + (t0 + t) * N + f0);
-      cp_async_commit();
-      cp_async_wait<0>();  // the thread's own slots: no barrier
-    } else {
-#pragma unroll
-      for (int t = 0; t < 16; ++t) x[t] = __ldcs(reinterpret_cast<const unsigned int*>(g + (t0 + t) * N + f0));
-    }
-  } else {
-    mvue_tm2_load_guarded<T>(args, f0, t0, x);
-  }
-  // per feature: the fast path (its Philox words made just before it); where it fails (rare) or
-  // on edge tiles, the full rule with the words and Philox words made again (re-read from shared
-  // memory / global, x for edge tiles), so that nothing of the fast path stays live for it (the
-  // fallback kept in mvue_row16 holds w and rnd: 64 registers instead of 40)
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {  // feature f0 + k: the half k of every token word
-    const std::uint32_t sel = k ? 0x7632u : 0x5410u;
-    std::uint32_t pair[4], nibs = 0;
-    bool ok = false;
-    if (fast) {
-      std::uint32_t rnd[4], w[8];
-      mvue_words<1>(args.keys, std::uint64_t(f0 + k), std::uint64_t(t0 / 16), rnd);  // t0 % 16 == 0
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-        w[i] = kStaged ? prmt(stage[2 * i * kT + tid], stage[(2 * i + 1) * kT + tid], sel) : prmt(x[2 * i], x[2 * i + 1], sel);
-      float nibf = kMvueLeanNib0;
-      ok = true;
-#pragma unroll
-      for (int g2 = 0; g2 < 4; g2 += 2)
-        ok &= mvue_window16x2_lean<kIsBf16<T>>(w[2 * g2], w[2 * g2 + 1], rnd[g2], w[2 * g2 + 2], w[2 * g2 + 3], rnd[g2 + 1],
-                                               pair[g2], pair[g2 + 1], nibf, g2, g2 + 1);
-      nibs = f32_bits(nibf) & 0xffffu;  // 0x4B00 above the nibbles
-      if constexpr (kMvueProbe) nibs ^= ok ? 0u : 1u;  // keeps the validity tests live in the probe
-    }
-    if (!ok && !kMvueProbe) {
-      std::uint32_t rnd[4];
-      mvue_words<1>(args.keys, std::uint64_t(f0 + k), std::uint64_t(t0 / 16), rnd);
-      nibs = 0;
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        std::uint32_t xa, xb, xc, xd, nib;
-        if (fast && kStaged) {
-          xa = stage[(4 * q) * kT + tid], xb = stage[(4 * q + 1) * kT + tid];
-          xc = stage[(4 * q + 2) * kT + tid], xd = stage[(4 * q + 3) * kT + tid];
-        } else if (fast) {
-          const Raw* src = g + (t0 + 4 * q) * N + f0;
-          xa = ldcs_reread32(src), xb = ldcs_reread32(src + N), xc = ldcs_reread32(src + 2 * N), xd = ldcs_reread32(src + 3 * N);
-        } else {
-          xa = x[4 * q], xb = x[4 * q + 1], xc = x[4 * q + 2], xd = x[4 * q + 3];
-        }
-        mvue_window16_full<kIsBf16<T>>(prmt(xa, xb, sel), prmt(xc, xd, sel), rnd[q], pair[q], nib);
-        nibs |= nib << (4 * q);
-      }
-    }
-    const int row = 2 * fp + k;
-    tile.vals[Tile::slot(row, tg)] = make_uint4(pair[0], pair[1], pair[2], pair[3]);
-    tile.nib[row * Tile::kNibPitch + tg] = std::uint16_t(nibs);
-  }
-  __syncthreads();
-  tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * kTileF, t_tile * (kTileT / 4), N, windows, fast);
-}
-
-/// Persistent token-major kernel (variant 2, 16-bit types): 128 x 128 tiles walked with a grid
-/// stride (TileWalk: x = feature tile, y = token tile); each thread copies its 16 x 8 bytes of
-/// the next interior tile (cp.async) into its own shared-memory slots before computing the
-/// current tile, so the next tile's loads are in flight during the compute and the write-out.
-/// Dynamic shared memory: 2 buffers x 16 x 256 uint2 (64 KB) + the static output tile: 2 CTAs
-/// (16 warps) per SM. Two barriers per tile (tile filled; tile written out).
-template <class T>
-__global__ void __launch_bounds__(Mvue24Traits::kThreads, 2) mvue24_token_major_pf_kernel(Mvue24Args args, TileWalk walk) {
-  using Raw = typename Elem<T>::Raw;
-  using Traits = Mvue24Traits;
-  static_assert(sizeof(Raw) == 2, "16-bit types only");
-  constexpr int kT = Traits::kThreads;
-  __shared__ Tile24<Raw> tile;
-  extern __shared__ uint2 pf_tm[];
-  const std::int64_t T_ = args.tokens, N = args.features, windows = (T_ + 3) / 4;
-  const int tid = threadIdx.x, fp = tid % 32, tg = tid / 32;
-  const Raw* __restrict__ g = static_cast<const Raw*>(args.g);
-  auto fast_tile = [&](const TilePos& p) {
-    return args.aligned && (std::int64_t(p.x) + 1) * Traits::kTileFeatures <= N && (std::int64_t(p.y) + 1) * Traits::kTileTokens <= T_;
-  };
-  auto issue = [&](const TilePos& p, int buf) {
-    if (!p.valid(walk) || !fast_tile(p)) return;
-    const std::int64_t f0 = std::int64_t(p.x) * Traits::kTileFeatures + 4 * fp, t0 = std::int64_t(p.y) * Traits::kTileTokens + 16 * tg;
-    const Raw* src = g + t0 * N + f0;
-#pragma unroll
-    for (int t = 0; t < 16; ++t) cp_async8(&pf_tm[(buf * 16 + t) * kT + tid], src + t * N);
-  };
-  TilePos pos = TilePos::at(walk, blockIdx.x);
-  issue(pos, 0);
-  cp_async_commit();
-  int buf = 0;
-  while (pos.valid(walk)) {
-    TilePos next = pos;
-    next.advance(walk);
-    issue(next, buf ^ 1);
-    cp_async_commit();
-    cp_async_wait<1>();
-    const bool fast = fast_tile(pos);
-    const std::int64_t f0 = std::int64_t(pos.x) * Traits::kTileFeatures + 4 * fp, t0 = std::int64_t(pos.y) * Traits::kTileTokens + 16 * tg;
-    std::uint32_t x[16][2];
-    if (fast) {
-#pragma unroll
-      for (int t = 0; t < 16; ++t) {
-        const uint2 p = pf_tm[(buf * 16 + t) * kT + tid];
-        x[t][0] = p.x, x[t][1] = p.y;
-      }
-    } else {
-      mvue_tm_load_guarded<T>(args, f0, t0, x);
-    }
-    mvue_tm_compute<T>(args, f0, t0, fp, tg, x, tile);
-    __syncthreads();
-    tile.write(static_cast<Raw*>(args.values), args.indices, std::int64_t(pos.x) * Traits::kTileFeatures,
-               std::int64_t(pos.y) * (Traits::kTileTokens / 4), N, windows, fast);
-    __syncthreads();  // the tile is free for the next deposits
-    pos = next;
-    buf ^= 1;
-  }
-  cp_async_wait<0>();
+  const bool idx16 = T_ % 128 == 0 && reinterpret_cast<std::uintptr_t>(args.indices) % 16 == 0;
+  tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * kTileF, t_tile * (kTileT / 4), N, windows, fast, idx16);
 }
 
 /// Feature-major, variant 3 (whole-line stores, docs/PERF-train.md "Session 3c"): units of 16
@@ -1094,157 +792,87 @@ __global__ void __launch_bounds__(Mvue24Traits::kThreads, kMinBlocks) mvue24_tok
   tile.write(static_cast<Raw*>(args.values), args.indices, f_tile * kTileF, t_tile * (kTileT / 4), N, windows, fast, idx16);
 }
 
-/// The resident 256-thread CTAs per SM that the occupancy variants (Mvue24Args::variant 4 =
-/// variant 1, 5 = variant 3, under __launch_bounds__(256, this)) ask for: 4 (<= 64 registers,
-/// 32 warps) for 16-bit types and f32 feature-major; f32 token-major keeps 2 (its 104 registers
-/// spill ~700 B at 64). docs/PERF-train.md "Session 4".
-template <class T, bool kTokenMajor>
-constexpr int kMvueOccBlocks = (sizeof(typename Elem<T>::Raw) == 4 && kTokenMajor) ? 2 : 4;
-
-template <class K>
-void launch_persistent(K kernel, ResidentCtas& cache, dim3 block, std::size_t smem, std::int64_t nx, std::int64_t ny,
-                       const Mvue24Args& a, cudaStream_t s) {
-  const std::int64_t grid = cache.grid(kernel, int(block.x * block.y), smem, nx * ny);
-  kernel<<<unsigned(grid), block, smem, s>>>(a, make_tile_walk(nx, ny, 1, grid));
-}
+/// The resident 256-thread CTAs per SM that variant 7 (variant 3 with the lean fast path under
+/// __launch_bounds__(256, this)) asks for: 4 (<= 64 registers, 32 warps). docs/PERF-train.md
+/// "Session 4", "Session 5".
+constexpr int kMvueOccBlocks = 4;
 
 template <class T>
 void launch_mvue24_impl(const Mvue24Args& a, cudaStream_t s) {
   using Traits = Mvue24Traits;
   constexpr bool k16 = sizeof(typename Elem<T>::Raw) == 2;
   constexpr DType kDtype = std::is_same_v<T, float> ? DType::f32 : kIsBf16<T> ? DType::bf16 : DType::f16;
-  const int variant = a.variant != 0 ? a.variant : mvue24_default_variant(kDtype, a.token_major, a.tokens, a.features);
-  // the one-shot kernels (variants 1, 3, 4, 5), with the occupancy control's padding if asked for
+  check_mvue24_variant(a.variant);
+  int variant = a.variant != 0 ? a.variant : mvue24_default_variant(kDtype, a.token_major, a.tokens, a.features);
+  // the 16-bit-only variants on f32: 6 -> 1, 7 -> 3, 10 / 18 / 23 / 24 -> 1 (the kernels without
+  // the 16-bit fast path); 10 token-major or with tokens % 32 != 0 -> 6; 18 / 23 / 24
+  // feature-major -> 6
+  if (!k16 && variant != 1 && variant != 3) variant = variant == 7 ? 3 : 1;
+  if (variant == 10 && (a.token_major || a.tokens % 32 != 0)) variant = 6;
+  if (variant >= 18 && !a.token_major) variant = 6;
+  // one launch, with the occupancy control's padding if asked for (Mvue24Args::max_ctas_per_sm)
   auto go = [&](auto kernel, dim3 grid, dim3 block) {
     const std::size_t smem = occupancy_cap_smem(kernel, int(block.x * block.y), a.max_ctas_per_sm);
     kernel<<<grid, block, smem, s>>>(a);
   };
   const dim3 fm_block(Traits::kRowThreads, Traits::kRowFeatures);
   const unsigned fy = unsigned(std::min<std::int64_t>((a.features + Traits::kRowFeatures - 1) / Traits::kRowFeatures, 65535));
-  // 7: variant 5 with the ALU-lean fast path (16-bit types; f32 runs variant 5)
-  if (variant == 3 || variant == 5 || variant == 7) {  // whole-line stores; 5, 7: the register cap of kMvueOccBlocks
-    const bool occ = variant != 3, lean = k16 && variant == 7;
-    constexpr int kOccTm = kMvueOccBlocks<T, true>, kOccFm = kMvueOccBlocks<T, false>;
+  if (variant == 3 || variant == 7) {  // whole-line stores; 7: the lean fast path under the 4-CTA register cap
     if (a.token_major) {
       const dim3 grid(unsigned((a.features + 63) / 64), unsigned((a.tokens + 255) / 256));
-      if (lean) go(mvue24_token_major_lines_kernel<T, kOccTm, k16>, grid, dim3(Traits::kThreads));
-      else if (occ) go(mvue24_token_major_lines_kernel<T, kOccTm>, grid, dim3(Traits::kThreads));
-      else go(mvue24_token_major_lines_kernel<T>, grid, dim3(Traits::kThreads));
+      if constexpr (k16) {
+        if (variant == 7) go(mvue24_token_major_lines_kernel<T, kMvueOccBlocks, true>, grid, dim3(Traits::kThreads));
+        else go(mvue24_token_major_lines_kernel<T>, grid, dim3(Traits::kThreads));
+      } else {
+        go(mvue24_token_major_lines_kernel<T>, grid, dim3(Traits::kThreads));
+      }
     } else {
       const dim3 grid(unsigned(((a.tokens + 15) / 16 + 127) / 128), fy);
-      if (lean) go(mvue24_feature_major_lines_kernel<T, kOccFm, k16>, grid, fm_block);
-      else if (occ) go(mvue24_feature_major_lines_kernel<T, kOccFm>, grid, fm_block);
-      else go(mvue24_feature_major_lines_kernel<T>, grid, fm_block);
+      if constexpr (k16) {
+        if (variant == 7) go(mvue24_feature_major_lines_kernel<T, kMvueOccBlocks, true>, grid, fm_block);
+        else go(mvue24_feature_major_lines_kernel<T>, grid, fm_block);
+      } else {
+        go(mvue24_feature_major_lines_kernel<T>, grid, fm_block);
+      }
     }
     SPARSENM_CUDA_CHECK_LAUNCH("mvue24_lines_kernel");
     return;
   }
-  // 1: one chunk / tile per thread / CTA; 4: under the register cap of kMvueOccBlocks; 6: variant
-  // 1 with the ALU-lean fast path (16-bit types; f32 runs variant 1); 8: variant 6 with the
-  // feature-major 32-token chunk in two halves (16-bit, tokens % 32 == 0; token-major and other
-  // feature-major calls run variant 6, f32 variant 1); 9: variant 6 with short live ranges
-  // (mvue24_feature_major_jit_kernel; the same fallbacks as 8); 10: 9 under a 5-CTA register cap
-  // (48 registers, 40 warps per SM; bf16 does not spill, f16 is at 48 anyway); 11: 10 with the
-  // chunk's four loads issued together (ldcs_chunk32; same fallbacks as 8); 12: token-major
-  // 16-token x 2-feature threads (mvue24_token_major_pair_kernel; feature-major runs variant 6,
-  // f32 variant 1); 13: 12 under a 5-CTA register cap; 15 / 16: token-major variant 6 with short
-  // live ranges (mvue24_token_major_jit_kernel; 16 under a 4-CTA cap, 17 = 16 with variant 5's
-  // 256 x 64 tiles; 18 / 19 / 20: 17 / 17 / 15 with the Philox words of the first 1 / 2 / 1
-  // features ahead of the loads' first use; feature-major runs variant 6, f32 variant 1)
-  if (variant != 2) {
-    const bool occ = variant == 4, lean = k16 && (variant == 6 || variant >= 8);
-    if constexpr (k16) {
-      if ((variant >= 8 && variant <= 11) && !a.token_major && a.tokens % 32 == 0) {
-        const dim3 grid(unsigned((a.tokens / 32 + Traits::kRowThreads - 1) / Traits::kRowThreads), fy);
-        if (variant == 8) go(mvue24_feature_major_kernel<T, 32, 0, true, true>, grid, fm_block);
-        else if (variant == 9) go(mvue24_feature_major_jit_kernel<T>, grid, fm_block);
-        else if (variant == 10) go(mvue24_feature_major_jit_kernel<T, 5>, grid, fm_block);
-        else go(mvue24_feature_major_jit_kernel<T, 0, true>, grid, fm_block);
-        SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");
-        return;
-      }
-      if (variant >= 15 && variant <= 24 && a.token_major) {  // Session 7b: variant 6 with short live ranges
-        const dim3 grid(unsigned((a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures),
-                        unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
-        const dim3 grid_lines(unsigned((a.features + 63) / 64), unsigned((a.tokens + 255) / 256));
-        if (variant == 15) go(mvue24_token_major_jit_kernel<T>, grid, dim3(Traits::kThreads));
-        else if (variant == 16) go(mvue24_token_major_jit_kernel<T, 4>, grid, dim3(Traits::kThreads));
-        else if (variant == 17) go(mvue24_token_major_jit_kernel<T, 4, true>, grid_lines, dim3(Traits::kThreads));
-        // Session 7c: Philox words of the first features between the loads and their first use
-        else if (variant == 18) go(mvue24_token_major_jit_kernel<T, 4, true, 1>, grid_lines, dim3(Traits::kThreads));
-        else if (variant == 19) go(mvue24_token_major_jit_kernel<T, 4, true, 2>, grid_lines, dim3(Traits::kThreads));
-        else if (variant == 20) go(mvue24_token_major_jit_kernel<T, 0, false, 1>, grid, dim3(Traits::kThreads));
-        // Session 8: 18 with the bf16 conversions on the FMA pipe (21), + the one-FSETP validity (22),
-        // 21 / 18 with the token tiles along blockIdx.x (23 / 24; 21 / 18 where the feature tiles
-        // exceed gridDim.y). f16 has no bf16 conversions: its 21 is 18's code, its 23 is 24's.
-        else if (variant == 21) go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt>, grid_lines, dim3(Traits::kThreads));
-        else if (variant == 22)
-          go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt | kMvueTmOneTest>, grid_lines, dim3(Traits::kThreads));
-        else if (variant == 23 && grid_lines.x > 65535u)
-          go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt>, grid_lines, dim3(Traits::kThreads));
-        else if (variant == 23)
-          go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmFmaCvt | kMvueTmTokenX>, dim3(grid_lines.y, grid_lines.x),
-             dim3(Traits::kThreads));
-        else if (grid_lines.x > 65535u)
-          go(mvue24_token_major_jit_kernel<T, 4, true, 1>, grid_lines, dim3(Traits::kThreads));
-        else
-          go(mvue24_token_major_jit_kernel<T, 4, true, 1, kMvueTmTokenX>, dim3(grid_lines.y, grid_lines.x), dim3(Traits::kThreads));
-        SPARSENM_CUDA_CHECK_LAUNCH("mvue24_token_major_jit_kernel");
-        return;
-      }
-      if (variant >= 12 && variant <= 14 && a.token_major) {
-        const dim3 grid(unsigned((a.features + 63) / 64), unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
-        if (variant == 12) go(mvue24_token_major_pair_kernel<T>, grid, dim3(Traits::kThreads));
-        else if (variant == 13) go(mvue24_token_major_pair_kernel<T, 0, true>, grid, dim3(Traits::kThreads));
-        else go(mvue24_token_major_pair_kernel<T, 6, true>, grid, dim3(Traits::kThreads));
-        SPARSENM_CUDA_CHECK_LAUNCH("mvue24_token_major_pair_kernel");
-        return;
-      }
-    }
-    if (a.token_major) {
-      const dim3 grid(unsigned((a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures),
-                      unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
-      if (lean) go(mvue24_token_major_kernel<T, 0, k16>, grid, dim3(Traits::kThreads));
-      else if (occ) go(mvue24_token_major_kernel<T, kMvueOccBlocks<T, true>>, grid, dim3(Traits::kThreads));
-      else go(mvue24_token_major_kernel<T>, grid, dim3(Traits::kThreads));
-    } else if (a.tokens % 32 == 0) {
+  if constexpr (k16) {
+    if (variant == 10) {  // 16-bit feature-major, tokens % 32 == 0: the register-lean chunk kernel, 40 warps
       const dim3 grid(unsigned((a.tokens / 32 + Traits::kRowThreads - 1) / Traits::kRowThreads), fy);
-      if (lean) go(mvue24_feature_major_kernel<T, 32, 0, k16>, grid, fm_block);
-      else if (occ) go(mvue24_feature_major_kernel<T, 32, kMvueOccBlocks<T, false>>, grid, fm_block);
-      else go(mvue24_feature_major_kernel<T, 32>, grid, fm_block);
-    } else {
-      const dim3 grid(unsigned(((a.tokens + 15) / 16 + Traits::kRowThreads - 1) / Traits::kRowThreads), fy);
-      if (lean) go(mvue24_feature_major_kernel<T, 16, 0, k16>, grid, fm_block);
-      else if (occ) go(mvue24_feature_major_kernel<T, 16, kMvueOccBlocks<T, false>>, grid, fm_block);
-      else go(mvue24_feature_major_kernel<T, 16>, grid, fm_block);
-    }
-    SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");
-    return;
-  }
-  // variant 2: persistent, prefetching (token-major: 16-bit types; f32 runs variant 1 above)
-  if (a.token_major) {
-    const std::int64_t nx = (a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures,
-                       ny = (a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens;
-    if constexpr (k16) {
-      static ResidentCtas cache;
-      launch_persistent(mvue24_token_major_pf_kernel<T>, cache, dim3(Traits::kThreads), 2 * 16 * Traits::kThreads * sizeof(uint2),
-                        nx, ny, a, s);
-      SPARSENM_CUDA_CHECK_LAUNCH("mvue24_token_major_pf_kernel");
+      go(mvue24_feature_major_jit_kernel<T>, grid, fm_block);
+      SPARSENM_CUDA_CHECK_LAUNCH("mvue24_feature_major_jit_kernel");
       return;
-    } else {
-      go(mvue24_token_major_kernel<T>, dim3(unsigned(nx), unsigned(ny)), dim3(Traits::kThreads));
     }
+    if (variant >= 18) {  // 16-bit token-major, 256 x 64 tiles; 23 / 24: the token tiles along blockIdx.x
+      const dim3 grid_lines(unsigned((a.features + 63) / 64), unsigned((a.tokens + 255) / 256));
+      const dim3 grid_tx(grid_lines.y, grid_lines.x), block(Traits::kThreads);
+      const bool tx_fits = grid_lines.x <= 65535u;  // feature tiles along gridDim.y
+      if (variant == 18) go(mvue24_token_major_jit_kernel<T>, grid_lines, block);
+      else if (variant == 23 && tx_fits) go(mvue24_token_major_jit_kernel<T, kMvueTmFmaCvt | kMvueTmTokenX>, grid_tx, block);
+      else if (variant == 23) go(mvue24_token_major_jit_kernel<T, kMvueTmFmaCvt>, grid_lines, block);
+      else if (tx_fits) go(mvue24_token_major_jit_kernel<T, kMvueTmTokenX>, grid_tx, block);
+      else go(mvue24_token_major_jit_kernel<T>, grid_lines, block);
+      SPARSENM_CUDA_CHECK_LAUNCH("mvue24_token_major_jit_kernel");
+      return;
+    }
+  }
+  // 1: one chunk / tile per thread / CTA; 6: 1 with the ALU-lean fast path (16-bit types)
+  const bool lean = k16 && variant == 6;
+  if (a.token_major) {
+    const dim3 grid(unsigned((a.features + Traits::kTileFeatures - 1) / Traits::kTileFeatures),
+                    unsigned((a.tokens + Traits::kTileTokens - 1) / Traits::kTileTokens));
+    if (lean) go(mvue24_token_major_kernel<T, k16>, grid, dim3(Traits::kThreads));
+    else go(mvue24_token_major_kernel<T>, grid, dim3(Traits::kThreads));
+  } else if (a.tokens % 32 == 0) {
+    const dim3 grid(unsigned((a.tokens / 32 + Traits::kRowThreads - 1) / Traits::kRowThreads), fy);
+    if (lean) go(mvue24_feature_major_kernel<T, 32, k16>, grid, fm_block);
+    else go(mvue24_feature_major_kernel<T, 32>, grid, fm_block);
   } else {
-    const std::int64_t ny = (a.features + Traits::kRowFeatures - 1) / Traits::kRowFeatures;
-    if (a.tokens % 32 == 0) {
-      static ResidentCtas cache;
-      launch_persistent(mvue24_feature_major_pf_kernel<T, 32>, cache, fm_block, 2 * (k16 ? 4 : 8) * Traits::kThreads * sizeof(uint4),
-                        (a.tokens / 32 + Traits::kRowThreads - 1) / Traits::kRowThreads, ny, a, s);
-    } else {
-      static ResidentCtas cache;
-      launch_persistent(mvue24_feature_major_pf_kernel<T, 16>, cache, fm_block, 2 * (k16 ? 2 : 4) * Traits::kThreads * sizeof(uint4),
-                        ((a.tokens + 15) / 16 + Traits::kRowThreads - 1) / Traits::kRowThreads, ny, a, s);
-    }
+    const dim3 grid(unsigned(((a.tokens + 15) / 16 + Traits::kRowThreads - 1) / Traits::kRowThreads), fy);
+    if (lean) go(mvue24_feature_major_kernel<T, 16, k16>, grid, fm_block);
+    else go(mvue24_feature_major_kernel<T, 16>, grid, fm_block);
   }
   SPARSENM_CUDA_CHECK_LAUNCH("mvue24_kernel");
 }

@@ -452,26 +452,19 @@ constexpr float kMvueLeanBase = 8388608.0f;                  ///< 2^23
 constexpr float kMvueLeanSel0 = 8388608.0f + float(0x3210);  ///< 2^23 + the selector of (f, s) = (0, 1)
 constexpr float kMvueLeanNib0 = 8388608.0f + float(0x4444);  ///< 2^23 + the nibble word's start value
 
-/// mvue_pick with the counts as floats: F = f (0..2), Sc = s' (0..2).
-/// kOneTest (session 8, variant 22): the validity in one FSETP: the level is made as c' = fma(S,
-/// 0, c) (one FFMA where S is live anyway): S >= 0 finite gives S * 0 = +0 and c' = c (c is never
-/// -0: every operand of its min is a sum of magnitudes), so every value below is unchanged; S = inf
-/// or NaN gives c' = NaN, hence p1 = fma(u, c', -c') = NaN and p2 = NaN, and p2 < B3 is false, as
-/// S < inf is. The test S < inf && p2 < B3 (2 FSETP + PLOP3 on the ALU pipe) becomes p2 < B3.
-template <bool kOneTest = false>
+/// mvue_pick with the counts as floats: F = f (0..2), Sc = s' (0..2). (Session 8's one-FSETP
+/// validity, variant 22, measured slower and was dropped in session 9.)
 SPARSENM_HD bool mvue_pick_lean(float x0, float x1, float x2, float x3, std::uint32_t v, float& c, float& F, float& Sc) {
   const float a0 = fabsf(x0), a1 = fabsf(x1), a2 = fabsf(x2), a3 = fabsf(x3);
   const float m01 = max_nan(a0, a1), n01 = min_nan(a0, a1), m23 = max_nan(a2, a3), n23 = min_nan(a2, a3);
   const float R = rn_add(rn_add(n01, n23), min_nan(m01, m23)), S = rn_add(R, max_nan(m01, m23));
   c = fminf(rn_mul(0.5f, S), R);
-  if constexpr (kOneTest) c = fma_exact(S, 0.0f, c);
   const float B0 = fminf(a0, c), B1 = rn_add(B0, fminf(a1, c)), B2 = rn_add(B1, fminf(a2, c)),
               B3 = rn_add(B2, fminf(a3, c));
   const float p1 = mvue_point(v, c), p2 = rn_add(p1, c);
   F = rn_add(le_f(B0, p1), le_f(B1, p1));
   Sc = rn_add(le_f(B1, p2), le_f(B2, p2));
-  if constexpr (kOneTest) return p2 < B3;
-  else return S < INFINITY && p2 < B3;
+  return S < INFINITY && p2 < B3;
 }
 /// The PRMT selector word of the kept pair from the float counts (low 16 bits = mvue_selector).
 SPARSENM_HD std::uint32_t mvue_selector_lean(float F, float Sc) {
@@ -485,17 +478,16 @@ SPARSENM_HD float mvue_nibble_add_lean(float nibf, float F, float Sc, int pos) {
 
 /// mvue_window16x2 in the lean form: nibf is the float nibble accumulator (kMvueLeanNib0 at the
 /// start of each 4 groups; the nibble word is the low 16 bits of f32_bits(nibf)).
-/// kFma (session 8, variants 21-23): the bf16 conversions of halves16_f<kBf16, true>; kOneTest
-/// (variant 22): mvue_pick_lean<true>.
-template <bool kBf16, bool kFma = false, bool kOneTest = false>
+/// kFma (session 8, variant 23): the bf16 conversions of halves16_f<kBf16, true>.
+template <bool kBf16, bool kFma = false>
 SPARSENM_HD bool mvue_window16x2_lean(std::uint32_t w01a, std::uint32_t w23a, std::uint32_t va, std::uint32_t w01b,
                                       std::uint32_t w23b, std::uint32_t vb, std::uint32_t& pair_a, std::uint32_t& pair_b,
                                       float& nibf, int pa, int pb) {
   float ca, cb, Fa, Sa, Fb, Sb, x0, x1, x2, x3;
   halves16_f<kBf16, kFma>(w01a, x0, x1), halves16_f<kBf16, kFma>(w23a, x2, x3);
-  const bool oka = mvue_pick_lean<kOneTest>(x0, x1, x2, x3, va, ca, Fa, Sa);
+  const bool oka = mvue_pick_lean(x0, x1, x2, x3, va, ca, Fa, Sa);
   halves16_f<kBf16, kFma>(w01b, x0, x1), halves16_f<kBf16, kFma>(w23b, x2, x3);
-  const bool okb = mvue_pick_lean<kOneTest>(x0, x1, x2, x3, vb, cb, Fb, Sb);
+  const bool okb = mvue_pick_lean(x0, x1, x2, x3, vb, cb, Fb, Sb);
   const std::uint32_t cp = pack16_pair<kBf16>(ca, cb);
   pair_a = max_abs_signed16_h<kBf16, 0>(prmt(w01a, w23a, mvue_selector_lean(Fa, Sa)), cp);
   pair_b = max_abs_signed16_h<kBf16, 1>(prmt(w01b, w23b, mvue_selector_lean(Fb, Sb)), cp);

@@ -89,26 +89,24 @@ struct Mask24Args {
   std::uint32_t* violations = nullptr;
   std::int64_t batch = 1;  ///< matrices stored back to back (blockIdx.z), each rows x cols
   bool aligned = false;    ///< shapes and pointers allow the vector path on interior tiles
-  /// Which kernel: 0 = the default for the dtype and mode (mask24_default_variant); 1 = the
+  /// Which kernel (the accepted set: kMask24Variants, variants.hpp; anything else throws
+  /// InvalidArgument): 0 = the default for the dtype and mode (mask24_default_variant); 1 = the
   /// session-2 kernel (mask24_s2.cuh, one 4 x 8 region per thread, S(W)^T through shared
   /// memory); 2 = the session-3 kernel (mask24.cuh, one 8 x 8 region per thread, table-driven
   /// compression); 3 = variant 2 walked by a persistent grid with cp.async prefetch; 4 = the
   /// session-2 code over a 256 x 256 footprint per CTA with every store a whole 32-byte sector
-  /// (mask24_lines.cuh); 5 = variant 4 with one more resident CTA per SM (lower register cap);
-  /// 6 = variant 4 issuing each pass's loads before the previous pass's compute (docs/PERF-train.md
-  /// "Session 4"); 7 = the lean 16-bit search (mask24_lean.cuh: 4 x 8 per thread, 24 warps per SM,
-  /// no shared-memory transpose; opt-in, 0.33 of copy: store-request bound, "Session 5") where it fits (16-bit
-  /// search, rows and cols multiples of 64, aligned, all outputs present), else the default;
-  /// 8 = variant 7 with every output staged in shared memory and written as whole 32-byte sectors
-  /// by 16-byte stores (docs/PERF-train.md "Session 5b"; the batched 16-bit default), where
-  /// mask24_lean_staged_fits holds, else the non-lean default; 9 = variant 8 over 128-column
-  /// strips of 8 warps (fewer, fuller L2 write requests; docs/PERF-train.md "Session 5c") where
-  /// mask24_lean_wide_fits holds, else variant 8; 10 = variant 9 with the S(W)^T values staged
-  /// over pass pairs and written as whole 128-byte lines ("Session 8"; opt-in: measured 0.88-0.90x
-  /// of variant 9), same fallback.
+  /// (mask24_lines.cuh); 8 = the lean 16-bit search (mask24_lean.cuh: 4 x 8 per thread, 24 warps
+  /// per SM, no shared-memory transpose) with every output staged in shared memory and written as
+  /// whole 32-byte sectors by 16-byte stores (docs/PERF-train.md "Session 5b"; the batched 16-bit
+  /// default where cols % 128 != 0), where mask24_lean_staged_fits holds, else the non-lean
+  /// default; 9 = variant 8 over 128-column strips of 8 warps (fewer, fuller L2 write requests;
+  /// "Session 5c"; the batched 16-bit default where cols % 128 == 0) where mask24_lean_wide_fits
+  /// holds, else variant 8. Variants 5, 6 (occupancy forms of 4), 7 (the lean search storing
+  /// straight from registers) and 10 (9 with whole-line S(W)^T rows) measured slower and were
+  /// dropped in session 9 (docs/PERF-train.md "Session 9: variants dropped").
   /// Outputs are identical; the bench times the non-default ones in the same run.
   int variant = 0;
-  /// Bench / profiling only (variants 4-6): at most this many CTAs resident per SM, by padding the
+  /// Bench / profiling only (variant 4): at most this many CTAs resident per SM, by padding the
   /// launch with dynamic shared memory (the occupancy control of "Session 4"); 0 = no limit;
   /// -k: k CTAs fewer than the kernel's own occupancy.
   int max_ctas_per_sm = 0;
@@ -139,7 +137,7 @@ inline int mask24_default_variant(std::size_t elem_size, bool search, std::int64
   return (batch == 1 && rows * cols <= std::int64_t(6400) * 1600) ? 3 : 2;
 }
 
-/// Does the lean mask search (Mask24Args::variant = 7 / 8, mask24_lean.cuh: 64 x 64 tiles) take this call? (16-bit search, every output present, shape and
+/// Does the lean mask search (mask24_lean.cuh: 64 x 64 tiles) take this call? (16-bit search, every output present, shape and
 /// pointers aligned; otherwise the default kernel runs.)
 inline bool mask24_lean_fits(const Mask24Args& a, std::size_t elem_size, bool search) {
   return search && elem_size == 2 && a.aligned && a.rows % 64 == 0 && a.cols % 64 == 0 && a.rows > 0 &&
@@ -167,42 +165,26 @@ struct Mvue24Args {
   void* values = nullptr;
   std::uint8_t* indices = nullptr;
   bool aligned = false;
-  /// Which kernels: 0 = the default (mvue24_default_variant); 1 = the session-3 kernels (one
-  /// chunk / tile per thread / CTA); 2 = the persistent kernels that prefetch the next chunk /
-  /// tile with cp.async into thread-private shared memory while computing the current one
-  /// (token-major: 16-bit types only, f32 runs variant 1); 3 = whole-line stores (token-major
-  /// 256-token x 64-feature tiles, feature-major 16-token units per lane, mvue24.cuh); 4 = variant
-  /// 1 and 5 = variant 3 under a lower register cap (more resident CTAs per SM: kMvueOccBlocks,
-  /// docs/PERF-train.md "Session 4"); 6 = variant 1 and 7 = variant 5 with the ALU-lean 16-bit
-  /// fast path (mvue_window16x2_lean: counts combined on the FMA pipes, "Session 5"; f32 runs
-  /// variant 1 / 5); 8 = variant 6 with each feature-major 32-token chunk computed as two 16-token
-  /// halves (fewer live registers: bf16 64 instead of 75, i.e. 32 resident warps instead of 24;
-  /// "Session 6"; 16-bit feature-major with tokens % 32 == 0, else variant 6 / f32 variant 1;
-  /// opt-in: measured 0.98x of variant 7 for bf16, 0.97x of variant 6 for f16); 9 = variant 6
-  /// with short live ranges (Philox words made just before their groups, the rare full rule
-  /// re-reads its chunk instead of keeping the inputs live: bf16 51 registers instead of 75, f16
-  /// 48 instead of 57; "Session 6b"; the same fallbacks as 8); 10 = variant 9 under a 5-CTA
-  /// register cap (48 registers, 40 warps per SM; no spill): the 16-bit feature-major default
-  /// where tokens % 32 == 0 (session 6b); 11 = variant 10 with the chunk's four 16-byte loads
-  /// staged in shared memory by cp.async (all 64 bytes in flight whatever ptxas does with
-  /// register loads; "Session 7"; the same fallbacks as 8); 12 = token-major threads of 16 tokens
-  /// x 2 features (128 x 64 tiles, 48 registers: 40 warps; feature-major runs variant 6, f32
-  /// variant 1); 13 = 12 with the token words staged by cp.async; 14 = 13 at 6 CTAs per SM
-  /// (40 registers) ("Session 7"; 11-14 opt-in: measured 0.71-0.98x of the defaults); 15 = token-
-  /// major variant 6 with short live ranges (Philox words per feature just in time, the rare full
-  /// rule re-reading its words), 16 = 15 at 4 CTAs per SM (64 registers), 17 = 16 on variant 5's
-  /// 256 x 64 tiles: the bf16 token-major default for n % 128 == 0, n >= 4096 ("Session 7b";
-  /// feature-major runs variant 6, f32 variant 1); 18 / 19 = 17 and 20 = 15 with the Philox
-  /// words of the first 1 / 2 / 1 features made between the loads' issue and their first use
-  /// ("Session 7c"; 18 is the bf16 token-major default for n % 128 == 0, n >= 4096; 19 / 20
-  /// opt-in; the same fallbacks); 21 = 18 with the bf16 conversions on the FMA pipe (IMAD.WIDE
-  /// instead of LOP3), 22 = 21 with the fast path's validity in one FSETP per group, 23 = 21 with
-  /// the token tiles along blockIdx.x, 24 = 18 with the token tiles along blockIdx.x ("Session 8 (MVUE)";
-  /// for f16, 21 is 18's code and 23 is 24's; 23 is the f16 token-major default for n % 128 == 0,
-  /// n >= 4096; 21 / 22 measured slower, 24 not yet measured; the same fallbacks).
+  /// Which kernels (the accepted set: kMvue24Variants, variants.hpp; anything else throws
+  /// InvalidArgument): 0 = the default (mvue24_default_variant); 1 = the session-3 kernels (one
+  /// chunk / tile per thread / CTA); 3 = whole-line stores (token-major 256-token x 64-feature
+  /// tiles, feature-major 16-token units per lane, mvue24.cuh); 6 = variant 1 with the ALU-lean
+  /// 16-bit fast path (mvue_window16x2_lean: counts combined on the FMA pipes, "Session 5"; f32
+  /// runs variant 1); 7 = variant 3 under a 4-CTA register cap with the ALU-lean fast path (f32
+  /// runs variant 3); 10 = 16-bit feature-major 32-token chunks with short live ranges (Philox
+  /// words made just before their groups, the rare full rule re-reads its chunk) under a 5-CTA
+  /// register cap (48 registers, 40 warps per SM; "Session 6b"; token-major and tokens % 32 != 0
+  /// run variant 6, f32 variant 1); 18 = token-major variant 6 with short live ranges at 4 CTAs
+  /// per SM on variant 3's 256 x 64 tiles, the Philox words of feature 0 made between the loads'
+  /// issue and their first use ("Session 7b", "Session 7c"); 23 = 18 with the bf16 conversions on
+  /// the FMA pipe (IMAD.WIDE instead of LOP3) and the token tiles along blockIdx.x; 24 = 18 with
+  /// the token tiles along blockIdx.x ("Session 8 (MVUE)"; for f16, 23 is 24's code; 24 not yet
+  /// measured); 18 / 23 / 24: feature-major runs variant 6, f32 variant 1. Variants 2, 4, 5, 8, 9,
+  /// 11-17, 19-22 measured slower than the defaults and were dropped in session 9
+  /// (docs/PERF-train.md "Session 9: variants dropped").
   /// Outputs are identical.
   int variant = 0;
-  /// Bench / profiling only (variants 1, 3, 4, 5): at most this many CTAs resident per SM, by
+  /// Bench / profiling only (variants 1, 3): at most this many CTAs resident per SM, by
   /// padding the launch with dynamic shared memory (the occupancy control of "Session 4"); 0 = no limit;
   /// -k: k CTAs fewer than the kernel's own occupancy.
   int max_ctas_per_sm = 0;
