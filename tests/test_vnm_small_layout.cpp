@@ -824,24 +824,6 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
         EXPECT_LT(std::int64_t(W.splits - 1) * W.pairs_per_split, l.pairs);
         if (n == 12288) EXPECT_EQ(W.splits, 2) << "96 groups, 264 slots";
         if (n == 28672) EXPECT_EQ(W.splits, 1) << "224 groups";
-        // session 9e knobs: 23 / 25 = 4 stages (3 blocks per SM: the one-wave rule over 396 slots gives
-        // 4 splits at 12288^2 before the cluster check), 24 = 8 stages with the cp.async feed (19's geometry)
-        for (const int kv : {sv::kWsGridVariant, sv::kWsLsuVariant, sv::kWsGridLsuVariant}) {
-          EXPECT_TRUE(sv::ws_variant(kv) && sv::lean2_variant(kv) && sv::lean2_cluster_variant(kv) && sv::variant_built(kv));
-          const int st = sv::ws_stages(kv), bps = st == 4 ? 3 : 2;
-          EXPECT_EQ(st, kv == sv::kWsLsuVariant ? sv::kWsStages : 4);
-          EXPECT_EQ(sv::ws_cp_async(kv), kv != sv::kWsGridVariant);
-          const sv::Geometry K = sv::choose_geometry(l, m, 132, kv, bps);
-          EXPECT_EQ(K.variant, kv);
-          EXPECT_EQ(K.warps, 4);
-          EXPECT_EQ(K.chunk_pairs, W.chunk_pairs);
-          EXPECT_EQ(K.ring_bytes, std::size_t(st) * 8u * sv::kRecordBytes);
-          EXPECT_EQ(K.smem_bytes(), W.smem_bytes() - W.ring_bytes + K.ring_bytes);
-          EXPECT_LE(std::size_t(bps) * (K.smem_bytes() + 1024 + 128), 228u * 1024u) << bps << " blocks per SM";
-          EXPECT_LE(std::size_t(8 * K.n_tiles * (128 + 4) * 4), K.smem_bytes()) << "cluster partials fit";
-          if (n == 12288) EXPECT_EQ(K.splits, bps == 3 ? 4 : 2);
-          if (n == 28672) EXPECT_EQ(K.splits, 1);
-        }
       }
     }
   const sv::Layout odd = sv::Layout::of(FormatLayout::of(Pattern::hw24(), 28672, 8188));

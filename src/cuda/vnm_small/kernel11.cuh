@@ -34,14 +34,9 @@
 // (74-75 % of DRAM at 12288^2, 79 % at 28672 x 8192, against 80-81 % for 14 / 12 at m <= 8). 12288^2 m = 32
 // 49.95 us against 16's 51.33 (cuSPARSELt 48.61); 5-8 % slower than the default at m <= 16, 2 % at 28672 x
 // 8192 m = 32. The plan takes it at m > 24 where 14 would run a cluster of splits (vnm_small.cu).
-//
-// Knobs (session 9e, s9v24c; compile-time, instantiated only for variants 23 / 24 / 25, layout.hpp):
-// kS = ring stages (4: 73.7 KB of shared memory at NT = 4, so 3 blocks per SM — __launch_bounds__ min
-// blocks 3 — and 14's grid of 3 splits at 12288^2; 8: 2 blocks per SM); kCpAsync = the producer fills a
-// stage with 16-byte cp.async.cg instead of cp.async.bulk: stage unit u = lane + 32 i (i < 18, 576 units
-// of 16 B = 9216 B; unit u lands at + 16 u, i.e. tile u / 72's record at + 1152 (u / 72), so the layout
-// is the bulk copies' byte for byte), then cp.async.mbarrier.arrive.noinc on the full barrier, whose
-// arrival count is then 32 (one per producer lane, each counted when that lane's copies have landed).
+// Session 9e (s9v24c, d7d9292; PERF-vnm-small.md "Session 9e"): two knobs of this kernel raced and removed —
+// 16-byte cp.async from all producer lanes instead of cp.async.bulk ties it (the copy engine is not the
+// rate limiter); 4 stages at 3 blocks per SM (14's grid) is 12-23 % slower. Next: per-warp stage slices.
 #pragma once
 #include <cooperative_groups.h>
 
@@ -82,23 +77,16 @@ __device__ __forceinline__ void ws_consumer_sync() { asm volatile("bar.sync 1, 1
 
 inline constexpr int kWsConsumerWarps = 4;
 inline constexpr int kWsThreads = 32 * (kWsConsumerWarps + 1);
-/// Blocks per SM the kernel is built for: 3 with 4 stages (73.7 KB at NT = 4), else 2.
-constexpr int ws_min_blocks(int stages) { return stages <= 4 ? 3 : 2; }
 
-/// Arrive on `bar` when all of this thread's prior cp.async have completed, without raising the pending count.
-__device__ __forceinline__ void ws_cp_async_arrive(std::uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
-}
-
-template <class Tr, bool kCluster, int kS = sparsenm::vnm_small::kWsStages, bool kCpAsync = false>
-__global__ void __launch_bounds__(kWsThreads, ws_min_blocks(kS)) vnm_small_kernel_ws(const Params p) {
+template <class Tr, bool kCluster>
+__global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using T = typename Tr::T;
   namespace sv = sparsenm::vnm_small;
   constexpr int NT = Tr::kNTiles;
   constexpr int C = sv::lean_chunk_pairs(NT);
   constexpr int U = C * 8;  // 16-byte units per staged row
-  constexpr int S = kS;
+  constexpr int S = sv::kWsStages;
   constexpr int kThreads = 32 * kWsConsumerWarps;  // consumer threads (gather, named barrier)
   constexpr int kRows = 2 * 16 * kWsConsumerWarps;  // 128 rows of the group
   constexpr int kRowsPerRound = kThreads / U;
@@ -121,7 +109,7 @@ __global__ void __launch_bounds__(kWsThreads, ws_min_blocks(kS)) vnm_small_kerne
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < S; ++s) {
-      bulk_mbar_init(full0 + 8u * std::uint32_t(s), kCpAsync ? 32u : 1u);
+      bulk_mbar_init(full0 + 8u * std::uint32_t(s), 1u);
       bulk_mbar_init(empty0 + 8u * std::uint32_t(s), std::uint32_t(kThreads));
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the bulk copies' complete_tx
@@ -144,43 +132,14 @@ __global__ void __launch_bounds__(kWsThreads, ws_min_blocks(kS)) vnm_small_kerne
     const std::uint32_t dst0 = ring + std::uint32_t(t) * kRec;
     int s = 0;
     std::uint32_t ph = 0;
-    if constexpr (kCpAsync) {
-      // unit u = lane + 32 i: tile u / 72, 16-byte unit u % 72 of its record, stored at + 16 u
-      constexpr int kUnits = int(kStage / 16) / 32;  // 18 per lane
-      static_assert(int(kStage / 16) % 32 == 0, "ws: stage units per lane");
-      const char* usrc[kUnits];
-#pragma unroll
-      for (int i = 0; i < kUnits; ++i) {
-        const int u = lane + 32 * i, ut = u / 72;
-        const std::int64_t urt = std::int64_t(blockIdx.x) * p.tiles_per_group + ut;
-        const std::int64_t us = ut < p.tiles_per_group && urt < p.row_tiles ? urt : p.row_tiles - 1;
-        usrc[i] = wbase + (std::size_t(us) * std::size_t(p.pairs) + std::size_t(pair0)) * kRec + std::size_t(u % 72) * 16;
-      }
-      const std::uint32_t udst = ring + std::uint32_t(lane) * 16u;
-      for (int q = 0; q < nrec; ++q) {
-        bulk_mbar_wait(empty0 + 8u * std::uint32_t(s), ph ^ 1u);  // the stage's previous use released
-        const std::uint32_t d = udst + std::uint32_t(s) * kStage;
-#pragma unroll
-        for (int i = 0; i < kUnits; ++i) {
-          ring_cp16(d + std::uint32_t(i) * 512u, usrc[i]);
-          usrc[i] += kRec;
-        }
-        ws_cp_async_arrive(full0 + 8u * std::uint32_t(s));
-        if (++s == S) s = 0, ph ^= 1u;
-      }
-      asm volatile("cp.async.wait_all;" ::: "memory");
-      (void)wsrc;
-      (void)dst0;
-    } else {
-      for (int q = 0; q < nrec; ++q) {
-        const std::uint32_t full = full0 + 8u * std::uint32_t(s);
-        bulk_mbar_wait(empty0 + 8u * std::uint32_t(s), ph ^ 1u);  // the stage's previous use released
-        if (lane == 0) bulk_mbar_expect_tx(full, kStage);
-        __syncwarp();
-        if (lane < 8) bulk_copy(dst0 + std::uint32_t(s) * kStage, wsrc, kRec, full);
-        wsrc += kRec;
-        if (++s == S) s = 0, ph ^= 1u;
-      }
+    for (int q = 0; q < nrec; ++q) {
+      const std::uint32_t full = full0 + 8u * std::uint32_t(s);
+      bulk_mbar_wait(empty0 + 8u * std::uint32_t(s), ph ^ 1u);  // the stage's previous use released
+      if (lane == 0) bulk_mbar_expect_tx(full, kStage);
+      __syncwarp();
+      if (lane < 8) bulk_copy(dst0 + std::uint32_t(s) * kStage, wsrc, kRec, full);
+      wsrc += kRec;
+      if (++s == S) s = 0, ph ^= 1u;
     }
     __syncwarp();
   } else {

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
-#include <utility>
 
 #include "cuda/common.cuh"
 #include "cuda/vnm_small/kernel.cuh"
@@ -38,30 +37,11 @@ const void* kernel_of(int variant) {
     case 14:
     case 15:
     case 16:
-    case 19:
-    case 23:
-    case 24:
-    case 25: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
+    case 19: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
     case 10: return reinterpret_cast<const void*>(&vnm_small_kernel_pair<Tr, false>);
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
     default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
   }
-}
-
-/// Variants 19 / 23 / 24 / 25: the kernel11.cuh instance of the variant's knobs (stages, producer feed).
-template <class Tr, bool kCluster>
-const void* ws_kernel(int variant) {
-  switch (variant) {
-    case sparsenm::vnm_small::kWsGridVariant: return reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, kCluster, 4, false>);
-    case sparsenm::vnm_small::kWsLsuVariant: return reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, kCluster, 8, true>);
-    case sparsenm::vnm_small::kWsGridLsuVariant: return reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, kCluster, 4, true>);
-    default: return reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, kCluster>);  // 19
-  }
-}
-/// (non-cluster, cluster) instances of a warp-specialized variant.
-template <class Tr>
-std::pair<const void*, const void*> ws_kernels(int variant) {
-  return {ws_kernel<Tr, false>(variant), ws_kernel<Tr, true>(variant)};
 }
 
 template <class T, int NT>
@@ -93,10 +73,8 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
       SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
       SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&best, f, threads, smem_bytes));
     }
-    if (sparsenm::vnm_small::ws_variant(variant)) {  // 19 / 23 .. 25: their own kernels, 160 threads (a producer warp)
-      const auto fs = ws_kernels<Tr>(variant);
-      const void* const fa[2] = {fs.first, fs.second};
-      for (const void* f : fa) {
+    if (variant == sparsenm::vnm_small::kLean2WsVariant) {  // 19: its own kernels, 160 threads (a producer warp)
+      for (const void* f : {reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, false>), reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, true>)}) {
         SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
         int b = 0;
         SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, kWsThreads, smem_bytes));
@@ -314,10 +292,9 @@ template <class Tr>
 void launch_ws(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
   namespace sv = sparsenm::vnm_small;
   constexpr int NT = Tr::kNTiles;
-  if (!sv::ws_variant(g.variant) || g.warps != kWsConsumerWarps || g.tiles_per_warp != 2 || p.tiles_per_group != 2 * kWsConsumerWarps ||
-      p.sel != nullptr || g.chunk_pairs != sv::lean_chunk_pairs(NT) ||
-      g.ring_bytes != std::size_t(kWsConsumerWarps) * sv::ring_stages(g.variant) * sv::kRecordBytes)
-    throw std::logic_error("vnm_small: variant 19 / 23-25 geometry is not the warp-specialized kernel's");
+  if (g.warps != kWsConsumerWarps || g.tiles_per_warp != 2 || p.tiles_per_group != 2 * kWsConsumerWarps || p.sel != nullptr ||
+      g.chunk_pairs != sv::lean_chunk_pairs(NT) || g.ring_bytes != std::size_t(kWsConsumerWarps) * sv::ring_stages(sv::kLean2WsVariant) * sv::kRecordBytes)
+    throw std::logic_error("vnm_small: variant 19 geometry is not the warp-specialized kernel's");
   const dim3 grid(unsigned(groups), unsigned(g.splits));
   if (!direct_x(p)) {
     launch_transpose<NT>(p, stream);
@@ -340,12 +317,10 @@ void launch_ws(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    void* args[] = {const_cast<Params*>(&p)};
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelExC(&cfg, ws_kernel<Tr, true>(g.variant), args));
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_ws<Tr, true>, p));
     SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_ws<cluster>");
   } else {
-    void* args[] = {const_cast<Params*>(&p)};
-    SPARSENM_CUDA_CHECK(cudaLaunchKernel(ws_kernel<Tr, false>(g.variant), grid, dim3(unsigned(kWsThreads)), args, g.smem_bytes(), stream));
+    vnm_small_kernel_ws<Tr, false><<<grid, dim3(unsigned(kWsThreads)), g.smem_bytes(), stream>>>(p);
     SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_ws");
   }
 }
@@ -374,7 +349,7 @@ int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
   if (g.splits <= 1) return 0;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(g.groups), unsigned(g.splits));
-  cfg.blockDim = dim3(unsigned(sparsenm::vnm_small::ws_variant(g.variant) ? kWsThreads : 32 * g.warps));  // 19 / 23-25: + producer warp
+  cfg.blockDim = dim3(unsigned(g.variant == sparsenm::vnm_small::kLean2WsVariant ? kWsThreads : 32 * g.warps));  // 19: + producer warp
   cfg.dynamicSmemBytes = g.smem_bytes();
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -391,8 +366,8 @@ int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 8>, &cfg));
   else if (g.variant == sparsenm::vnm_small::kLean2LongVariant)
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 4, true>, &cfg));
-  else if (sparsenm::vnm_small::ws_variant(g.variant))
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, ws_kernel<Tr, true>(g.variant), &cfg));
+  else if (g.variant == sparsenm::vnm_small::kLean2WsVariant)
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_ws<Tr, true>, &cfg));
   else
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_stream<Tr, false>, &cfg));
   return n;
@@ -451,9 +426,6 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
       launch_lean2<Tr>(p, g, groups, stream);
       break;
     case 19:
-    case 23:
-    case 24:
-    case 25:
       launch_ws<Tr>(p, g, groups, stream);
       break;
     case 10:

@@ -272,15 +272,9 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 so (vlean_spread: even placement under PDL; 1.01-1.20x at 28672 x 8192).
 ///  21 as 20 with the k splits summed by the reduce kernel (fp32 partials; no clusters). Measured: ties 20
 ///                 at one split, 1.5-3 us slower at 12288^2; opt-in.
-///  23 / 24 / 25 variant 19's kernel with compile-time knobs (session 9e, s9v24c; PERF-vnm-small.md "Session 9e"):
-///                 23 = 4 stages (36.9 KB of ring), 3 blocks per SM (14's grid: 3 splits at 12288^2);
-///                 24 = 8 stages, 2 blocks per SM, the producer warp fills a stage with 16-byte cp.async
-///                 (32 lanes x 18, cp.async.mbarrier.arrive.noinc on the full barrier) instead of
-///                 cp.async.bulk; 25 = both (4 stages, 3 per SM, cp.async). Opt-in.
-///  (22: reserved for the V:2:M work of branch s9vnm3.)
-inline constexpr int kVariants = 26;
-/// Variant numbers with a kernel (17 / 18: removed in session 9b, see above; 22: another branch's).
-constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18 && v != 22; }
+inline constexpr int kVariants = 22;
+/// Variant numbers with a kernel (17 / 18: removed in session 9b, see above).
+constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18; }
 inline constexpr int kVnmLeanVariant = 20;        ///< V:2:M (V = 128) lean paired, cluster split reduce (kernel10.cuh)
 inline constexpr int kVnmLeanReduceVariant = 21;  ///< variant 20 with the reduce kernel for its splits
 /// Variants 20 / 21: the V:2:M lean paired kernel (kernel10.cuh).
@@ -297,18 +291,10 @@ inline constexpr int kLean2WideTiles = 16;       ///< variant 15: row tiles per 
 inline constexpr int kLean2LongVariant = 16;     ///< variant 14 with lean_long_chunk_pairs (kernel9.cuh)
 inline constexpr int kLean2WsVariant = 19;       ///< variant 14 with a producer warp and a CTA-wide bulk ring (kernel11.cuh)
 inline constexpr int kWsStages = 8;              ///< variant 19: ring stages (one pair of the group's 8 tiles each)
-inline constexpr int kWsGridVariant = 23;        ///< 19 with 4 stages, 3 blocks per SM (kernel11.cuh knobs)
-inline constexpr int kWsLsuVariant = 24;         ///< 19 with a cp.async-fed producer
-inline constexpr int kWsGridLsuVariant = 25;     ///< 23 + 24
-/// Variants 19 / 23 / 24 / 25: the warp-specialized kernel (kernel11.cuh).
-constexpr bool ws_variant(int v) { return v == kLean2WsVariant || v == kWsGridVariant || v == kWsLsuVariant || v == kWsGridLsuVariant; }
-/// Their ring stages (kernel11.cuh kS) and producer feed (true: 16-byte cp.async; false: cp.async.bulk).
-SPARSENM_VS_HD constexpr int ws_stages(int v) { return v == kWsGridVariant || v == kWsGridLsuVariant ? 4 : kWsStages; }
-SPARSENM_VS_HD constexpr bool ws_cp_async(int v) { return v == kWsLsuVariant || v == kWsGridLsuVariant; }
-/// Variants 13 .. 16, 19 / 23 .. 25: the lean kernel with two row tiles per warp.
-constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || ws_variant(v); }
-/// Variants 14 / 15 / 16 / 19 / 20 / 23 .. 25: the k splits of a group are one cluster, reduced through distributed shared memory.
-constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || ws_variant(v) || v == kVnmLeanVariant; }
+/// Variants 13 .. 16, 19: the lean kernel with two row tiles per warp.
+constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || v == kLean2WsVariant; }
+/// Variants 14 / 15 / 16 / 19 / 20: the k splits of a group are one cluster, reduced through distributed shared memory.
+constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || v == kLean2WsVariant || v == kVnmLeanVariant; }
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)
@@ -359,7 +345,7 @@ constexpr bool ring_variant(int v) { return v == kRingVariant || async_variant(v
 /// (Variant 19: kWsStages stages of 8 records for 4 warps = 2 kWsStages records per warp.)
 constexpr int ring_stages(int v) {
   return v == kPairVariant       ? kPairRingStages
-         : ws_variant(v)         ? 2 * ws_stages(v)
+         : v == kLean2WsVariant  ? 2 * kWsStages
          : lean2_variant(v) || vlean_variant(v) ? 2 * kRingStages
                                  : kRingStages;
 }

@@ -125,12 +125,7 @@ class Instance final : public detail::KernelInstance {
                                                       "async gather + ring, lean, two tiles per warp, long chunks, cluster split reduce (hw24 direct)",
                                                       "(removed)",
                                                       "(removed)",
-                                                      "async gather + producer warp, block bulk-copy ring, lean, two tiles per warp, cluster split reduce (hw24 direct)",
-                                                      nullptr, nullptr,  // 20 / 21: below
-                                                      "(another branch)",
-                                                      "async gather + producer warp, block bulk-copy ring of 4 stages, 3 blocks per SM, lean, two tiles per warp, cluster split reduce (hw24 direct)",
-                                                      "async gather + producer warp, block cp.async ring, lean, two tiles per warp, cluster split reduce (hw24 direct)",
-                                                      "async gather + producer warp, block cp.async ring of 4 stages, 3 blocks per SM, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
+                                                      "async gather + producer warp, block bulk-copy ring, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
     const char* name = geom_.variant == sv::kVnmLeanVariant ? "V:2:M lean, two tiles per warp, cluster split reduce (V = 128, transposed X)"
                        : geom_.variant == sv::kVnmLeanReduceVariant ? "V:2:M lean, two tiles per warp, reduce kernel (V = 128, transposed X)"
                        : kNames[geom_.variant] ? kNames[geom_.variant] : "?";
