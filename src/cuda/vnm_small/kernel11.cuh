@@ -34,6 +34,9 @@
 // (74-75 % of DRAM at 12288^2, 79 % at 28672 x 8192, against 80-81 % for 14 / 12 at m <= 8). 12288^2 m = 32
 // 49.95 us against 16's 51.33 (cuSPARSELt 48.61); 5-8 % slower than the default at m <= 16, 2 % at 28672 x
 // 8192 m = 32. The plan takes it at m > 24 where 14 would run a cluster of splits (vnm_small.cu).
+// Session 9e (s9v24c, d7d9292; PERF-vnm-small.md "Session 9e"): two knobs of this kernel raced and removed —
+// 16-byte cp.async from all producer lanes instead of cp.async.bulk ties it (the copy engine is not the
+// rate limiter); 4 stages at 3 blocks per SM (14's grid) is 12-23 % slower. Next: per-warp stage slices.
 #pragma once
 #include <cooperative_groups.h>
 
