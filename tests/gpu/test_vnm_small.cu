@@ -316,14 +316,12 @@ TEST(VnmSmallGpu, WsRingTiny) {
   // m = 1 / 9 / 32 (NT = 1 / 2 / 4: chunks of 16 / 8 / 4 pairs), f16, splits 1 (non-cluster kernel) and 2
   // (a cluster of 2: 11 pairs each), every case twice on one instance with poisoned y.
   REQUIRE_DEVICE();
-  // Variant 23 (per-warp stage slices: 64 mbarriers, expect_tx 2304 B per slice, 32 arrivals) takes every case too.
   std::uint64_t seed = 19500;
   for (std::int64_t m : {1, 9, 32}) {
     Problem pr = make_problem(Pattern::hw24(), DType::f16, m, 296, 64 * 21 + 8, ++seed);
-    for (const int v : {vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant})
-      for (int splits : {1, 2})
-        run_and_check_at(pr, DType::f32, {splits, v},
-                         "ws tiny m=" + std::to_string(m) + " splits=" + std::to_string(splits) + " v" + std::to_string(v), 0);
+    for (int splits : {1, 2})
+      run_and_check_at(pr, DType::f32, {splits, vnm_small::kLean2WsVariant},
+                       "ws tiny m=" + std::to_string(m) + " splits=" + std::to_string(splits), 0);
   }
 }
 
@@ -386,7 +384,7 @@ TEST(VnmSmallGpu, LeanPairedDirectHw24) {
   // Variant 19 (producer warp, block ring of 8 stages with full / empty mbarriers; misaligned X: variant
   // 9's kernel in its geometry) takes every case too.
   for (const int v : {vnm_small::kLean2Variant, vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant,
-                      vnm_small::kLean2LongVariant, vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant})
+                      vnm_small::kLean2LongVariant, vnm_small::kLean2WsVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 16, 19, 25, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -397,7 +395,7 @@ TEST(VnmSmallGpu, LeanPairedDirectHw24) {
       Problem pk = make_problem(Pattern::hw24(), t, m, 130, 600, ++seed);
       run_and_check_at(pk, t, {0, v}, "lean2 k=600 " + tag, 0);
       run_and_check_at(pk, t, {2, v}, "lean2 k=600 splits=2 " + tag, 0);
-      if (v == vnm_small::kLean2WideVariant || v == vnm_small::kLean2LongVariant || vnm_small::ws_variant(v)) {
+      if (v == vnm_small::kLean2WideVariant || v == vnm_small::kLean2LongVariant || v == vnm_small::kLean2WsVariant) {
         Problem pw = make_problem(Pattern::hw24(), t, m, 1000, 64 * 13 + 8, ++seed);
         for (int splits : {0, 2, 3})
           run_and_check_at(pw, splits == 3 ? DType::f32 : t, {splits, v}, "lean2 n=1000 splits=" + std::to_string(splits) + " " + tag, 0);
@@ -417,13 +415,10 @@ TEST(VnmSmallGpu, WsRingHw24EveryM) {
   // (the non-cluster kernel) / 2 (19's rule at 12288^2) /
   // 3 (a cluster of 3: 8 / 8 / 6 pairs) / 8 (a cluster of 8: 3 pairs per split and 1 in the last, fewer
   // pairs than the ring's stages, the only chunk partial); y f32 / 16-bit. Each case runs twice on one
-  // instance (the mbarriers are initialised per launch) with y poisoned before each run. Variant 23 (per-warp
-  // stage slices: slice w of stage s has its own full / empty mbarriers, parity (q / 8) & 1 per slice; the
-  // producer lanes 2w / 2w + 1 copy warp w's records, lanes 3..7 the last tile's in the n = 296 tail group)
-  // takes every case too.
+  // instance (the mbarriers are initialised per launch) with y poisoned before each run.
   REQUIRE_DEVICE();
   std::uint64_t seed = 17000;
-  for (const int v : {vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant})
+  for (const int v : {vnm_small::kLean2WsVariant})
     for (DType t : {DType::f16, DType::bf16})
       for (std::int64_t m = 1; m <= 32; ++m) {
         const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -439,13 +434,12 @@ TEST(VnmSmallGpu, WsRingLongSplitsAndTails) {
   // of which the last is 8 rows: producer lane 7 streams the last tile's records, warp 3 stores one tile), m = 1 / 8 / 13 / 16 / 24 / 31 / 32, f16 /
   // bf16, splits 0 / 1 / 2, y f16 / bf16 / f32; X misaligned by 2 bytes (variant 9's transposed kernel in
   // 19's geometry, reduce kernel for the splits).
-  // Variant 23 (per-warp stage slices) takes every case too.
   REQUIRE_DEVICE();
   std::uint64_t seed = 19000;
-  for (const int v : {vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant})
+  const int v = vnm_small::kLean2WsVariant;
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 8, 13, 16, 24, 31, 32}) {
-      const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
+      const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m);
       Problem pr = make_problem(Pattern::hw24(), t, m, 1000, 64 * 75, ++seed);
       for (int splits : {0, 1, 2})
         run_and_check_at(pr, splits == 2 ? DType::f32 : t, {splits, v}, "ws n=1000 splits=" + std::to_string(splits) + " " + tag, 0);
@@ -479,7 +473,7 @@ TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
   // k % 8 != 0 and venom: variant 12).
   for (const int v9 : {vnm_small::kAsyncVariant, vnm_small::kFusedVariant, vnm_small::kLeanVariant, vnm_small::kLean2Variant,
                        vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant, vnm_small::kLean2LongVariant,
-                       vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant})
+                       vnm_small::kLean2WsVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 17, 21, 24, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v9);
@@ -560,7 +554,6 @@ TEST(VnmSmallGpu, Rejects) {
   EXPECT_FALSE(vnm_small::variant_built(17));
   EXPECT_FALSE(vnm_small::variant_built(18));
   EXPECT_TRUE(vnm_small::variant_built(19));
-  EXPECT_TRUE(vnm_small::variant_built(vnm_small::kWsSliceVariant));
   try {
     vs::create(pr.w, d, {0, 18});
   } catch (const InvalidArgument& e) {

@@ -36,7 +36,11 @@
 // 8192 m = 32. The plan takes it at m > 24 where 14 would run a cluster of splits (vnm_small.cu).
 // Session 9e (s9v24c, d7d9292; PERF-vnm-small.md "Session 9e"): two knobs of this kernel raced and removed —
 // 16-byte cp.async from all producer lanes instead of cp.async.bulk ties it (the copy engine is not the
-// rate limiter); 4 stages at 3 blocks per SM (14's grid) is 12-23 % slower. Next: per-warp stage slices.
+// rate limiter); 4 stages at 3 blocks per SM (14's grid) is 12-23 % slower.
+// Session 9f (s9v24d, 94e17f6; PERF-vnm-small.md "Session 9f"): per-warp stage slices (each warp's 2-record
+// slice of a stage with its own full / empty mbarriers, the producer refilling the slices round-robin) raced as
+// variant 23 and removed: 13 % slower than this kernel at 12288^2 m = 32 (56.54 against 49.89 us), 3-5 % faster
+// at 28672 x 8192 m <= 16 but still behind 12 there.
 #pragma once
 #include <cooperative_groups.h>
 
@@ -78,14 +82,7 @@ __device__ __forceinline__ void ws_consumer_sync() { asm volatile("bar.sync 1, 1
 inline constexpr int kWsConsumerWarps = 4;
 inline constexpr int kWsThreads = 32 * (kWsConsumerWarps + 1);
 
-/// kSlices (variant 23, session 9f): per-warp stage slices. The stage layout is 19's (warp w's two records
-/// are bytes [2 w 1152, (2 w + 2) 1152) of the stage), but each consumer warp's slice of each stage has its
-/// own full mbarrier (the producer's expect_tx of 2304 B, the two copies complete_tx on it) and its own empty
-/// mbarrier (arrival count 32: that warp alone releases it). A warp waits only on its own two records and
-/// its slice is refilled as soon as it released it: the producer walks the slices round-robin (pair q:
-/// warps 0..3), waiting on each slice's empty barrier, so one slow warp holds back only the refills behind
-/// it in that order, not the other warps' landed records.
-template <class Tr, bool kCluster, bool kSlices = false>
+template <class Tr, bool kCluster>
 __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using T = typename Tr::T;
@@ -104,10 +101,9 @@ __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Param
   static_assert(kThreads % U == 0 && kStage % 16 == 0 && kBuf % 16 == 0, "ws: shapes");
 
   extern __shared__ uint4 smem_u4[];
-  constexpr int NB = kSlices ? kWsConsumerWarps * S : S;  // full / empty barriers (kSlices: slice w of stage s at w S + s)
-  __shared__ alignas(8) std::uint64_t ws_bar[2 * NB];  // full [0, NB), empty [NB, 2 NB)
+  __shared__ alignas(8) std::uint64_t ws_bar[2 * S];  // full [0, S), empty [S, 2 S)
   const std::uint32_t sbase = smem_addr(smem_u4);
-  const std::uint32_t full0 = smem_addr(&ws_bar[0]), empty0 = smem_addr(&ws_bar[NB]);
+  const std::uint32_t full0 = smem_addr(&ws_bar[0]), empty0 = smem_addr(&ws_bar[S]);
   const std::uint32_t ring = sbase + 2 * kBuf;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const std::int64_t pair0 = std::int64_t(blockIdx.y) * p.pairs_per_split;
@@ -116,9 +112,9 @@ __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Param
 
   if (tid == 0) {
 #pragma unroll
-    for (int s = 0; s < NB; ++s) {
+    for (int s = 0; s < S; ++s) {
       bulk_mbar_init(full0 + 8u * std::uint32_t(s), 1u);
-      bulk_mbar_init(empty0 + 8u * std::uint32_t(s), std::uint32_t(kSlices ? 32 : kThreads));
+      bulk_mbar_init(empty0 + 8u * std::uint32_t(s), std::uint32_t(kThreads));
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the bulk copies' complete_tx
   }
@@ -141,22 +137,11 @@ __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Param
     int s = 0;
     std::uint32_t ph = 0;
     for (int q = 0; q < nrec; ++q) {
-      if constexpr (kSlices) {
-#pragma unroll
-        for (int w = 0; w < kWsConsumerWarps; ++w) {  // round-robin over the warps' slices of stage s
-          const std::uint32_t bi = 8u * std::uint32_t(w * S + s);
-          bulk_mbar_wait(empty0 + bi, ph ^ 1u);  // warp w released this slice's previous use
-          if (lane == 0) bulk_mbar_expect_tx(full0 + bi, 2 * kRec);
-          __syncwarp();
-          if ((lane >> 1) == w && lane < 8) bulk_copy(dst0 + std::uint32_t(s) * kStage, wsrc, kRec, full0 + bi);
-        }
-      } else {
-        const std::uint32_t full = full0 + 8u * std::uint32_t(s);
-        bulk_mbar_wait(empty0 + 8u * std::uint32_t(s), ph ^ 1u);  // the stage's previous use released
-        if (lane == 0) bulk_mbar_expect_tx(full, kStage);
-        __syncwarp();
-        if (lane < 8) bulk_copy(dst0 + std::uint32_t(s) * kStage, wsrc, kRec, full);
-      }
+      const std::uint32_t full = full0 + 8u * std::uint32_t(s);
+      bulk_mbar_wait(empty0 + 8u * std::uint32_t(s), ph ^ 1u);  // the stage's previous use released
+      if (lane == 0) bulk_mbar_expect_tx(full, kStage);
+      __syncwarp();
+      if (lane < 8) bulk_copy(dst0 + std::uint32_t(s) * kStage, wsrc, kRec, full);
       wsrc += kRec;
       if (++s == S) s = 0, ph ^= 1u;
     }
@@ -211,8 +196,6 @@ __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Param
     constexpr std::uint32_t kTileBytes = std::uint32_t(8 * U * 16);
     int s = 0;
     std::uint32_t ph = 0, soff = 0;
-    const std::uint32_t wfull0 = full0 + (kSlices ? 8u * std::uint32_t(warp * S) : 0u);  // this warp's slices (kSlices)
-    const std::uint32_t wempty0 = empty0 + (kSlices ? 8u * std::uint32_t(warp * S) : 0u);
     for (int c = 0; c < nchunks; ++c) {
       const int b = c & 1;
       ring_wait<0>();      // G(c), this thread's only cp.async group
@@ -225,7 +208,7 @@ __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Param
 #pragma unroll
       for (int j = 0; j < C; ++j) {
         if (j < np) {
-          bulk_mbar_wait(wfull0 + 8u * std::uint32_t(s), ph);
+          bulk_mbar_wait(full0 + 8u * std::uint32_t(s), ph);
           uint4 a0, a1, b0, b1;
           std::uint32_t ea, eb;
           asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a0.x), "=r"(a0.y), "=r"(a0.z), "=r"(a0.w) : "r"(ring16 + soff) : "memory");
@@ -234,7 +217,7 @@ __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Param
           asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(b0.x), "=r"(b0.y), "=r"(b0.z), "=r"(b0.w) : "r"(ring16 + soff + kRec) : "memory");
           asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(b1.x), "=r"(b1.y), "=r"(b1.z), "=r"(b1.w) : "r"(ring16 + soff + kRec + 512u) : "memory");
           asm volatile("ld.shared.u32 %0, [%1];" : "=r"(eb) : "r"(ring4 + soff + kRec) : "memory");
-          ws_mbar_arrive(wempty0 + 8u * std::uint32_t(s));  // release the stage (kSlices: the slice) before the mma
+          ws_mbar_arrive(empty0 + 8u * std::uint32_t(s));  // release the stage before the mma
           if (++s == S) s = 0, soff = 0, ph ^= 1u;
           else soff += kStage;
 #pragma unroll

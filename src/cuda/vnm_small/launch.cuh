@@ -37,8 +37,7 @@ const void* kernel_of(int variant) {
     case 14:
     case 15:
     case 16:
-    case 19:
-    case 23: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
+    case 19: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
     case 10: return reinterpret_cast<const void*>(&vnm_small_kernel_pair<Tr, false>);
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
     default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
@@ -74,10 +73,8 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
       SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
       SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&best, f, threads, smem_bytes));
     }
-    if (sparsenm::vnm_small::ws_variant(variant)) {  // 19 / 23: their own kernels, 160 threads (a producer warp)
-      const bool sl = variant == sparsenm::vnm_small::kWsSliceVariant;
-      for (const void* f : {sl ? reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, false, true>) : reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, false>),
-                            sl ? reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, true, true>) : reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, true>)}) {
+    if (variant == sparsenm::vnm_small::kLean2WsVariant) {  // 19: its own kernels, 160 threads (a producer warp)
+      for (const void* f : {reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, false>), reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, true>)}) {
         SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
         int b = 0;
         SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, kWsThreads, smem_bytes));
@@ -291,8 +288,7 @@ void launch_lean2(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
 /// Variant 19 (kernel11.cuh): variant 14's geometry with a producer warp (160 threads per block) when X is
 /// 16-byte aligned (splits: one cluster per group, reduced in it); otherwise X -> Xt and variant 9's
 /// transposed kernel with two tiles per warp (128 threads) in this geometry, splits by the reduce kernel.
-/// kSlices: variant 23 (per-warp stage slices), same geometry and launch.
-template <class Tr, bool kSlices = false>
+template <class Tr>
 void launch_ws(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
   namespace sv = sparsenm::vnm_small;
   constexpr int NT = Tr::kNTiles;
@@ -321,10 +317,10 @@ void launch_ws(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_ws<Tr, true, kSlices>, p));
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_ws<Tr, true>, p));
     SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_ws<cluster>");
   } else {
-    vnm_small_kernel_ws<Tr, false, kSlices><<<grid, dim3(unsigned(kWsThreads)), g.smem_bytes(), stream>>>(p);
+    vnm_small_kernel_ws<Tr, false><<<grid, dim3(unsigned(kWsThreads)), g.smem_bytes(), stream>>>(p);
     SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_ws");
   }
 }
@@ -353,7 +349,7 @@ int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
   if (g.splits <= 1) return 0;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(g.groups), unsigned(g.splits));
-  cfg.blockDim = dim3(unsigned(sparsenm::vnm_small::ws_variant(g.variant) ? kWsThreads : 32 * g.warps));  // 19 / 23: + producer warp
+  cfg.blockDim = dim3(unsigned(g.variant == sparsenm::vnm_small::kLean2WsVariant ? kWsThreads : 32 * g.warps));  // 19: + producer warp
   cfg.dynamicSmemBytes = g.smem_bytes();
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -372,8 +368,6 @@ int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 4, true>, &cfg));
   else if (g.variant == sparsenm::vnm_small::kLean2WsVariant)
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_ws<Tr, true>, &cfg));
-  else if (g.variant == sparsenm::vnm_small::kWsSliceVariant)
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_ws<Tr, true, true>, &cfg));
   else
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_stream<Tr, false>, &cfg));
   return n;
@@ -433,9 +427,6 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
       break;
     case 19:
       launch_ws<Tr>(p, g, groups, stream);
-      break;
-    case 23:
-      launch_ws<Tr, true>(p, g, groups, stream);
       break;
     case 10:
       launch_pair<Tr>(p, g, groups, stream);
