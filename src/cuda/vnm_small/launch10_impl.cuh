@@ -10,7 +10,6 @@
 
 #include "cuda/common.cuh"
 #include "cuda/vnm_small/kernel10.cuh"
-#include "cuda/vnm_small/kernel12.cuh"
 #include "cuda/vnm_small/launch10.cuh"
 
 namespace sparsenm::cuda::vnm_small {
@@ -28,13 +27,6 @@ int prepare_vlean(int threads, std::size_t smem_bytes, std::size_t bound) {
   int best = 1 << 30;
   for (bool cluster : {false, true}) {
     const void* f = vlean_kernel<Tr>(cluster);
-    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bound)));
-    int b = 0;
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, threads, smem_bytes));
-    best = std::min(best, b);
-  }
-  for (const void* f : {reinterpret_cast<const void*>(&vnm_small_kernel_vlean_sk<Tr, false>),
-                        reinterpret_cast<const void*>(&vnm_small_kernel_vlean_sk<Tr, true>)}) {  // 22 / 23 (kernel12.cuh)
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bound)));
     int b = 0;
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, threads, smem_bytes));
@@ -67,12 +59,9 @@ template <class T, int NT>
 void launch_vlean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
   namespace sv = sparsenm::vnm_small;
   using Tr = Traits<T, NT>;
-  const bool sk = sv::vlean_sk_variant(g.variant), sk_long = g.variant == sv::kVnmLeanSkLongVariant;
   if (g.warps != 4 || g.tiles_per_warp != 2 || p.tiles_per_group != 8 || p.sel == nullptr || p.xt == nullptr ||
-      g.chunk_pairs != (sk ? sv::vlean_sk_chunk_pairs(sk_long, NT) : sv::lean_chunk_pairs(NT)))
-    throw std::logic_error("vnm_small: variant 20 / 21 / 22 / 23 geometry is not the V:2:M lean paired kernel's");
-  if (sk && (g.splits != 1 || p.ws == nullptr || p.counters == nullptr || g.pairs_per_split < 1))
-    throw std::logic_error("vnm_small: variants 22 / 23 need one split, its partials and its counters");
+      g.chunk_pairs != sv::lean_chunk_pairs(NT))
+    throw std::logic_error("vnm_small: variant 20 / 21 geometry is not the V:2:M lean paired kernel's");
   const bool cluster = g.variant == sv::kVnmLeanVariant && g.splits > 1;
   if (cluster && g.splits > sv::kStreamMaxSplits) throw std::logic_error("vnm_small: variant 20 cluster > 8 blocks");
   // X -> Xt (kernel3.cuh), as launch_transpose in launch.cuh
@@ -81,7 +70,6 @@ void launch_vlean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
   SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_transpose_x");
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(groups), unsigned(g.splits));
-  if (sk) cfg.gridDim = dim3(unsigned(sv::vlean_sk_blocks(g, p.pairs)));  // equal runs of the (slab, pair) work
   cfg.blockDim = dim3(128);
   cfg.dynamicSmemBytes = g.smem_bytes();
   cfg.stream = stream;
@@ -94,16 +82,12 @@ void launch_vlean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
   attr[1].val.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = cluster ? 2 : 1;
-  if (sk && sk_long)
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_vlean_sk<Tr, true>, p));
-  else if (sk)
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_vlean_sk<Tr, false>, p));
-  else if (cluster)
+  if (cluster)
     SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_vlean<Tr, true>, p));
   else
     SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_vlean<Tr, false>, p));
   SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_vlean");
-  if (!cluster && !sk && g.splits > 1) launch_reduce(p, stream);
+  if (!cluster && g.splits > 1) launch_reduce(p, stream);
 }
 
 }  // namespace sparsenm::cuda::vnm_small

@@ -272,23 +272,17 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 so (vlean_spread: even placement under PDL; 1.01-1.20x at 28672 x 8192).
 ///  21 as 20 with the k splits summed by the reduce kernel (fp32 partials; no clusters). Measured: ties 20
 ///                 at one split, 1.5-3 us slower at 12288^2; opt-in.
-///  22 V:2:M lean paired, stream-K (kernel12.cuh; session 9d, s9vnm3) - variant 20's slab loop over an equal
-///                 run of the flat (slab, pair) work per block: B = 2 x SMs blocks (2 per SM, padded shared
-///                 memory), W = ceil(slabs x pairs / B) pairs each, crossing slab boundaries; a slab split
-///                 over blocks is summed by its last-arriving block from fp32 partials (2 slots per block) in
-///                 block order (deterministic), self-resetting arrival counters. force_splits sets B.
-///  23 as 22 with the long chunk (lean_long_chunk_pairs: 16 / 16 / 8 / 8 pairs at n_tiles 1..4).
-inline constexpr int kVariants = 24;
+///  22 / 23 (session 9d, s9vnm3; removed after its run ad6289b, PERF-vnm-small.md "Session 9d"): 20's slab body as
+///                 stream-K over the flat (slab, pair) work (2 blocks per SM, last-arrival partial sums; 23 with
+///                 the long chunk). Correct, but 1.35-2.6x slower than 20 everywhere (the serial partial sum at
+///                 the end of every block's run). Requesting them is an InvalidArgument like any unknown variant.
+inline constexpr int kVariants = 22;
 /// Variant numbers with a kernel (17 / 18: removed in session 9b, see above).
 constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18; }
 inline constexpr int kVnmLeanVariant = 20;        ///< V:2:M (V = 128) lean paired, cluster split reduce (kernel10.cuh)
 inline constexpr int kVnmLeanReduceVariant = 21;  ///< variant 20 with the reduce kernel for its splits
-inline constexpr int kVnmLeanSkVariant = 22;     ///< variant 20's loop, stream-K over the slabs (kernel12.cuh)
-inline constexpr int kVnmLeanSkLongVariant = 23; ///< variant 22 with the long chunk (kernel12.cuh kLong)
-/// Variants 22 / 23: stream-K over the slabs (kernel12.cuh).
-constexpr bool vlean_sk_variant(int v) { return v == kVnmLeanSkVariant || v == kVnmLeanSkLongVariant; }
-/// Variants 20 / 21 / 22 / 23: the V:2:M lean paired kernel (kernel10.cuh / kernel12.cuh).
-constexpr bool vlean_variant(int v) { return v == kVnmLeanVariant || v == kVnmLeanReduceVariant || vlean_sk_variant(v); }
+/// Variants 20 / 21: the V:2:M lean paired kernel (kernel10.cuh).
+constexpr bool vlean_variant(int v) { return v == kVnmLeanVariant || v == kVnmLeanReduceVariant; }
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
@@ -321,11 +315,7 @@ SPARSENM_VS_HD constexpr int lean_chunk_pairs(int n_tiles) { return n_tiles == 1
 SPARSENM_VS_HD constexpr int lean_long_chunk_pairs(int n_tiles) { return n_tiles <= 2 ? 16 : 8; }
 /// The compile-time chunk of the lean kernels (12 / 13 / 14 / 15: lean_chunk_pairs, 16: the long one).
 SPARSENM_VS_HD constexpr int lean_variant_chunk_pairs(int variant, int n_tiles) {
-  return variant == 16 || variant == 23 ? lean_long_chunk_pairs(n_tiles) : lean_chunk_pairs(n_tiles);
-}
-/// Variants 22 / 23 (kernel12.cuh): the kernel's compile-time chunk.
-SPARSENM_VS_HD constexpr int vlean_sk_chunk_pairs(bool long_chunk, int n_tiles) {
-  return long_chunk ? lean_long_chunk_pairs(n_tiles) : lean_chunk_pairs(n_tiles);
+  return variant == 16 ? lean_long_chunk_pairs(n_tiles) : lean_chunk_pairs(n_tiles);
 }
 /// Variant 12 takes its own kernel (and geometry) where X can be staged directly: hw24 with
 /// k % 8 == 0 (X alignment is checked at launch; misaligned X runs variant 9 in this geometry).
@@ -557,28 +547,10 @@ inline constexpr std::size_t kVleanSpreadRingBytes = std::size_t(4) * 4 * kRingS
 /// placed; with room for 3 per SM the placement came out uneven (H200, 5585405, 128:2:8 28672 x 8192
 /// m = 32: 67.5 us; padded 56.1, without PDL 57.4; 128:2:16 40.8 -> 34.2). Returns whether it padded.
 inline bool vlean_spread(Geometry& g, int sms) {
-  if (!vlean_variant(g.variant) || vlean_sk_variant(g.variant) || g.warps != 4) return false;  // 22 / 23: vlean_sk_set
+  if (!vlean_variant(g.variant) || g.warps != 4) return false;
   if (g.groups * std::int64_t(g.splits) > 2 * std::int64_t(std::max(1, sms))) return false;
   g.ring_bytes = std::max(g.ring_bytes, kVleanSpreadRingBytes);
   return true;
-}
-
-/// Variants 22 / 23: the padded shared memory stays at most this (2 blocks of it fit on an sm_90 SM).
-inline constexpr std::size_t kVleanSkPadLimit = 113 * 1024;
-/// Variants 22 / 23 (session 9d): one split; `blocks` (<= 0: 2 per SM) equal runs of the groups x pairs work,
-/// g.pairs_per_split = W = ceil(total / blocks) pairs each; the shared memory padded to <= 2 blocks per SM.
-inline void vlean_sk_set(Geometry& g, std::int64_t pairs, int sms, std::int64_t blocks) {
-  const std::int64_t total = g.groups * pairs;
-  if (blocks <= 0) blocks = 2 * std::int64_t(std::max(1, sms));
-  blocks = std::max<std::int64_t>(1, std::min(blocks, total));
-  g.splits = 1;
-  g.pairs_per_split = (total + blocks - 1) / blocks;
-  // pad to <= 2 blocks per SM (22; 23 where its longer chunk's X does not already keep it there)
-  if (g.smem_bytes() - g.ring_bytes + kVleanSpreadRingBytes <= kVleanSkPadLimit) g.ring_bytes = std::max(g.ring_bytes, kVleanSpreadRingBytes);
-}
-/// Variant 22: the grid (blocks of W = g.pairs_per_split pairs; the last one may be shorter).
-inline std::int64_t vlean_sk_blocks(const Geometry& g, std::int64_t pairs) {
-  return (g.groups * pairs + g.pairs_per_split - 1) / g.pairs_per_split;
 }
 
 // ---- index math shared by the kernels (device) and the CPU tests (host) ----
