@@ -12,6 +12,10 @@
 // blocks (28672 x 8192 m = 32: 67.5 us; without PDL 57.4); the geometry now pads the shared memory to <= 2
 // blocks per SM where the grid fits so (layout.hpp vlean_spread: 56.1 us). A ring of 8 slots per warp
 // (2.3x the bytes in flight) measured no faster (ncu m = 8: DRAM 69-73 % either way) and was removed.
+// Session 9d (s9vnm3, H200 run ad6289b, PERF-vnm-small.md "Session 9d"): this body as stream-K over the flat
+// (slab, pair) work (equal runs per block across slab boundaries, fp32 partials summed by the last-arriving
+// block) was correct but 1.35-2.6x slower — the sum (a 64-bit division + an L2 trip per element and segment, in
+// series, m elements per thread) is a tail on every SM; removed, the code is in commit ad6289b (kernel12.cuh).
 //
 // Why (PERF-vnm-small.md "Session 9 (s9vnm)"). V:2:M at small m still ran variants 4 / 9: variant 9's
 // general record cursor, run-time wait counts and per-unit index math (~180 instructions per record
