@@ -94,6 +94,20 @@ void run_plan_twice_and_check(const Plan& plan, const DenseMatrix& x, const Cond
   }
 }
 
+/// `kernel` forced through the descriptor: the plan takes it, runs it twice correctly, and refuses it
+/// when x may hold NaN / Inf (the tc kernels need finite x).
+void check_forced_kernel(const CondensedMatrix& w, const MatmulDesc& d, const std::string& kernel, const DenseMatrix& x) {
+  SCOPED_TRACE(kernel);
+  MatmulDesc forced = d;
+  forced.kernel = kernel;
+  const Plan plan = Plan::create(w, forced);
+  EXPECT_EQ(plan.kernel(), kernel);
+  run_plan_twice_and_check(plan, x, w);
+  MatmulDesc nf = forced;
+  nf.x_finite = false;
+  EXPECT_THROW(Plan::create(w, nf), Unsupported);
+}
+
 /// Cases the kernel ran / the plan refused for lack of shared memory (counted for the session-8c shapes).
 int g_wide_ran = 0, g_wide_unfit = 0;
 
@@ -804,15 +818,7 @@ TEST(EwSpmvTcSkWPlan, OptInAndForcedRun) {
     EXPECT_NE(raced.reason().find(kn), std::string::npos) << raced.reason();
   const auto x = random_matrix(DType::f16, 8, k, 912);
   for (const char* kn : {"cuda:ew_spmv_tc_sk24", "cuda:ew_spmv_tc_sk24r2", "cuda:ew_spmv_tc_sk16r4"}) {
-    SCOPED_TRACE(kn);
-    MatmulDesc forced = d;
-    forced.kernel = kn;
-    const Plan plan = Plan::create(w, forced);
-    EXPECT_EQ(plan.kernel(), kn);
-    run_plan_twice_and_check(plan, x, w);
-    MatmulDesc nf = forced;
-    nf.x_finite = false;
-    EXPECT_THROW(Plan::create(w, nf), Unsupported);
+    check_forced_kernel(w, d, kn, x);
   }
 }
 
@@ -964,15 +970,7 @@ TEST(EwSpmvTcSkBPlan, RacedOptInAndForcedRun) {
   run_plan_twice_and_check(plan0, x, w);
   for (auto s : kFixShapes) {
     const std::string kn = sew::tcsk_shape_kernel(s);
-    SCOPED_TRACE(kn);
-    MatmulDesc forced = d;
-    forced.kernel = kn;
-    const Plan plan = Plan::create(w, forced);
-    EXPECT_EQ(plan.kernel(), kn);
-    run_plan_twice_and_check(plan, x, w);
-    MatmulDesc nf = forced;
-    nf.x_finite = false;
-    EXPECT_THROW(Plan::create(w, nf), Unsupported);
+    check_forced_kernel(w, d, kn, x);
   }
 }
 

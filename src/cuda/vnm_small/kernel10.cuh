@@ -12,6 +12,10 @@
 // blocks (28672 x 8192 m = 32: 67.5 us; without PDL 57.4); the geometry now pads the shared memory to <= 2
 // blocks per SM where the grid fits so (layout.hpp vlean_spread: 56.1 us). A ring of 8 slots per warp
 // (2.3x the bytes in flight) measured no faster (ncu m = 8: DRAM 69-73 % either way) and was removed.
+// Session 9d (s9vnm3, H200 run ad6289b, PERF-vnm-small.md "Session 9d"): this body as stream-K over the flat
+// (slab, pair) work (equal runs per block across slab boundaries, fp32 partials summed by the last-arriving
+// block) was correct but 1.35-2.6x slower — the sum (a 64-bit division + an L2 trip per element and segment, in
+// series, m elements per thread) is a tail on every SM; removed, the code is in commit ad6289b (kernel12.cuh).
 //
 // Why (PERF-vnm-small.md "Session 9 (s9vnm)"). V:2:M at small m still ran variants 4 / 9: variant 9's
 // general record cursor, run-time wait counts and per-unit index math (~180 instructions per record
@@ -39,6 +43,7 @@
 #pragma once
 #include <cooperative_groups.h>
 
+#include "cuda/vnm_small/cluster_reduce.cuh"
 #include "cuda/vnm_small/kernel8.cuh"
 
 namespace sparsenm::cuda::vnm_small {
@@ -216,56 +221,12 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p)
     // buffers, cluster barrier, block z sums rows [z 128 / S, ...) over the S blocks in split order.
     namespace cg = cooperative_groups;
     cg::cluster_group cluster = cg::this_cluster();
-    constexpr int kPitch = kRows + 4;
+    constexpr int kPitch = kClusterPitch<kRows>;
     static_assert(std::uint32_t(8 * NT * kPitch * 4) <= 2 * kBuf + std::uint32_t(kWarps) * D * kSlot, "vlean: partials fit");
     float* part = reinterpret_cast<float*>(smem_u4);
     __syncthreads();  // every warp is done with the X buffers and its ring
-    const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int a = 0; a < 2; ++a) {
-      const int rl = (2 * warp + a) * 16 + g;
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int i = nt * 8 + 2 * t;
-        const float(&ac)[4] = a ? acc1[nt] : acc0[nt];
-        part[i * kPitch + rl] = ac[0];
-        part[(i + 1) * kPitch + rl] = ac[1];
-        part[i * kPitch + rl + 8] = ac[2];
-        part[(i + 1) * kPitch + rl + 8] = ac[3];
-      }
-    }
-    cluster.sync();
-    const int z = int(cluster.block_rank()), S = int(cluster.num_blocks());
-    const int slice = (kRows + S - 1) / S, rbeg = z * slice, rend = min(kRows, rbeg + slice);
-    const int span = max(0, rend - rbeg);
-    const std::int64_t row0 = group * p.tiles_per_group * 16;
-    constexpr int kU = 4;
-    const int total = p.m * span;
-    for (int idx0 = tid; idx0 < total; idx0 += kU * kThreads) {
-      float sum[kU];
-      int off[kU];
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const int idx = min(idx0 + u * kThreads, total - 1);  // a clamped duplicate is not stored
-        const int i = idx / span;
-        off[u] = i * kPitch + rbeg + (idx - i * span);
-        sum[u] = 0.0f;
-      }
-      for (int q = 0; q < S; ++q) {  // split order, as the reduce kernel sums
-        const float* rp = cluster.map_shared_rank(part, q);
-#pragma unroll
-        for (int u = 0; u < kU; ++u) sum[u] += rp[off[u]];
-      }
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const int idx = idx0 + u * kThreads;
-        if (idx >= total) break;
-        const int i = idx / span, rl = rbeg + (idx - i * span);
-        const std::int64_t r = row0 + rl;
-        if (r < p.n) store_y(p.y, p.y_dtype, std::size_t(i) * std::size_t(p.n) + std::size_t(r), sum[u]);
-      }
-    }
-    cluster.sync();  // no block leaves while another still reads its shared memory
+    stage_pair_partials<NT, kRows>(part, acc0, acc1, warp, lane);
+    cluster_sum_store<kRows, kThreads>(cluster, part, p, group * p.tiles_per_group * 16, tid);
 #else
     __trap();  // sm_90+ only (clusters); geometry_for maps variant 20 to 4 below sm_90
 #endif

@@ -272,7 +272,11 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 so (vlean_spread: even placement under PDL; 1.01-1.20x at 28672 x 8192).
 ///  21 as 20 with the k splits summed by the reduce kernel (fp32 partials; no clusters). Measured: ties 20
 ///                 at one split, 1.5-3 us slower at 12288^2; opt-in.
-///  (23 in session 9f, s9v24d: 19 with per-warp stage slices; measured at 94e17f6, slower than the default
+///  22 / 23 (session 9d, s9vnm3; removed after its run ad6289b, PERF-vnm-small.md "Session 9d"): 20's slab body as
+///                 stream-K over the flat (slab, pair) work (2 blocks per SM, last-arrival partial sums; 23 with
+///                 the long chunk). Correct, but 1.35-2.6x slower than 20 everywhere (the serial partial sum at
+///                 the end of every block's run). Requesting them is an InvalidArgument like any unknown variant.
+///  (23 again in session 9f, s9v24d: 19 with per-warp stage slices; measured at 94e17f6, slower than the default
 ///                 everywhere (12288^2 m = 32 56.54 against 19's 49.89 us) and removed; PERF-vnm-small.md "Session 9f".)
 inline constexpr int kVariants = 22;
 /// Variant numbers with a kernel (17 / 18: removed in session 9b, see above).
