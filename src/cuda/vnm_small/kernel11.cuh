@@ -246,58 +246,12 @@ __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Param
     // stage consumed, every bulk copy complete, every gather waited: the buffers are free after the barrier).
     namespace cg = cooperative_groups;
     cg::cluster_group cluster = cg::this_cluster();
-    constexpr int kPitch = kRows + 4;
+    constexpr int kPitch = kClusterPitch<kRows>;
     static_assert(std::uint32_t(8 * NT * kPitch * 4) <= 2 * kBuf + S * kStage, "ws: partials fit the block's shared memory");
     float* part = reinterpret_cast<float*>(smem_u4);
     __syncthreads();
-    if (consumer) {
-      const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-      for (int a = 0; a < 2; ++a) {
-        const int rl = (2 * warp + a) * 16 + g;
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          const int i = nt * 8 + 2 * t;
-          const float(&ac)[4] = a ? acc1[nt] : acc0[nt];
-          part[i * kPitch + rl] = ac[0];
-          part[(i + 1) * kPitch + rl] = ac[1];
-          part[i * kPitch + rl + 8] = ac[2];
-          part[(i + 1) * kPitch + rl + 8] = ac[3];
-        }
-      }
-    }
-    cluster.sync();
-    const int z = int(cluster.block_rank()), Sz = int(cluster.num_blocks());
-    const int slice = (kRows + Sz - 1) / Sz, rbeg = z * slice, rend = min(kRows, rbeg + slice);
-    const int span = max(0, rend - rbeg);
-    const std::int64_t row0 = std::int64_t(blockIdx.x) * p.tiles_per_group * 16;
-    constexpr int kU = 4;
-    const int total = p.m * span;
-    for (int idx0 = tid; idx0 < total; idx0 += kU * kWsThreads) {
-      float sum[kU];
-      int off[kU];
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const int idx = min(idx0 + u * kWsThreads, total - 1);  // a clamped duplicate is not stored
-        const int i = idx / span;
-        off[u] = i * kPitch + rbeg + (idx - i * span);
-        sum[u] = 0.0f;
-      }
-      for (int q = 0; q < Sz; ++q) {  // split order, as the reduce kernel sums
-        const float* rp = cluster.map_shared_rank(part, q);
-#pragma unroll
-        for (int u = 0; u < kU; ++u) sum[u] += rp[off[u]];
-      }
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const int idx = idx0 + u * kWsThreads;
-        if (idx >= total) break;
-        const int i = idx / span, rl = rbeg + (idx - i * span);
-        const std::int64_t r = row0 + rl;
-        if (r < p.n) store_y(p.y, p.y_dtype, std::size_t(i) * std::size_t(p.n) + std::size_t(r), sum[u]);
-      }
-    }
-    cluster.sync();  // no block leaves while another still reads its shared memory
+    if (consumer) stage_pair_partials<NT, kRows>(part, acc0, acc1, warp, lane);
+    cluster_sum_store<kRows, kWsThreads>(cluster, part, p, std::int64_t(blockIdx.x) * p.tiles_per_group * 16, tid);
   }
 #else
   __trap();  // sm_90+ only (bulk copies, clusters); the plan maps variant 19 to 4 below sm_90 (geometry_for)
