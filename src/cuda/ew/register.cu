@@ -10,13 +10,13 @@
 // "cuda:ew_spmv_tc_sp" (the same tile and ring on the sparse tensor cores, mma.sp m16n8k32; session 8b;
 // opt-in: no faster than tc_sk on the H200, SPARSENM_RACE_TC_SP=1 races it),
 // "cuda:ew_spmv_tc_sk24" / "cuda:ew_spmv_tc_sk24r2" / "cuda:ew_spmv_tc_sk16r4" (the tc_sk kernel at 24
-// warps per CTA with 3 / 2 ring stages, at 16 warps with 4; session 8c; tc_sk24 opt-in, the fastest
-// form in no case: SPARSENM_RACE_TC_SKW=1 races it; the session-9 shapes 12 x 6, 8 x 8 and the L2-prefetch
-// rings measured slower everywhere and were removed in session 9b), "cuda:ew_spmv_tc_sks" (session 9b: tc_sk
-// with the lean settle: 16-byte REDs, plain read-back; raced), "cuda:ew_spmv_tc_sk16r4b" (tc_sk16r4 with the lean
-// settle and X staged in pieces on mbarriers; raced), "cuda:ew_spmv_tc_sk16r4s" / "_sk24r2s" (the lean settle on
-// the tc_sk16r4 / tc_sk24r2 shapes) and "cuda:ew_spmv_tc_sk16r4c" (tc_sk16r4b with the X-piece issue spread over
-// the warps): not run on a GPU yet: opt-in, SPARSENM_RACE_TC_SKW=1 races them),
+// warps per CTA with 3 / 2 ring stages, at 16 warps with 4; session 8c), "cuda:ew_spmv_tc_sks" /
+// "_sk16r4s" / "_sk24r2s" (the three shapes with the lean settle: 16-byte REDs, plain read-back; session
+// 9b), "cuda:ew_spmv_tc_sk16r4b" / "_sk16r4c" (tc_sk16r4s with X staged in pieces on mbarriers, the piece
+// copies issued by one warp / by every warp). Raced by default: tc_sks, tc_sk16r4s, tc_sk24r2s, tc_sk24r2
+// (each the fastest tc_sk form somewhere in the H200 run at d50a8a4); the others are opt-in
+// (SPARSENM_RACE_TC_SKW=1 races them; the session-9 shapes 12 x 6, 8 x 8 and the L2-prefetch rings
+// measured slower everywhere and were removed in session 9b),
 // "cuda:ew_spmv_sk_mb" / "cuda:ew_spmv_sk_mb2" (m = 2..8, f16 / bf16, stream-K split, CUDA cores)
 // and "cuda:ew_spmm" / "cuda:ew_spmm_async" / "_async16" / "_async_x4" (any m; the async ones: f32).
 // The plan races every supported one (plus cuBLAS) and names its pick. Each also takes a venom
@@ -560,18 +560,23 @@ KernelCandidate ew_tcsk_candidate(bool sparse, cuda::ew::TcSkShape shape = cuda:
       if (race == nullptr || std::string(race) != "1")
         return "ew_spmv_tc_sp is opt-in (force desc.kernel, or SPARSENM_RACE_TC_SP=1): measured no faster than ew_spmv_tc_sk";
     }
-    // The session-8c shapes: tc_sk24r2 and tc_sk16r4 are raced (the lead's run at 656a018 picked them
-    // for 2:8 at 28672x8192 and 2:16 on both shapes at m = 8); tc_sk24 won no case there: opt-in.
-    // Session 9b (docs/PERF.md "Session 9b measured"): tc_sks and tc_sk16r4b are raced (the fastest forms at
-    // 28672x8192 2:8 and 12288^2 2:16 in the H200 run at d721585); tc_sk16r4s / tc_sk24r2s (the same settle on the
-    // other two shapes) were built after that run and have not run on a GPU: opt-in until a device run races them.
-    const bool unrun = shape == cuda::ew::TcSkShape::w16r4s || shape == cuda::ew::TcSkShape::w24r2s ||
-                       shape == cuda::ew::TcSkShape::w16r4c;
-    if ((shape == cuda::ew::TcSkShape::w24r3 || unrun) && d.kernel != name) {
+    // Which tc_sk shapes the plan races (docs/PERF.md "Session 9: the lead's integrated run"): in the H200
+    // run at d50a8a4 (m = 8, 2:8 / 1:8 / 2:16 on 28672x8192 and 12288^2, all shapes forced in one process)
+    // the lean-settle forms tc_sks / tc_sk16r4s / tc_sk24r2s and tc_sk24r2 were the fastest tc_sk form in
+    // every case (tc_sk24r2s 46.2 us at 28672x8192 2:8, tc_sks 32.1 us at 12288^2 2:8, tc_sk16r4s 28.5 us at
+    // 12288^2 2:16, tc_sk24r2 39.7 us at 28672x8192 2:16): raced. tc_sk and tc_sk16r4 were slower than their
+    // lean-settle twins in all six cases, tc_sk16r4b (+ X in pieces) and tc_sk16r4c (+ pieces issued by every
+    // warp) the fastest in none, tc_sk24 (session 8c) in none: opt-in (forced desc.kernel, or
+    // SPARSENM_RACE_TC_SKW=1 races them all).
+    using cuda::ew::TcSkShape;
+    const bool optin = shape == TcSkShape::w24r3 || shape == TcSkShape::w16r3 || shape == TcSkShape::w16r4 ||
+                       shape == TcSkShape::w16r4b || shape == TcSkShape::w16r4c;
+    if (!sparse && optin && d.kernel != name) {
       const char* race = std::getenv("SPARSENM_RACE_TC_SKW");
       if (race == nullptr || std::string(race) != "1")
         return name.substr(5) + " is opt-in (force desc.kernel, or SPARSENM_RACE_TC_SKW=1): " +
-               (unrun ? "not yet timed on a GPU (session 9b)" : "the fastest form in no case of the H200 run");
+               (shape == TcSkShape::w16r3 || shape == TcSkShape::w16r4 ? "slower than its lean-settle form on the H200"
+                                                                        : "the fastest form in no case of the H200 run");
     }
     return needs_finite_x(d, sparse ? "multiplies X by explicit zeros (the padding slots of the 2:4 groups)"
                                     : "multiplies X by explicit zeros at pruned positions (dense tensor-core fragments)");
