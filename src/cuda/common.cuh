@@ -85,4 +85,44 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+/// A cudaLaunchKernelEx configuration with the two launch attributes the kernels use: a cluster of
+/// (1, y, 1) blocks (the k splits of one row group) and programmatic stream serialization (the launch
+/// may begin before the stream's previous kernel ends; the kernel waits for it with
+/// griddepcontrol.wait). It holds the attribute array that get() points to, so it is neither copied
+/// nor moved: build it where it is launched.
+class LaunchConfig {
+ public:
+  LaunchConfig(dim3 grid, dim3 block, std::size_t smem_bytes, cudaStream_t stream = nullptr) noexcept {
+    cfg_.gridDim = grid;
+    cfg_.blockDim = block;
+    cfg_.dynamicSmemBytes = smem_bytes;
+    cfg_.stream = stream;
+    cfg_.attrs = attrs_;
+  }
+  LaunchConfig(const LaunchConfig&) = delete;
+  LaunchConfig& operator=(const LaunchConfig&) = delete;
+
+  /// Clusters of (1, y, 1) blocks.
+  LaunchConfig& cluster_y(int y) noexcept {
+    cudaLaunchAttribute& a = attrs_[cfg_.numAttrs++];
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = 1;
+    a.val.clusterDim.y = unsigned(y);
+    a.val.clusterDim.z = 1;
+    return *this;
+  }
+  /// A programmatic dependent of the stream's previous launch.
+  LaunchConfig& dependent() noexcept {
+    cudaLaunchAttribute& a = attrs_[cfg_.numAttrs++];
+    a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    a.val.programmaticStreamSerializationAllowed = 1;
+    return *this;
+  }
+  const cudaLaunchConfig_t* get() const noexcept { return &cfg_; }
+
+ private:
+  cudaLaunchConfig_t cfg_{};
+  cudaLaunchAttribute attrs_[2]{};
+};
+
 }  // namespace sparsenm::cuda

@@ -14,19 +14,10 @@ void launch_spmv(const SpmvArgs& a, const SpmvConfig& cfg, cudaStream_t stream) 
   auto kernel = ew_spmv_kernel<Tr>;
   if (cfg.smem_bytes > 48 * 1024)
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg.smem_bytes));
-  cudaLaunchConfig_t lc{};
-  lc.gridDim = dim3(unsigned((a.row_groups + Tr::kWarps - 1) / Tr::kWarps), unsigned(a.ksplit), 1);
-  lc.blockDim = dim3(Tr::kThreads, 1, 1);
-  lc.dynamicSmemBytes = std::size_t(cfg.smem_bytes);
-  lc.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = unsigned(a.ksplit);
-  attr[0].val.clusterDim.z = 1;
-  lc.attrs = attr;
-  lc.numAttrs = a.ksplit > 1 ? 1 : 0;
-  SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&lc, kernel, a));
+  LaunchConfig lc(dim3(unsigned((a.row_groups + Tr::kWarps - 1) / Tr::kWarps), unsigned(a.ksplit), 1),
+                  dim3(Tr::kThreads, 1, 1), std::size_t(cfg.smem_bytes), stream);
+  if (a.ksplit > 1) lc.cluster_y(a.ksplit);
+  SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(lc.get(), kernel, a));
 }
 
 template <class Tr>

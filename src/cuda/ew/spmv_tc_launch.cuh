@@ -23,19 +23,10 @@ void launch_spmv_tc(const SpmvTcArgs& a, const SpmvTcConfig& cfg, cudaStream_t s
   auto kernel = ew_spmv_tc_kernel<Tr>;
   if (cfg.smem_bytes > 48 * 1024)
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg.smem_bytes));
-  cudaLaunchConfig_t lc{};
-  lc.gridDim = dim3(unsigned((a.row_blocks + a.cta_warps - 1) / a.cta_warps), unsigned(a.ksplit), 1);
-  lc.blockDim = dim3(unsigned(32 * a.cta_warps), 1, 1);
-  lc.dynamicSmemBytes = std::size_t(cfg.smem_bytes);
-  lc.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = unsigned(a.ksplit);
-  attr[0].val.clusterDim.z = 1;
-  lc.attrs = attr;
-  lc.numAttrs = a.ksplit > 1 ? 1 : 0;
-  SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&lc, kernel, a));
+  LaunchConfig lc(dim3(unsigned((a.row_blocks + a.cta_warps - 1) / a.cta_warps), unsigned(a.ksplit), 1),
+                  dim3(unsigned(32 * a.cta_warps), 1, 1), std::size_t(cfg.smem_bytes), stream);
+  if (a.ksplit > 1) lc.cluster_y(a.ksplit);
+  SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(lc.get(), kernel, a));
 }
 
 template <class Tr>
@@ -48,19 +39,10 @@ int occupancy_spmv_tc(int smem_bytes, int threads, int ksplit, int sms) {
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, std::size_t(smem_bytes)));
     return blocks * sms;
   }
-  cudaLaunchConfig_t lc{};
-  lc.gridDim = dim3(1, unsigned(ksplit), 1);
-  lc.blockDim = dim3(unsigned(threads), 1, 1);
-  lc.dynamicSmemBytes = std::size_t(smem_bytes);
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = unsigned(ksplit);
-  attr[0].val.clusterDim.z = 1;
-  lc.attrs = attr;
-  lc.numAttrs = 1;
+  LaunchConfig lc(dim3(1, unsigned(ksplit), 1), dim3(unsigned(threads), 1, 1), std::size_t(smem_bytes));
+  lc.cluster_y(ksplit);
   int clusters = 0;
-  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &lc));
+  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, lc.get()));
   return clusters * ksplit;
 }
 

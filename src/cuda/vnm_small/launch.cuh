@@ -142,17 +142,9 @@ void launch_transpose(const Params& p, cudaStream_t stream) {
 template <class Kernel>
 void launch_dependent(Kernel kernel, dim3 grid, dim3 block, const sparsenm::vnm_small::Geometry& g, const Params& p,
                       cudaStream_t stream) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = g.smem_bytes();
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p));
+  LaunchConfig cfg(grid, block, g.smem_bytes(), stream);
+  cfg.dependent();
+  SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), kernel, p));
 }
 
 /// hw24 with k % 8 == 0 and 16-byte aligned X: variants 9 / 10 / 11 stage X rows directly.
@@ -166,22 +158,12 @@ void launch_stream(const Params& p, const sparsenm::vnm_small::Geometry& g, std:
   constexpr int NT = Tr::kNTiles;
   const bool venom = p.sel != nullptr;
   if (venom) launch_transpose<NT>(p, stream);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(groups), unsigned(g.splits));
-  cfg.blockDim = dim3(unsigned(32 * g.warps));
-  cfg.dynamicSmemBytes = g.smem_bytes();
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = unsigned(g.splits);
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = g.splits > 1 ? 1 : 0;
+  LaunchConfig cfg(dim3(unsigned(groups), unsigned(g.splits)), dim3(unsigned(32 * g.warps)), g.smem_bytes(), stream);
+  if (g.splits > 1) cfg.cluster_y(g.splits);
   if (venom)
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_stream<Tr, true>, p));
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_stream<Tr, true>, p));
   else
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_stream<Tr, false>, p));
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_stream<Tr, false>, p));
   SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_stream");
 }
 
@@ -248,19 +230,9 @@ void launch_lean2_impl(const Params& p, const sparsenm::vnm_small::Geometry& g, 
   const bool cluster = sparsenm::vnm_small::lean2_cluster_variant(g.variant) && g.splits > 1;
   if (direct_x(p) && cluster) {  // variants 14 / 15: the splits of a group are one cluster, reduced in it
     if (g.splits > sparsenm::vnm_small::kStreamMaxSplits) throw std::logic_error("vnm_small: variant 14 / 15 cluster > 8 blocks");
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = g.smem_bytes();
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = unsigned(g.splits);
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_lean2<Tr, true, kWarps, kLong>, p));
+    LaunchConfig cfg(grid, block, g.smem_bytes(), stream);
+    cfg.cluster_y(g.splits);
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_lean2<Tr, true, kWarps, kLong>, p));
     SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_lean2<cluster>");
     return;
   }
@@ -305,19 +277,9 @@ void launch_ws(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int
   }
   if (g.splits > 1) {
     if (g.splits > sv::kStreamMaxSplits) throw std::logic_error("vnm_small: variant 19 cluster > 8 blocks");
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(unsigned(kWsThreads));
-    cfg.dynamicSmemBytes = g.smem_bytes();
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = unsigned(g.splits);
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_ws<Tr, true>, p));
+    LaunchConfig cfg(grid, dim3(unsigned(kWsThreads)), g.smem_bytes(), stream);
+    cfg.cluster_y(g.splits);
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_ws<Tr, true>, p));
     SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_ws<cluster>");
   } else {
     vnm_small_kernel_ws<Tr, false><<<grid, dim3(unsigned(kWsThreads)), g.smem_bytes(), stream>>>(p);
@@ -347,29 +309,22 @@ template <class T, int NT>
 int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
   using Tr = Traits<T, NT>;
   if (g.splits <= 1) return 0;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(g.groups), unsigned(g.splits));
-  cfg.blockDim = dim3(unsigned(g.variant == sparsenm::vnm_small::kLean2WsVariant ? kWsThreads : 32 * g.warps));  // 19: + producer warp
-  cfg.dynamicSmemBytes = g.smem_bytes();
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = unsigned(g.splits);
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  LaunchConfig cfg(dim3(unsigned(g.groups), unsigned(g.splits)),
+                   dim3(unsigned(g.variant == sparsenm::vnm_small::kLean2WsVariant ? kWsThreads : 32 * g.warps)),  // 19: + producer warp
+                   g.smem_bytes());
+  cfg.cluster_y(g.splits);
   if (g.variant == sparsenm::vnm_small::kVnmLeanVariant) return vlean_max_clusters<T, NT>(g);  // launch10.cuh
   int n = 0;
   if (g.variant == sparsenm::vnm_small::kLean2ClusterVariant)
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true>, &cfg));
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true>, cfg.get()));
   else if (g.variant == sparsenm::vnm_small::kLean2WideVariant)
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 8>, &cfg));
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 8>, cfg.get()));
   else if (g.variant == sparsenm::vnm_small::kLean2LongVariant)
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 4, true>, &cfg));
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 4, true>, cfg.get()));
   else if (g.variant == sparsenm::vnm_small::kLean2WsVariant)
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_ws<Tr, true>, &cfg));
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_ws<Tr, true>, cfg.get()));
   else
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_stream<Tr, false>, &cfg));
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_stream<Tr, false>, cfg.get()));
   return n;
 }
 

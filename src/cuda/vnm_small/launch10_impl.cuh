@@ -39,19 +39,10 @@ int prepare_vlean(int threads, std::size_t smem_bytes, std::size_t bound) {
 template <class T, int NT>
 int vlean_max_clusters(const sparsenm::vnm_small::Geometry& g) {
   using Tr = Traits<T, NT>;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(g.groups), unsigned(g.splits));
-  cfg.blockDim = dim3(unsigned(32 * g.warps));
-  cfg.dynamicSmemBytes = g.smem_bytes();
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = unsigned(g.splits);
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  LaunchConfig cfg(dim3(unsigned(g.groups), unsigned(g.splits)), dim3(unsigned(32 * g.warps)), g.smem_bytes());
+  cfg.cluster_y(g.splits);
   int n = 0;
-  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_vlean<Tr, true>, &cfg));
+  SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_vlean<Tr, true>, cfg.get()));
   return n;
 }
 
@@ -68,24 +59,13 @@ void launch_vlean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
   const dim3 tgrid(unsigned(std::min<std::int64_t>(1024, (p.k + 255) / 256)), unsigned(NT));
   vnm_small_transpose_x<NT><<<tgrid, 256, 0, stream>>>(static_cast<const std::uint16_t*>(p.x), p.xt, p.m, p.k);
   SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_transpose_x");
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(groups), unsigned(g.splits));
-  cfg.blockDim = dim3(128);
-  cfg.dynamicSmemBytes = g.smem_bytes();
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  attr[1].id = cudaLaunchAttributeClusterDimension;
-  attr[1].val.clusterDim.x = 1;
-  attr[1].val.clusterDim.y = unsigned(g.splits);
-  attr[1].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = cluster ? 2 : 1;
+  LaunchConfig cfg(dim3(unsigned(groups), unsigned(g.splits)), dim3(128), g.smem_bytes(), stream);
+  cfg.dependent();
+  if (cluster) cfg.cluster_y(g.splits);
   if (cluster)
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_vlean<Tr, true>, p));
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_vlean<Tr, true>, p));
   else
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_vlean<Tr, false>, p));
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_vlean<Tr, false>, p));
   SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_vlean");
   if (!cluster && g.splits > 1) launch_reduce(p, stream);
 }
