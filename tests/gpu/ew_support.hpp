@@ -15,6 +15,7 @@
 
 #include "sparsenm/format.hpp"
 #include "sparsenm/matrix.hpp"
+#include "sparsenm/plan.hpp"
 
 namespace ewtest {
 
@@ -172,6 +173,15 @@ inline void read_back_guarded(const void* dy, std::size_t ybytes, std::size_t ex
 }
 
 /// Multiprocessors of the current device (0 when the query fails).
+/// A plan descriptor for m rows of f16 X and f16 y (the rest default).
+inline MatmulDesc f16_desc(std::int64_t m) {
+  MatmulDesc d;
+  d.m = m;
+  d.x_dtype = DType::f16;
+  d.y_dtype = DType::f16;
+  return d;
+}
+
 inline int sms() {
   int dev = 0, s = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&s, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;

@@ -493,10 +493,7 @@ TEST(EwSpmvTcPlan, RaceReasonsAndForcedRun) {
   EW_REQUIRE_DEVICE();
   const std::int64_t n = 300, k = 1024;
   const auto w = random_ew(Pattern::element(2, 8), n, k, DType::f16, 7001);
-  MatmulDesc d;
-  d.m = 8;
-  d.x_dtype = DType::f16;
-  d.y_dtype = DType::f16;
+  const MatmulDesc d = f16_desc(8);
   const Plan autoplan = Plan::create(w, d);
   EXPECT_NE(autoplan.reason().find("cuda:ew_spmv_tc "), std::string::npos) << autoplan.reason();
   // Every variant races (timed, listed with its time in the reason).

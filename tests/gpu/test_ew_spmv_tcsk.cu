@@ -434,10 +434,7 @@ TEST(EwSpmvTcSkPlan, RaceAndForcedRun) {
   EW_REQUIRE_DEVICE();
   const std::int64_t n = 300, k = 1024;
   const auto w = random_ew(Pattern::element(2, 8), n, k, DType::f16, 901);
-  MatmulDesc d;
-  d.m = 8;
-  d.x_dtype = DType::f16;
-  d.y_dtype = DType::f16;
+  const MatmulDesc d = f16_desc(8);
   unsetenv("SPARSENM_RACE_TC_SKW");
   const Plan autoplan = Plan::create(w, d);
   // session 9: the lean-settle form is raced, the session-8 kernel opt-in (slower than it on the H200)
@@ -692,10 +689,7 @@ TEST(EwSpmvTcSpPlan, RaceAndForcedRun) {
   for (const Pattern& p : {Pattern::element(2, 8), Pattern::element(1, 16)}) {
     SCOPED_TRACE(p.str());
     const auto w = random_ew(p, n, k, DType::f16, 911);
-    MatmulDesc d;
-    d.m = 8;
-    d.x_dtype = DType::f16;
-    d.y_dtype = DType::f16;
+    const MatmulDesc d = f16_desc(8);
     // opt-in until validated on a GPU (register.cu); SPARSENM_RACE_TC_SP=1 lets the plan race it
     unsetenv("SPARSENM_RACE_TC_SP");
     const Plan optin = Plan::create(w, d);
@@ -803,10 +797,7 @@ TEST(EwSpmvTcSkWPlan, OptInAndForcedRun) {
   EW_REQUIRE_DEVICE();
   const std::int64_t n = 300, k = 1024;
   const auto w = random_ew(Pattern::element(2, 8), n, k, DType::f16, 911);
-  MatmulDesc d;
-  d.m = 8;
-  d.x_dtype = DType::f16;
-  d.y_dtype = DType::f16;
+  const MatmulDesc d = f16_desc(8);
   unsetenv("SPARSENM_RACE_TC_SKW");
   const Plan optin = Plan::create(w, d);
   EXPECT_NE(optin.reason().find("ew_spmv_tc_sk24 is opt-in"), std::string::npos) << optin.reason();
@@ -959,10 +950,7 @@ TEST(EwSpmvTcSkBPlan, RacedOptInAndForcedRun) {
   EW_REQUIRE_DEVICE();
   const std::int64_t n = 300, k = 1024;
   const auto w = random_ew(Pattern::element(2, 8), n, k, DType::f16, 931);
-  MatmulDesc d;
-  d.m = 8;
-  d.x_dtype = DType::f16;
-  d.y_dtype = DType::f16;
+  const MatmulDesc d = f16_desc(8);
   unsetenv("SPARSENM_RACE_TC_SKW");
   const Plan plan0 = Plan::create(w, d);
   for (const char* kn : {"cuda:ew_spmv_tc_sks [", "cuda:ew_spmv_tc_sk16r4s [", "cuda:ew_spmv_tc_sk24r2s ["})  // raced
