@@ -275,26 +275,21 @@ inline Packed pack(const CondensedMatrix& c) {
 ///  22 / 23 (session 9d, s9vnm3; removed after its run ad6289b, PERF-vnm-small.md "Session 9d"): 20's slab body as
 ///                 stream-K over the flat (slab, pair) work (2 blocks per SM, last-arrival partial sums; 23 with
 ///                 the long chunk). Correct, but 1.35-2.6x slower than 20 everywhere (the serial partial sum at
-///                 the end of every block's run). (22 is taken again by session 10 below; 23 is free.)
+///                 the end of every block's run). Requesting them is an InvalidArgument like any unknown variant.
+///  (22 again in session 10, s10vnmk: 9d's stream-K with a cheap fix-up — arrivals deferred to the block's end,
+///                 one acq_rel atomic per partial slab, the sum's float4 loads issued before any add, no division.
+///                 Measured at 89ed8bb: the sum no longer grows with m, but the balanced grid is still 1.10-1.23x
+///                 slower than 20 in all 12 cases (the segment restarts cost more than the balance gains); removed,
+///                 the code is in commit 89ed8bb; PERF-vnm-small.md "Session 10 (s10vnmk)".)
 ///  (23 again in session 9f, s9v24d: 19 with per-warp stage slices; measured at 94e17f6, slower than the default
 ///                 everywhere (12288^2 m = 32 56.54 against 19's 49.89 us) and removed; PERF-vnm-small.md "Session 9f".)
-///  22 V:2:M lean paired, stream-K with a cheap fix-up (kernel12.cuh; session 10, s10vnmk) - variant 20's slab
-///                 loop over an equal run of the flat (slab, pair) work per block: B = 2 x SMs blocks (2 per SM,
-///                 padded shared memory), W = ceil(slabs x pairs / B) pairs each, crossing slab boundaries; a
-///                 slab split over blocks is summed by its last-arriving block from fp32 partials (2 slots per
-///                 block) in block order (deterministic); arrivals deferred to the block's end (one release /
-///                 acquire atomic per partial slab), the sum's loads all issued before any add; self-resetting
-///                 arrival counters. force_splits sets B.
-inline constexpr int kVariants = 23;
+inline constexpr int kVariants = 22;
 /// Variant numbers with a kernel (17 / 18: removed in session 9b, see above).
 constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18; }
 inline constexpr int kVnmLeanVariant = 20;        ///< V:2:M (V = 128) lean paired, cluster split reduce (kernel10.cuh)
 inline constexpr int kVnmLeanReduceVariant = 21;  ///< variant 20 with the reduce kernel for its splits
-inline constexpr int kVnmLeanSkVariant = 22;     ///< variant 20's loop, stream-K over the slabs (kernel12.cuh)
-/// Variant 22: stream-K over the slabs (kernel12.cuh).
-constexpr bool vlean_sk_variant(int v) { return v == kVnmLeanSkVariant; }
-/// Variants 20 / 21 / 22: the V:2:M lean paired kernel (kernel10.cuh / kernel12.cuh).
-constexpr bool vlean_variant(int v) { return v == kVnmLeanVariant || v == kVnmLeanReduceVariant || vlean_sk_variant(v); }
+/// Variants 20 / 21: the V:2:M lean paired kernel (kernel10.cuh).
+constexpr bool vlean_variant(int v) { return v == kVnmLeanVariant || v == kVnmLeanReduceVariant; }
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
@@ -559,28 +554,10 @@ inline constexpr std::size_t kVleanSpreadRingBytes = std::size_t(4) * 4 * kRingS
 /// placed; with room for 3 per SM the placement came out uneven (H200, 5585405, 128:2:8 28672 x 8192
 /// m = 32: 67.5 us; padded 56.1, without PDL 57.4; 128:2:16 40.8 -> 34.2). Returns whether it padded.
 inline bool vlean_spread(Geometry& g, int sms) {
-  if (!vlean_variant(g.variant) || vlean_sk_variant(g.variant) || g.warps != 4) return false;  // 22: vlean_sk_set
+  if (!vlean_variant(g.variant) || g.warps != 4) return false;
   if (g.groups * std::int64_t(g.splits) > 2 * std::int64_t(std::max(1, sms))) return false;
   g.ring_bytes = std::max(g.ring_bytes, kVleanSpreadRingBytes);
   return true;
-}
-
-/// Variant 22: the padded shared memory stays at most this (2 blocks of it fit on an sm_90 SM).
-inline constexpr std::size_t kVleanSkPadLimit = 113 * 1024;
-/// Variant 22 (sessions 9d / 10): one split; `blocks` (<= 0: 2 per SM) equal runs of the groups x pairs work,
-/// g.pairs_per_split = W = ceil(total / blocks) pairs each; the shared memory padded to <= 2 blocks per SM.
-inline void vlean_sk_set(Geometry& g, std::int64_t pairs, int sms, std::int64_t blocks) {
-  const std::int64_t total = g.groups * pairs;
-  if (blocks <= 0) blocks = 2 * std::int64_t(std::max(1, sms));
-  blocks = std::max<std::int64_t>(1, std::min(blocks, total));
-  g.splits = 1;
-  g.pairs_per_split = (total + blocks - 1) / blocks;
-  // pad to <= 2 blocks per SM
-  if (g.smem_bytes() - g.ring_bytes + kVleanSpreadRingBytes <= kVleanSkPadLimit) g.ring_bytes = std::max(g.ring_bytes, kVleanSpreadRingBytes);
-}
-/// Variant 22: the grid (blocks of W = g.pairs_per_split pairs; the last one may be shorter).
-inline std::int64_t vlean_sk_blocks(const Geometry& g, std::int64_t pairs) {
-  return (g.groups * pairs + g.pairs_per_split - 1) / g.pairs_per_split;
 }
 
 // ---- index math shared by the kernels (device) and the CPU tests (host) ----
