@@ -16,6 +16,10 @@
 // (slab, pair) work (equal runs per block across slab boundaries, fp32 partials summed by the last-arriving
 // block) was correct but 1.35-2.6x slower — the sum (a 64-bit division + an L2 trip per element and segment, in
 // series, m elements per thread) is a tail on every SM; removed, the code is in commit ad6289b (kernel12.cuh).
+// Session 10 (s10vnmk, H200 run 89ed8bb, PERF-vnm-small.md "Session 10"): the same stream-K with a cheap fix-up
+// (deferred arrivals, one acq_rel atomic per partial slab, all loads before the adds) is still 1.10-1.23x slower
+// than this kernel in all 12 cases (gap ~4-6 us at m -> 0: the extra segment restarts, not the sum); removed,
+// the code is in commit 89ed8bb (kernel12.cuh).
 //
 // Why (PERF-vnm-small.md "Session 9 (s9vnm)"). V:2:M at small m still ran variants 4 / 9: variant 9's
 // general record cursor, run-time wait counts and per-unit index math (~180 instructions per record

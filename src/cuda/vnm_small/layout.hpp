@@ -276,6 +276,11 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 stream-K over the flat (slab, pair) work (2 blocks per SM, last-arrival partial sums; 23 with
 ///                 the long chunk). Correct, but 1.35-2.6x slower than 20 everywhere (the serial partial sum at
 ///                 the end of every block's run). Requesting them is an InvalidArgument like any unknown variant.
+///  (22 again in session 10, s10vnmk: 9d's stream-K with a cheap fix-up — arrivals deferred to the block's end,
+///                 one acq_rel atomic per partial slab, the sum's float4 loads issued before any add, no division.
+///                 Measured at 89ed8bb: the sum no longer grows with m, but the balanced grid is still 1.10-1.23x
+///                 slower than 20 in all 12 cases (the segment restarts cost more than the balance gains); removed,
+///                 the code is in commit 89ed8bb; PERF-vnm-small.md "Session 10 (s10vnmk)".)
 ///  (23 again in session 9f, s9v24d: 19 with per-warp stage slices; measured at 94e17f6, slower than the default
 ///                 everywhere (12288^2 m = 32 56.54 against 19's 49.89 us) and removed; PERF-vnm-small.md "Session 9f".)
 inline constexpr int kVariants = 22;
