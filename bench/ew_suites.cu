@@ -217,8 +217,8 @@ struct Libs {
   }
 };
 
-/// SPARSENM_BENCH_KERNELS="cuda:a,cuda:b": time only these forced kernels (the automatic choice,
-/// cuBLAS and cuSPARSE always run); unset or empty: every forced kernel of the suite.
+/// SPARSENM_BENCH_KERNELS="cuda:a,cuda:b": time only these forced kernels, in this order (the automatic
+/// choice, cuBLAS and cuSPARSE always run); unset or empty: every forced kernel of the suite.
 /// SPARSENM_BENCH_NO_CUSPARSE=1: leave out the cuSPARSE CSR peer (spmv / spmm suites).
 /// SPARSENM_BENCH_NO_AUTO=1: leave out the automatic choice (its race builds every candidate: device
 /// calls that only compare forced kernels with cuBLAS save that time).
@@ -231,6 +231,22 @@ bool bench_kernel_selected(const std::string& kernel) {
   if (env == nullptr || *env == 0) return true;
   const std::string list = std::string(",") + env + ",";
   return list.find("," + kernel + ",") != std::string::npos;
+}
+
+/// The forced kernels in the order SPARSENM_BENCH_KERNELS names them (so that a run can interleave
+/// controls and variants, or reverse them in a repeat), the suite's own order when it is unset; the
+/// automatic choice ("") stays last.
+std::vector<std::string> bench_kernel_order(const std::vector<std::string>& ours) {
+  const char* env = std::getenv("SPARSENM_BENCH_KERNELS");
+  if (env == nullptr || *env == 0) return ours;
+  const std::string list = std::string(",") + env + ",";
+  std::vector<std::string> v = ours;
+  auto pos = [&](const std::string& k) {
+    const auto at = k.empty() ? std::string::npos : list.find("," + k + ",");
+    return at == std::string::npos ? list.size() : at;
+  };
+  std::stable_sort(v.begin(), v.end(), [&](const std::string& x, const std::string& y) { return pos(x) < pos(y); });
+  return v;
 }
 
 struct CaseSpec {
@@ -310,7 +326,7 @@ void run_case(Context& ctx, Timer& timer, Libs& libs, const CaseSpec& cs, std::u
     };
 
     // ours
-    for (const std::string& kernel : cs.ours) {
+    for (const std::string& kernel : bench_kernel_order(cs.ours)) {
       if (!bench_kernel_selected(kernel)) continue;
       MatmulDesc desc;
       desc.m = m;
@@ -524,7 +540,7 @@ Suite spmv_suite() {
   Suite s;
   s.name = "spmv";
   s.description =
-      "EW N:M SpMV / small batch (m = 1, 2, 4, 8): cuda:ew_spmv (CUDA cores), cuda:ew_spmv_sk / _sk4 / _skr / _skv / _skw (m = 1), cuda:ew_spmv_sk_mb / _mb2 (m = 2..8), cuda:ew_spmv_tc / _bal / _prmt / _ring / _tc_sk / _tc_sp / _tc_sk24 / _tc_sk24r2 / _tc_sk16r4 / _tc_sks / _tc_sk16r4b / _tc_sk16r4s / _tc_sk24r2s / _tc_sk16r4c "
+      "EW N:M SpMV / small batch (m = 1, 2, 4, 8): cuda:ew_spmv (CUDA cores), cuda:ew_spmv_sk / _sk4 / _skr / _skv / _skw / _skg / _skrg / _skwg (m = 1), cuda:ew_spmv_sk_mb / _mb2 (m = 2..8), cuda:ew_spmv_tc / _bal / _prmt / _ring / _tc_sk / _tc_sp / _tc_sk24 / _tc_sk24r2 / _tc_sk16r4 / _tc_sks / _tc_sk16r4b / _tc_sk16r4s / _tc_sk24r2s / _tc_sk16r4c "
       "(tensor cores, f16/bf16) and the plan's automatic choice vs cuBLAS dense and cuSPARSE CSR";
   s.needs_gpu = true;
   s.run = [](Context& ctx) {

@@ -116,6 +116,9 @@ constexpr int kSkXBulk = 0, kSkXLoop = 1, kSkXNone = 2;
 /// soon as the head group closes in the loop (a RED nothing waits on), then ends with ONE acq_rel
 /// fence, both group counters bumped by one ATOM of two lanes, and both read-backs in flight
 /// together (3 dependent round trips).
+/// Session 10 (s10m1, docs/PERF.md "Session 10 (s10m1) measured"): tc_sk's lean settle in this flush (16-byte
+/// REDs, plain read-back by the completer; a called function taking SkArgs by reference, which added 2-4 parameter
+/// loads to its chain) measured 0.3-2.4 us slower in every bar case; removed (code at a2fe3e2).
 constexpr int kSkEndSerial = 0, kSkEndPar = 1;
 
 /// Arguments of one launch (sizes in elements).
