@@ -48,7 +48,7 @@
 
 namespace sparsenm::cuda::vnm_small {
 
-template <class Tr, bool kCluster>
+template <class Tr, bool kCluster, bool kDirect = false>
 __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p) {
   using T = typename Tr::T;
   namespace sv = sparsenm::vnm_small;
@@ -125,6 +125,61 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p)
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) gnt[nt] = std::uint32_t(nt ^ sv::xt_swizzle(tid, NT)) * 16u;
   const uint4* xt = p.xt;
+  // ---- variant 23 (kDirect): the same units, read from the X rows (no transpose) ----
+  // Unit (round r, tile nt) = X[8 nt + ii][col_r], ii < 8, packed two rows per word into one 16-byte
+  // st.shared at xt_unit(tid + 128 r, nt): the layout the cp.async gather fills from Xt. The loads of the
+  // rounds r < kRounds / 2 (half 0) and the others (half 1) are issued one at a time into the same
+  // kRounds / 2 x NT x 8 registers, each half stored half a chunk after its loads.
+  constexpr int kHalf = kRounds / 2;
+  static_assert(kRounds % 2 == 0 && C % 2 == 0, "vlean direct: two halves of a chunk's gather");
+  const char* const xg = static_cast<const char*>(p.x);
+  const std::uint32_t xk2 = std::uint32_t(2 * p.k);  // X row pitch in bytes (k < 2^31)
+  const int m = p.m;
+  unsigned dcol[kRounds];  // columns of the chunk gathered next; kcols: reads as zero
+  auto dcols = [&]() {     // from selv (then free for the next load_sel)
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+      const unsigned col = (wgather + unsigned(32 * r)) * win + selv[r];
+      dcol[r] = col < kcols ? col : kcols;
+    }
+    wgather += unsigned(16 * C);
+  };
+  // Row i of a unit at src + i * 2k: one IMAD.WIDE.U32 (32 x 32 -> 64 plus the 64-bit base) per load. A column
+  // past k reads column 0 (valid) and is zeroed at the store; rows >= m (last n8 tile only) are predicated.
+  auto dload = [&](int half, std::uint32_t (&v)[kHalf][NT][8]) {
+#pragma unroll
+    for (int rr = 0; rr < kHalf; ++rr) {
+      const unsigned col = dcol[half * kHalf + rr];
+      const char* src = xg + std::size_t(col < kcols ? col : 0u) * 2u;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        if (8 * nt + 8 <= m) {  // warp uniform
+#pragma unroll
+          for (int ii = 0; ii < 8; ++ii)
+            v[rr][nt][ii] = __ldg(reinterpret_cast<const unsigned short*>(src + std::uint64_t(xk2) * std::uint32_t(8 * nt + ii)));
+        } else {
+#pragma unroll
+          for (int ii = 0; ii < 8; ++ii)
+            v[rr][nt][ii] = 8 * nt + ii < m ? __ldg(reinterpret_cast<const unsigned short*>(src + std::uint64_t(xk2) * std::uint32_t(8 * nt + ii))) : 0u;
+        }
+      }
+    }
+  };
+  auto dstore = [&](int half, const std::uint32_t (&v)[kHalf][NT][8], int b) {
+    const std::uint32_t d = sbase + std::uint32_t(b) * kBuf + gdst;
+#pragma unroll
+    for (int rr = 0; rr < kHalf; ++rr)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const std::uint32_t a = d + std::uint32_t((half * kHalf + rr) * kThreads * NT * 16) + gnt[nt];
+        const std::uint32_t keep = dcol[half * kHalf + rr] < kcols ? 0xffffffffu : 0u;
+        asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(a), "r"(__byte_perm(v[rr][nt][0], v[rr][nt][1], 0x5410) & keep),
+                     "r"(__byte_perm(v[rr][nt][2], v[rr][nt][3], 0x5410) & keep), "r"(__byte_perm(v[rr][nt][4], v[rr][nt][5], 0x5410) & keep),
+                     "r"(__byte_perm(v[rr][nt][6], v[rr][nt][7], 0x5410) & keep)
+                     : "memory");
+      }
+  };
+
   auto gather = [&](int b) {  // the copies of the chunk whose selection is in selv into buffer b
     const std::uint32_t d = sbase + std::uint32_t(b) * kBuf + gdst;
 #pragma unroll
@@ -143,9 +198,18 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p)
   for (int s = 0; s < D - 1; ++s) issue(s);  // S0 .. S2: the weight does not depend on the transpose
   load_sel();                                // chunk 0's selection (nor does it)
   advance_sel();
-  pdl_wait();  // Xt is complete and visible from here on
-  gather(0);
-  cp_async_commit_group();  // G0
+  pdl_wait();  // Xt is complete and visible from here on (variant 23: no-op, launched plainly)
+  if constexpr (kDirect) {
+    dcols();
+    std::uint32_t v0[kHalf][NT][8], v1[kHalf][NT][8];
+    dload(0, v0);
+    dload(1, v1);
+    dstore(0, v0, 0);
+    dstore(1, v1, 0);
+  } else {
+    gather(0);
+  }
+  cp_async_commit_group();  // G0 (variant 23: empty, so every wait count below is 20's)
   if (nchunks > 1) load_sel();  // chunk 1's
   advance_sel();
 
@@ -167,12 +231,19 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p)
     else
       ring_wait<D - 1>();  // G(c): older than the D - 1 newest groups (slots cC .. cC + 2)
     __syncthreads();       // everyone's copies of G(c); chunk c - 1's reads of buffer b ^ 1 done
-    if (c + 1 < nchunks) {
-      gather(b ^ 1);
+    const bool more = c + 1 < nchunks;
+    std::uint32_t hv[kHalf][NT][8];  // variant 23: one half of chunk c + 1's gather in flight
+    if (more) {
+      if constexpr (kDirect) {
+        dcols();
+        dload(0, hv);
+      } else {
+        gather(b ^ 1);
+      }
       if (c + 2 < nchunks) load_sel();  // chunk c + 2's selection
       advance_sel();
     }
-    cp_async_commit_group();  // G(c + 1), possibly empty
+    cp_async_commit_group();  // G(c + 1), possibly empty (variant 23: always empty)
     const std::uint32_t xb = sbase + std::uint32_t(b) * kBuf;
     std::uint32_t xbase[NT];
 #pragma unroll
@@ -180,6 +251,12 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p)
     const int np = min(C, nrec - c * C);
 #pragma unroll
     for (int j = 0; j < C; ++j) {
+      if constexpr (kDirect) {
+        if (j == C / 2 && more) {  // np == C whenever a chunk follows
+          dstore(0, hv, b ^ 1);
+          dload(1, hv);
+        }
+      }
       if (j < np) {
         if (j < D - 1)
           ring_wait<D - 1>();  // G(c + 1) is newer than slot cC + j
@@ -208,6 +285,9 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p)
           }
         }
       }
+    }
+    if constexpr (kDirect) {
+      if (more) dstore(1, hv, b ^ 1);  // visible to every warp after the next chunk top's barrier
     }
   }
   ring_wait<0>();  // no copy may still target the block's shared memory at exit
