@@ -40,6 +40,19 @@
 // ldmatrix.x4.trans, kernel3.cuh); rows m .. 8 NT - 1 are zeros in Xt already.
 // Shared memory: 2 x 64 C NT 16-byte units (= variant 13's X buffers: 1024 C NT bytes each) + rings
 // 4 warps x 4 slots x 2304 B: <= 69.6 KB, 3 blocks per SM.
+//
+// Variant 23 (kDirect; session 10, s10vnm, PERF-vnm-small.md "Session 10 (s10vnm)"): no transpose launch and
+// no Xt. The same thread owns the same units (gathered column tid + 128 r, n8 tile nt) and fills them from
+// the X rows: 8 two-byte loads X[8 nt + ii][col] (__ldg; the 4 lanes of a window and the 8 windows of a warp
+// read one 128 / 256-byte run of a row per instruction, M = 8 / 16), two rows packed per word, one 16-byte
+// st.shared at the same xt_unit offset, so the consumers (ldmatrix.x4.trans, mma.sp) are variant 20's. The
+// loads of chunk c + 1 are split in two halves of kRounds / 2 rounds (32 registers at full m): half 0 issued
+// at chunk c's top and stored at pair C / 2, half 1 issued there and stored after the chunk's last pair
+// (the next chunk top's barrier publishes both); chunk 0 is loaded and stored before the loop. The cp.async
+// groups G(c) are committed empty, so every wait count stays 20's. Cost: ~3 instructions per staged 2-byte
+// value (address chain + LDG) + the packing, i.e. per thread and chunk 64 values at full m (+~7 per record at
+// NT = 1, +~34 at NT = 4 on 20's ~23 / ~47), against the transpose kernel (~2.7 us, ncu) and its PDL
+// placement. ptxas (sm_90a f16): 122 / 126 / 131 / 161 registers at NT = 1..4 (20: 75 / 94 / 97 / 119), 0 spills.
 #pragma once
 #include <cooperative_groups.h>
 
@@ -144,8 +157,9 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p)
     }
     wgather += unsigned(16 * C);
   };
-  // Row i of a unit at src + i * 2k: one IMAD.WIDE.U32 (32 x 32 -> 64 plus the 64-bit base) per load. A column
-  // past k reads column 0 (valid) and is zeroed at the store; rows >= m (last n8 tile only) are predicated.
+  // Row i of a unit at src + i * 2k (ptxas: a pointer chain, IADD3 + IMAD.X per load; 3 instructions per 2-byte
+  // value with the LDG). A column past k reads column 0 (valid) and is zeroed at the store; rows >= m (the last
+  // n8 tile only, a warp-uniform branch) are predicated.
   auto dload = [&](int half, std::uint32_t (&v)[kHalf][NT][8]) {
 #pragma unroll
     for (int rr = 0; rr < kHalf; ++rr) {
