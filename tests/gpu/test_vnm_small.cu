@@ -630,8 +630,10 @@ TEST(VnmSmallGpu, VenomLeanPairedOtherVAndPatternsRunVariant9) {
 }
 
 TEST(VnmSmallGpu, VenomLeanPairedIsThePlansChoiceForV128AtMFrom8) {
-  // The default rule (vnm_small.cu default_variant, from the s9vnm H200 run): variant 20 for V = 128
-  // with M <= 16 at m >= 8 (sm_90+); variant 4 at m < 8; other V / M unchanged; and it runs right.
+  // The default rule (vnm_small.cu default_variant + geometry_for, from the s9vnm and s10vnm H200 runs): for
+  // V = 128 with M <= 16 (sm_90+) variant 23 (direct gather) at m <= 8, variant 20 at m > 8 where its grid is
+  // padded to <= 2 blocks per SM (these small n), 23 where it is not (below: 2 sms + 1 slabs); other V / M
+  // unchanged (variant 4 at m < 8 for them); and it runs right.
   REQUIRE_DEVICE();
   int dev = 0, major = 0;
   SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
@@ -645,10 +647,27 @@ TEST(VnmSmallGpu, VenomLeanPairedIsThePlansChoiceForV128AtMFrom8) {
       d.x_dtype = DType::f16;
       d.y_dtype = DType::f16;
       const int v = vs::geometry_for(pr.w, d).variant;
-      const bool lean = pat.v == 128 && pat.m <= 16 && m >= 8 && major >= 9;
-      EXPECT_EQ(v == vnm_small::kVnmLeanVariant, lean) << pat.str() << " m=" << m << " variant " << v;
+      const bool v128 = pat.v == 128 && pat.m <= 16 && major >= 9;
+      EXPECT_EQ(v == vnm_small::kVnmLeanVariant, v128 && m > 8) << pat.str() << " m=" << m << " variant " << v;
+      EXPECT_EQ(v == vnm_small::kVnmDirectVariant, v128 && m <= 8) << pat.str() << " m=" << m << " variant " << v;
+      if (!v128) EXPECT_NE(v, vnm_small::kVnmDirectVariant);
       run_and_check_at(pr, DType::f16, {0, -1}, pat.str() + " plan's choice m=" + std::to_string(m), 0);
     }
+  if (major < 9) return;
+  int sms = 0;
+  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  for (std::int64_t m : {16, 32}) {  // 2 sms + 1 slabs at one split: 20 unpadded -> the plan takes 23
+    Problem big = make_problem(Pattern::venom(128, 16), DType::f16, m, 128 * (2 * std::int64_t(sms) + 1), 16 * 16 * 2 + 3, ++seed);
+    MatmulDesc d;
+    d.m = m;
+    d.x_dtype = DType::f16;
+    d.y_dtype = DType::f16;
+    const vnm_small::Geometry g = vs::geometry_for(big.w, d);
+    EXPECT_EQ(g.variant, vnm_small::kVnmDirectVariant) << "m=" << m;
+    EXPECT_LT(g.ring_bytes, vnm_small::kVleanSpreadRingBytes) << "unpadded";
+    EXPECT_EQ(vs::geometry_for(big.w, d, {0, vnm_small::kVnmLeanVariant}).splits, g.splits) << "20's split count";
+    run_and_check_at(big, DType::f16, {0, -1}, "128:2:16 n = 128 (2 sms + 1) plan's choice m=" + std::to_string(m), 0);
+  }
 }
 
 TEST(VnmSmallGpu, VenomLeanPairedSpreadPaddingByGridSize) {

@@ -233,7 +233,15 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // s9vnm2 (bench/results/NVIDIA_H200-vnm_small-2026-11-22-5585405-s9vnm2.jsonl): 20 with its shared memory
   // padded to <= 2 blocks per SM where the grid fits so (geometry_of_variant, layout.hpp vlean_spread):
   // 1.01-1.20x at 28672 x 8192 (measured as the then variant 23); 12288^2 (288 blocks) unchanged.
-  if (p.kind == Granularity::venom && p.v == 128 && p.m <= 16 && m >= 8) return sv::kVnmLeanVariant;  // 4 below sm_90
+  // s10vnm (session 10, bench/results/NVIDIA_H200-vnm_small-2026-11-22-da846df-s10vnm.jsonl, same process as cuBLAS):
+  // variant 23 (20 gathering from the X rows, no transpose launch) beats 20 at m = 8 in all four cases (128:2:8 /
+  // 128:2:16 x 28672 x 8192 / 12288^2: 1.056 / 1.133 / 1.070 / 1.071x) and 20 / the old m = 1 default 4 at m = 1
+  // (1.05-1.08x / 1.07-1.14x); at m = 16 / 32 it wins on 12288^2 (1.01-1.04x, 3 blocks per SM) but loses on
+  // 28672 x 8192 (0.92-0.99x, the padded 2 blocks per SM: its +34 instructions per record at m = 32 show). So 23
+  // for V = 128, M <= 16 at m <= 8 (m = 2..7: the same NT = 1 kernel, unmeasured), 20 at m > 8 (geometry_for takes
+  // 23 there where 20's grid is not padded).
+  if (p.kind == Granularity::venom && p.v == 128 && p.m <= 16 && m <= 8) return sv::kVnmDirectVariant;  // 4 below sm_90
+  if (p.kind == Granularity::venom && p.v == 128 && p.m <= 16 && m > 8) return sv::kVnmLeanVariant;  // 4 below sm_90
   if (p.kind == Granularity::hw24 && w.cols() % 8 == 0) return sv::kLean2ClusterVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 24) return sv::kAsyncVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 8) return 6;  // 6 falls back to 5 below sm_90 (geometry_for)
@@ -261,6 +269,14 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   if (opt.variant < 0 && opt.force_splits <= 0 && g.variant == sv::kLean2ClusterVariant && g.splits > 1 && g.n_tiles == 4) {
     const sv::Geometry g19 = geometry_of_variant(w, desc, opt, sv::kLean2WsVariant);
     if (g19.variant == sv::kLean2WsVariant && g19.splits > 1) g = g19;
+  }
+  // Plan's choice at m > 8 where variant 20's grid is not padded (more than 2 blocks per SM, layout.hpp
+  // vlean_spread): variant 23 (direct gather). s10vnm (H200, da846df, same process): 12288^2 (96 slabs x 3 splits,
+  // 288 blocks) m = 16 / 32 23 1.013 / 1.027x (128:2:8) and 1.042 / 1.038x (128:2:16) of 20; where 20 is padded
+  // (28672 x 8192, 224 blocks) 23 is 0.986 / 0.934x and 1.013 / 0.922x: not taken there.
+  if (opt.variant < 0 && opt.force_splits <= 0 && g.variant == sv::kVnmLeanVariant && g.ring_bytes != sv::kVleanSpreadRingBytes) {
+    const sv::Geometry g23 = geometry_of_variant(w, desc, opt, sv::kVnmDirectVariant);
+    if (g23.variant == sv::kVnmDirectVariant && g23.splits == g.splits && g23.ring_bytes == g.ring_bytes) g = g23;
   }
   return g;
 }
