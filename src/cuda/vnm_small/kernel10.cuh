@@ -53,6 +53,11 @@
 // value (address chain + LDG) + the packing, i.e. per thread and chunk 64 values at full m (+~7 per record at
 // NT = 1, +~34 at NT = 4 on 20's ~23 / ~47), against the transpose kernel (~2.7 us, ncu) and its PDL
 // placement. ptxas (sm_90a f16): 122 / 126 / 131 / 161 registers at NT = 1..4 (20: 75 / 94 / 97 / 119), 0 spills.
+// Measured (H200 run da846df): correct (every VnmSmallGpu test, bitwise equal to 20, memcheck / racecheck clean);
+// 1.05-1.13x of 20 at m = 1 / 8 in all four cases (ncu m = 8: the kernel as long as 20's main kernel, the
+// transpose gone), 1.01-1.04x at m = 16 / 32 on 12288^2 (3 blocks per SM), 0.92-0.99x on 28672 x 8192 m = 16 / 32
+// (2 blocks per SM; m = 32: 9.60 M instructions against 5.41 M, exposed). The plan's choice at m <= 8 and where
+// 20's grid is not padded (vnm_small.cu).
 #pragma once
 #include <cooperative_groups.h>
 

@@ -282,6 +282,9 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 ring, wait counts, cluster split reduce, the <= 2 blocks per SM padding) with the slab's
 ///                 selected columns read from the X rows by 2-byte loads (no transpose kernel, no Xt workspace,
 ///                 a plain launch: no PDL placement beside another grid). PERF-vnm-small.md "Session 10 (s10vnm)".
+///                 Measured (da846df): 1.05-1.13x of 20 at m = 1 / 8 (128:2:8 / 128:2:16, both shapes), 1.01-1.04x
+///                 at m = 16 / 32 on 12288^2, 0.92-0.99x there on 28672 x 8192 (padded, 2 blocks per SM). The
+///                 default for V = 128, M <= 16 at m <= 8 and at m > 8 where 20's grid is unpadded (vnm_small.cu).
 ///                 (22 is not built on this branch: session 10's s10vnmk uses it for a stream-K form of 20.)
 inline constexpr int kVariants = 24;
 /// Variant numbers with a kernel (17 / 18: removed in session 9b, see above; 22: not on this branch).
