@@ -5,7 +5,8 @@
 // Status (H200 run f3a9476, PERF-vnm-small.md "Session 9 (s9vnm) measured"): correct (every VnmSmallGpu
 // test, memcheck clean); ncu 47 instructions per record at m = 32 (variant 9: 167); the fastest V:2:M row
 // in all 12 cases measured (128:2:8 / 128:2:16, 28672 x 8192 / 12288^2, m = 8 / 16 / 32: 1.009-1.27x of
-// the old default), the default for V = 128, M <= 16 at m >= 8; 0.51-0.76 of the byte ratio (bar 0.8):
+// the old default), the default for V = 128, M <= 16 at m >= 8 (since session 10: at m > 8 on padded grids only,
+// variant 23 below elsewhere); 0.51-0.76 of the byte ratio (bar 0.8):
 // DRAM 55 % at 28672 x 8192 m = 32 (224 blocks of short slabs: few bytes in flight per SM).
 // Session 9c (s9vnm2, H200 run 5585405, PERF-vnm-small.md "Session 9c"): launched as a programmatic dependent
 // of the transpose with room for 3 blocks per SM, a sub-wave grid was placed unevenly beside the transpose's
