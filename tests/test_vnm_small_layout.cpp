@@ -852,7 +852,7 @@ TEST(VnmSmallLayout, VnmLeanPairedGeometry) {
   for (int M : {8, 16, 10})
     for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{28672, 8192}, {12288, 12288}, {300, 1234}})
       for (int m : {1, 8, 9, 16, 17, 24, 25, 32})
-        for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant}) {
+        for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant, sv::kVnmDirectVariant}) {
           SCOPED_TRACE("M=" + std::to_string(M) + " n=" + std::to_string(n) + " m=" + std::to_string(m) + " v" + std::to_string(v));
           const sv::Layout l = sv::Layout::of(FormatLayout::of(Pattern::venom(128, M), n, k));
           const sv::Geometry g = sv::choose_geometry(l, m, 132, v, 3);
@@ -869,19 +869,33 @@ TEST(VnmSmallLayout, VnmLeanPairedGeometry) {
           EXPECT_LE(3 * (g.smem_bytes() + 1024), 228u * 1024u) << "3 blocks per SM";
           EXPECT_LE(g.smem_bytes(), sv::max_smem_bytes(nt));
           EXPECT_LT(std::int64_t(g.splits - 1) * g.pairs_per_split, l.pairs);
-          if (v == sv::kVnmLeanVariant) EXPECT_LE(g.splits, sv::kStreamMaxSplits);
+          if (v != sv::kVnmLeanReduceVariant) EXPECT_LE(g.splits, sv::kStreamMaxSplits) << "one cluster";
           if (n == 28672) EXPECT_EQ(g.splits, 1) << "224 slabs fill 396 slots";
           if (n == 12288 && M == 8) EXPECT_EQ(g.splits, 4) << "96 slabs, 396 slots";
         }
   for (const Pattern& pat : {Pattern::venom(64, 8), Pattern::venom(256, 8), Pattern::venom(32, 16), Pattern::hw24()}) {
     const sv::Layout l = sv::Layout::of(FormatLayout::of(pat, 1000, 4096));
-    for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant}) {
+    for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant, sv::kVnmDirectVariant}) {
       EXPECT_EQ(sv::lean2_or_lean(l, v), sv::kAsyncVariant) << pat.str();
       EXPECT_EQ(sv::choose_geometry(l, 17, 132, v, 3).variant, sv::kAsyncVariant) << pat.str();
     }
   }
   EXPECT_TRUE(sv::variant_built(sv::kVnmLeanVariant));
   EXPECT_TRUE(sv::variant_built(sv::kVnmLeanReduceVariant));
+  // Variant 23 (session 10, s10vnm): variant 20's geometry and cluster split rule, gathering from the X rows.
+  EXPECT_TRUE(sv::variant_built(sv::kVnmDirectVariant));
+  EXPECT_TRUE(sv::vlean_variant(sv::kVnmDirectVariant) && sv::lean2_cluster_variant(sv::kVnmDirectVariant));
+  EXPECT_FALSE(sv::variant_built(22)) << "22: s10vnmk's number, not built on this branch";
+  for (int M : {8, 16})
+    for (int m : {1, 8, 16, 32}) {
+      const sv::Layout l = sv::Layout::of(FormatLayout::of(Pattern::venom(128, M), 12288, 12288));
+      const sv::Geometry a = sv::choose_geometry(l, m, 132, sv::kVnmLeanVariant, 3);
+      const sv::Geometry b = sv::choose_geometry(l, m, 132, sv::kVnmDirectVariant, 3);
+      EXPECT_EQ(b.variant, sv::kVnmDirectVariant);
+      EXPECT_EQ(a.splits, b.splits);
+      EXPECT_EQ(a.smem_bytes(), b.smem_bytes());
+      EXPECT_EQ(a.chunk_pairs, b.chunk_pairs);
+    }
 }
 
 TEST(VnmSmallLayout, VnmLeanSpreadPadsToTwoBlocksPerSmWhereTheGridFits) {
@@ -890,7 +904,7 @@ TEST(VnmSmallLayout, VnmLeanSpreadPadsToTwoBlocksPerSmWhereTheGridFits) {
   // variants and V != 128 (variant 9) are left as they are.
   for (int M : {8, 16, 10})
     for (int m : {1, 8, 9, 16, 17, 24, 25, 32})
-      for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant}) {
+      for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant, sv::kVnmDirectVariant}) {
         SCOPED_TRACE("M=" + std::to_string(M) + " m=" + std::to_string(m) + " v" + std::to_string(v));
         const int nt = (m + 7) / 8;
         const sv::Layout wide = sv::Layout::of(FormatLayout::of(Pattern::venom(128, M), 28672, 8192));

@@ -554,6 +554,9 @@ TEST(VnmSmallGpu, Rejects) {
   EXPECT_FALSE(vnm_small::variant_built(17));
   EXPECT_FALSE(vnm_small::variant_built(18));
   EXPECT_TRUE(vnm_small::variant_built(19));
+  EXPECT_THROW(vs::create(pr.w, d, {0, 22}), InvalidArgument) << "variant 22 is not built on this branch";
+  EXPECT_FALSE(vnm_small::variant_built(22));
+  EXPECT_TRUE(vnm_small::variant_built(vnm_small::kVnmDirectVariant));
   try {
     vs::create(pr.w, d, {0, 18});
   } catch (const InvalidArgument& e) {
@@ -585,7 +588,7 @@ TEST(VnmSmallGpu, VenomLeanPairedV128) {
   // f16 / bf16, fp32 / 16-bit y. Every case runs twice on poisoned y (run_and_check_at).
   REQUIRE_DEVICE();
   std::uint64_t seed = 20000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant})
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant})
     for (DType t : {DType::f16, DType::bf16})
       for (std::int64_t m : {1, 3, 8, 9, 16, 17, 24, 25, 32}) {
         const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -613,7 +616,7 @@ TEST(VnmSmallGpu, VenomLeanPairedOtherVAndPatternsRunVariant9) {
   // (layout.hpp lean2_or_lean), and are still correct.
   REQUIRE_DEVICE();
   std::uint64_t seed = 21000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant})
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant})
     for (const Pattern& pat : {Pattern::venom(64, 8), Pattern::venom(256, 16), Pattern::hw24()})
       for (std::int64_t m : {1, 12, 32}) {
         Problem pr = make_problem(pat, DType::f16, m, 300, 8 * 16 * 5 + 3, ++seed);
@@ -627,8 +630,10 @@ TEST(VnmSmallGpu, VenomLeanPairedOtherVAndPatternsRunVariant9) {
 }
 
 TEST(VnmSmallGpu, VenomLeanPairedIsThePlansChoiceForV128AtMFrom8) {
-  // The default rule (vnm_small.cu default_variant, from the s9vnm H200 run): variant 20 for V = 128
-  // with M <= 16 at m >= 8 (sm_90+); variant 4 at m < 8; other V / M unchanged; and it runs right.
+  // The default rule (vnm_small.cu default_variant + geometry_for, from the s9vnm and s10vnm H200 runs): for
+  // V = 128 with M <= 16 (sm_90+) variant 23 (direct gather) at m <= 8, variant 20 at m > 8 where its grid is
+  // padded to <= 2 blocks per SM (these small n), 23 where it is not (below: 2 sms + 1 slabs); other V / M
+  // unchanged (variant 4 at m < 8 for them); and it runs right.
   REQUIRE_DEVICE();
   int dev = 0, major = 0;
   SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
@@ -642,10 +647,27 @@ TEST(VnmSmallGpu, VenomLeanPairedIsThePlansChoiceForV128AtMFrom8) {
       d.x_dtype = DType::f16;
       d.y_dtype = DType::f16;
       const int v = vs::geometry_for(pr.w, d).variant;
-      const bool lean = pat.v == 128 && pat.m <= 16 && m >= 8 && major >= 9;
-      EXPECT_EQ(v == vnm_small::kVnmLeanVariant, lean) << pat.str() << " m=" << m << " variant " << v;
+      const bool v128 = pat.v == 128 && pat.m <= 16 && major >= 9;
+      EXPECT_EQ(v == vnm_small::kVnmLeanVariant, v128 && m > 8) << pat.str() << " m=" << m << " variant " << v;
+      EXPECT_EQ(v == vnm_small::kVnmDirectVariant, v128 && m <= 8) << pat.str() << " m=" << m << " variant " << v;
+      if (!v128) EXPECT_NE(v, vnm_small::kVnmDirectVariant);
       run_and_check_at(pr, DType::f16, {0, -1}, pat.str() + " plan's choice m=" + std::to_string(m), 0);
     }
+  if (major < 9) return;
+  int sms = 0;
+  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  for (std::int64_t m : {16, 32}) {  // 2 sms + 1 slabs at one split: 20 unpadded -> the plan takes 23
+    Problem big = make_problem(Pattern::venom(128, 16), DType::f16, m, 128 * (2 * std::int64_t(sms) + 1), 16 * 16 * 2 + 3, ++seed);
+    MatmulDesc d;
+    d.m = m;
+    d.x_dtype = DType::f16;
+    d.y_dtype = DType::f16;
+    const vnm_small::Geometry g = vs::geometry_for(big.w, d);
+    EXPECT_EQ(g.variant, vnm_small::kVnmDirectVariant) << "m=" << m;
+    EXPECT_LT(g.ring_bytes, vnm_small::kVleanSpreadRingBytes) << "unpadded";
+    EXPECT_EQ(vs::geometry_for(big.w, d, {0, vnm_small::kVnmLeanVariant}).splits, g.splits) << "20's split count";
+    run_and_check_at(big, DType::f16, {0, -1}, "128:2:16 n = 128 (2 sms + 1) plan's choice m=" + std::to_string(m), 0);
+  }
 }
 
 TEST(VnmSmallGpu, VenomLeanPairedSpreadPaddingByGridSize) {
@@ -660,7 +682,7 @@ TEST(VnmSmallGpu, VenomLeanPairedSpreadPaddingByGridSize) {
   SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
   if (major < 9) GTEST_SKIP() << "variants 20 / 21 need sm_90+ (they run variant 4 below)";
   std::uint64_t seed = 24000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant})
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant})
     for (std::int64_t m : {8, 17, 32}) {
       const std::string tag = "m=" + std::to_string(m) + " v" + std::to_string(v);
       MatmulDesc d;
@@ -689,13 +711,69 @@ TEST(VnmSmallGpu, VenomLeanPairedSmall) {
   // last slab, a partial last chunk, splits 1 and 3 (cluster / reduce kernel).
   REQUIRE_DEVICE();
   std::uint64_t seed = 22000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant})
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant})
     for (int M : {8, 10})
       for (std::int64_t m : {5, 17, 32}) {
         Problem pr = make_problem(Pattern::venom(128, M), DType::f16, m, 128 + 40, std::int64_t(M) * 16 * 13 - 1, ++seed);
         for (int splits : {1, 3})
           run_and_check_at(pr, DType::f16, {splits, v}, Pattern::venom(128, M).str() + " m=" + std::to_string(m) + " splits=" +
                            std::to_string(splits) + " v" + std::to_string(v), 0);
+      }
+}
+
+TEST(VnmSmallGpu, VenomLeanDirectGather) {
+  // Variant 23 (kernel10.cuh kDirect, session 10 s10vnm): variant 20 with the selected columns read from the
+  // X rows in the kernel (2-byte loads, two rows packed per word, st.shared into the ldmatrix.trans layout; no
+  // transpose, no Xt workspace). 128:2:8 / 128:2:16 and a tail case (k % M != 0, a partial last pair whose
+  // windows run past the end: zeroed columns), m = 1 / 8 / 9 / 16 / 32 (9: the last n8 tile with one row, the
+  // predicated rows; 1 / 9 also below 8 rows in a tile), f16 / bf16, X at a 2-byte offset (not 4- or 16-byte
+  // aligned), splits 0 (rule) / 1 / 3 (cluster). Checked against the fp64 reference on poisoned y, twice each,
+  // and bitwise against variant 20 on the same inputs (same staged values, same mma order).
+  REQUIRE_DEVICE();
+  int dev = 0, major = 0;
+  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
+  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  std::uint64_t seed = 25000;
+  const int v = vnm_small::kVnmDirectVariant;
+  for (DType t : {DType::f16, DType::bf16})
+    for (std::int64_t m : {1, 8, 9, 16, 32})
+      for (int M : {8, 16}) {
+        const Pattern pat = Pattern::venom(128, M);
+        const std::string tag = pat.str() + " " + std::string(to_string(t)) + " m=" + std::to_string(m);
+        // n = 3 slabs (last one 5 of 8 tiles); k = 21 pairs of 16 windows, the last window 5 columns short
+        Problem pr = make_problem(pat, t, m, 128 * 2 + 80, std::int64_t(M) * (16 * 20 + 7) - 5, ++seed);
+        MatmulDesc d;
+        d.m = m;
+        d.x_dtype = t;
+        d.y_dtype = DType::f32;
+        const vnm_small::Geometry g = vs::geometry_for(pr.w, d, {0, v});
+        EXPECT_EQ(g.variant, major >= 9 ? v : 4) << tag;
+        if (major >= 9) {
+          auto inst = vs::create(pr.w, d, {1, v});
+          EXPECT_NE(inst->describe().find("direct gather"), std::string::npos) << inst->describe();
+          EXPECT_EQ(inst->workspace_bytes(), std::size_t(0)) << "variant 23 at one split: no Xt, no partials";
+        }
+        for (int splits : {0, 1, 3}) {
+          run_and_check_at(pr, DType::f32, {splits, v}, tag + " splits=" + std::to_string(splits), 0);
+          run_and_check_at(pr, t, {splits, v}, tag + " 16-bit y, X + 2 bytes, splits=" + std::to_string(splits), 2);
+        }
+        if (major < 9) continue;
+        // bitwise against variant 20 (same splits, same geometry apart from the gather)
+        const std::size_t ybytes = std::size_t(m) * std::size_t(pr.w.rows()) * 4;
+        cuda::DeviceBuffer dx(pr.x.size_bytes()), y20(ybytes), y23(ybytes);
+        dx.upload(pr.x.data(), pr.x.size_bytes());
+        std::vector<std::byte> h20(ybytes), h23(ybytes);
+        for (int splits : {1, 3}) {
+          SPARSENM_CUDA_CHECK(cudaMemset(y20.get(), 0xFF, ybytes));
+          SPARSENM_CUDA_CHECK(cudaMemset(y23.get(), 0xFF, ybytes));
+          vs::create(pr.w, d, {splits, vnm_small::kVnmLeanVariant})->run(dx.get(), y20.get(), nullptr);
+          vs::create(pr.w, d, {splits, v})->run(dx.get(), y23.get(), nullptr);
+          SPARSENM_CUDA_CHECK(cudaGetLastError());
+          SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
+          y20.download(h20.data(), ybytes);
+          y23.download(h23.data(), ybytes);
+          EXPECT_EQ(std::memcmp(h20.data(), h23.data(), ybytes), 0) << tag << " splits=" << splits << ": 23 differs from 20";
+        }
       }
 }
 

@@ -5,7 +5,8 @@
 // Status (H200 run f3a9476, PERF-vnm-small.md "Session 9 (s9vnm) measured"): correct (every VnmSmallGpu
 // test, memcheck clean); ncu 47 instructions per record at m = 32 (variant 9: 167); the fastest V:2:M row
 // in all 12 cases measured (128:2:8 / 128:2:16, 28672 x 8192 / 12288^2, m = 8 / 16 / 32: 1.009-1.27x of
-// the old default), the default for V = 128, M <= 16 at m >= 8; 0.51-0.76 of the byte ratio (bar 0.8):
+// the old default), the default for V = 128, M <= 16 at m >= 8 (since session 10: at m > 8 on padded grids only,
+// variant 23 below elsewhere); 0.51-0.76 of the byte ratio (bar 0.8):
 // DRAM 55 % at 28672 x 8192 m = 32 (224 blocks of short slabs: few bytes in flight per SM).
 // Session 9c (s9vnm2, H200 run 5585405, PERF-vnm-small.md "Session 9c"): launched as a programmatic dependent
 // of the transpose with room for 3 blocks per SM, a sub-wave grid was placed unevenly beside the transpose's
@@ -44,6 +45,24 @@
 // ldmatrix.x4.trans, kernel3.cuh); rows m .. 8 NT - 1 are zeros in Xt already.
 // Shared memory: 2 x 64 C NT 16-byte units (= variant 13's X buffers: 1024 C NT bytes each) + rings
 // 4 warps x 4 slots x 2304 B: <= 69.6 KB, 3 blocks per SM.
+//
+// Variant 23 (kDirect; session 10, s10vnm, PERF-vnm-small.md "Session 10 (s10vnm)"): no transpose launch and
+// no Xt. The same thread owns the same units (gathered column tid + 128 r, n8 tile nt) and fills them from
+// the X rows: 8 two-byte loads X[8 nt + ii][col] (__ldg; the 4 lanes of a window and the 8 windows of a warp
+// read one 128 / 256-byte run of a row per instruction, M = 8 / 16), two rows packed per word, one 16-byte
+// st.shared at the same xt_unit offset, so the consumers (ldmatrix.x4.trans, mma.sp) are variant 20's. The
+// loads of chunk c + 1 are split in two halves of kRounds / 2 rounds (32 registers at full m): half 0 issued
+// at chunk c's top and stored at pair C / 2, half 1 issued there and stored after the chunk's last pair
+// (the next chunk top's barrier publishes both); chunk 0 is loaded and stored before the loop. The cp.async
+// groups G(c) are committed empty, so every wait count stays 20's. Cost: ~3 instructions per staged 2-byte
+// value (address chain + LDG) + the packing, i.e. per thread and chunk 64 values at full m (+~7 per record at
+// NT = 1, +~34 at NT = 4 on 20's ~23 / ~47), against the transpose kernel (~2.7 us, ncu) and its PDL
+// placement. ptxas (sm_90a f16): 122 / 126 / 131 / 161 registers at NT = 1..4 (20: 75 / 94 / 97 / 119), 0 spills.
+// Measured (H200 run da846df): correct (every VnmSmallGpu test, bitwise equal to 20, memcheck / racecheck clean);
+// 1.05-1.13x of 20 at m = 1 / 8 in all four cases (ncu m = 8: the kernel as long as 20's main kernel, the
+// transpose gone), 1.01-1.04x at m = 16 / 32 on 12288^2 (3 blocks per SM), 0.92-0.99x on 28672 x 8192 m = 16 / 32
+// (2 blocks per SM; m = 32: 9.60 M instructions against 5.41 M, exposed). The plan's choice at m <= 8 and where
+// 20's grid is not padded (vnm_small.cu).
 #pragma once
 #include <cooperative_groups.h>
 
@@ -52,7 +71,7 @@
 
 namespace sparsenm::cuda::vnm_small {
 
-template <class Tr, bool kCluster>
+template <class Tr, bool kCluster, bool kDirect = false>
 __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p) {
   using T = typename Tr::T;
   namespace sv = sparsenm::vnm_small;
@@ -129,6 +148,62 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p)
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) gnt[nt] = std::uint32_t(nt ^ sv::xt_swizzle(tid, NT)) * 16u;
   const uint4* xt = p.xt;
+  // ---- variant 23 (kDirect): the same units, read from the X rows (no transpose) ----
+  // Unit (round r, tile nt) = X[8 nt + ii][col_r], ii < 8, packed two rows per word into one 16-byte
+  // st.shared at xt_unit(tid + 128 r, nt): the layout the cp.async gather fills from Xt. The loads of the
+  // rounds r < kRounds / 2 (half 0) and the others (half 1) are issued one at a time into the same
+  // kRounds / 2 x NT x 8 registers, each half stored half a chunk after its loads.
+  constexpr int kHalf = kRounds / 2;
+  static_assert(kRounds % 2 == 0 && C % 2 == 0, "vlean direct: two halves of a chunk's gather");
+  const char* const xg = static_cast<const char*>(p.x);
+  const std::uint32_t xk2 = std::uint32_t(2 * p.k);  // X row pitch in bytes (k < 2^31)
+  const int m = p.m;
+  unsigned dcol[kRounds];  // columns of the chunk gathered next; kcols: reads as zero
+  auto dcols = [&]() {     // from selv (then free for the next load_sel)
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+      const unsigned col = (wgather + unsigned(32 * r)) * win + selv[r];
+      dcol[r] = col < kcols ? col : kcols;
+    }
+    wgather += unsigned(16 * C);
+  };
+  // Row i of a unit at src + i * 2k (ptxas: a pointer chain, IADD3 + IMAD.X per load; 3 instructions per 2-byte
+  // value with the LDG). A column past k reads column 0 (valid) and is zeroed at the store; rows >= m (the last
+  // n8 tile only, a warp-uniform branch) are predicated.
+  auto dload = [&](int half, std::uint32_t (&v)[kHalf][NT][8]) {
+#pragma unroll
+    for (int rr = 0; rr < kHalf; ++rr) {
+      const unsigned col = dcol[half * kHalf + rr];
+      const char* src = xg + std::size_t(col < kcols ? col : 0u) * 2u;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        if (8 * nt + 8 <= m) {  // warp uniform
+#pragma unroll
+          for (int ii = 0; ii < 8; ++ii)
+            v[rr][nt][ii] = __ldg(reinterpret_cast<const unsigned short*>(src + std::uint64_t(xk2) * std::uint32_t(8 * nt + ii)));
+        } else {
+#pragma unroll
+          for (int ii = 0; ii < 8; ++ii)
+            v[rr][nt][ii] = 8 * nt + ii < m ? __ldg(reinterpret_cast<const unsigned short*>(src + std::uint64_t(xk2) * std::uint32_t(8 * nt + ii))) : 0u;
+        }
+      }
+    }
+  };
+  auto dstore = [&](int half, const std::uint32_t (&v)[kHalf][NT][8], int b) {
+    const std::uint32_t d = sbase + std::uint32_t(b) * kBuf + gdst;
+#pragma unroll
+    for (int rr = 0; rr < kHalf; ++rr)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const std::uint32_t a = d + std::uint32_t((half * kHalf + rr) * kThreads * NT * 16) + gnt[nt];
+        const std::uint32_t keep = dcol[half * kHalf + rr] < kcols ? 0xffffffffu : 0u;
+        asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(a), "r"(__byte_perm(v[rr][nt][0], v[rr][nt][1], 0x5410) & keep),
+                     "r"(__byte_perm(v[rr][nt][2], v[rr][nt][3], 0x5410) & keep), "r"(__byte_perm(v[rr][nt][4], v[rr][nt][5], 0x5410) & keep),
+                     "r"(__byte_perm(v[rr][nt][6], v[rr][nt][7], 0x5410) & keep)
+                     : "memory");
+      }
+  };
+
   auto gather = [&](int b) {  // the copies of the chunk whose selection is in selv into buffer b
     const std::uint32_t d = sbase + std::uint32_t(b) * kBuf + gdst;
 #pragma unroll
@@ -147,9 +222,18 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p)
   for (int s = 0; s < D - 1; ++s) issue(s);  // S0 .. S2: the weight does not depend on the transpose
   load_sel();                                // chunk 0's selection (nor does it)
   advance_sel();
-  pdl_wait();  // Xt is complete and visible from here on
-  gather(0);
-  cp_async_commit_group();  // G0
+  pdl_wait();  // Xt is complete and visible from here on (variant 23: no-op, launched plainly)
+  if constexpr (kDirect) {
+    dcols();
+    std::uint32_t v0[kHalf][NT][8], v1[kHalf][NT][8];
+    dload(0, v0);
+    dload(1, v1);
+    dstore(0, v0, 0);
+    dstore(1, v1, 0);
+  } else {
+    gather(0);
+  }
+  cp_async_commit_group();  // G0 (variant 23: empty, so every wait count below is 20's)
   if (nchunks > 1) load_sel();  // chunk 1's
   advance_sel();
 
@@ -171,12 +255,19 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p)
     else
       ring_wait<D - 1>();  // G(c): older than the D - 1 newest groups (slots cC .. cC + 2)
     __syncthreads();       // everyone's copies of G(c); chunk c - 1's reads of buffer b ^ 1 done
-    if (c + 1 < nchunks) {
-      gather(b ^ 1);
+    const bool more = c + 1 < nchunks;
+    std::uint32_t hv[kHalf][NT][8];  // variant 23: one half of chunk c + 1's gather in flight
+    if (more) {
+      if constexpr (kDirect) {
+        dcols();
+        dload(0, hv);
+      } else {
+        gather(b ^ 1);
+      }
       if (c + 2 < nchunks) load_sel();  // chunk c + 2's selection
       advance_sel();
     }
-    cp_async_commit_group();  // G(c + 1), possibly empty
+    cp_async_commit_group();  // G(c + 1), possibly empty (variant 23: always empty)
     const std::uint32_t xb = sbase + std::uint32_t(b) * kBuf;
     std::uint32_t xbase[NT];
 #pragma unroll
@@ -184,6 +275,12 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p)
     const int np = min(C, nrec - c * C);
 #pragma unroll
     for (int j = 0; j < C; ++j) {
+      if constexpr (kDirect) {
+        if (j == C / 2 && more) {  // np == C whenever a chunk follows
+          dstore(0, hv, b ^ 1);
+          dload(1, hv);
+        }
+      }
       if (j < np) {
         if (j < D - 1)
           ring_wait<D - 1>();  // G(c + 1) is newer than slot cC + j
@@ -212,6 +309,9 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p)
           }
         }
       }
+    }
+    if constexpr (kDirect) {
+      if (more) dstore(1, hv, b ^ 1);  // visible to every warp after the next chunk top's barrier
     }
   }
   ring_wait<0>();  // no copy may still target the block's shared memory at exit

@@ -283,13 +283,22 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 the code is in commit 89ed8bb; PERF-vnm-small.md "Session 10 (s10vnmk)".)
 ///  (23 again in session 9f, s9v24d: 19 with per-warp stage slices; measured at 94e17f6, slower than the default
 ///                 everywhere (12288^2 m = 32 56.54 against 19's 49.89 us) and removed; PERF-vnm-small.md "Session 9f".)
-inline constexpr int kVariants = 22;
-/// Variant numbers with a kernel (17 / 18: removed in session 9b, see above).
-constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18; }
+///  23 V:2:M lean paired, direct gather (kernel10.cuh kDirect; session 10, s10vnm) - variant 20 (geometry,
+///                 ring, wait counts, cluster split reduce, the <= 2 blocks per SM padding) with the slab's
+///                 selected columns read from the X rows by 2-byte loads (no transpose kernel, no Xt workspace,
+///                 a plain launch: no PDL placement beside another grid). PERF-vnm-small.md "Session 10 (s10vnm)".
+///                 Measured (da846df): 1.05-1.13x of 20 at m = 1 / 8 (128:2:8 / 128:2:16, both shapes), 1.01-1.04x
+///                 at m = 16 / 32 on 12288^2, 0.92-0.99x there on 28672 x 8192 (padded, 2 blocks per SM). The
+///                 default for V = 128, M <= 16 at m <= 8 and at m > 8 where 20's grid is unpadded (vnm_small.cu).
+///                 (22 is not built on this branch: session 10's s10vnmk uses it for a stream-K form of 20.)
+inline constexpr int kVariants = 24;
+/// Variant numbers with a kernel (17 / 18: removed in session 9b, see above; 22: not on this branch).
+constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18 && v != 22; }
 inline constexpr int kVnmLeanVariant = 20;        ///< V:2:M (V = 128) lean paired, cluster split reduce (kernel10.cuh)
 inline constexpr int kVnmLeanReduceVariant = 21;  ///< variant 20 with the reduce kernel for its splits
-/// Variants 20 / 21: the V:2:M lean paired kernel (kernel10.cuh).
-constexpr bool vlean_variant(int v) { return v == kVnmLeanVariant || v == kVnmLeanReduceVariant; }
+inline constexpr int kVnmDirectVariant = 23;      ///< variant 20 gathering from the X rows (no transpose)
+/// Variants 20 / 21 / 23: the V:2:M lean paired kernel (kernel10.cuh).
+constexpr bool vlean_variant(int v) { return v == kVnmLeanVariant || v == kVnmLeanReduceVariant || v == kVnmDirectVariant; }
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
@@ -305,7 +314,9 @@ inline constexpr int kWsStages = 8;              ///< variant 19: ring stages (o
 /// Variants 13 .. 16, 19: the lean kernel with two row tiles per warp.
 constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || v == kLean2WsVariant; }
 /// Variants 14 / 15 / 16 / 19 / 20: the k splits of a group are one cluster, reduced through distributed shared memory.
-constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || v == kLean2WsVariant || v == kVnmLeanVariant; }
+constexpr bool lean2_cluster_variant(int v) {
+  return v == 14 || v == 15 || v == 16 || v == kLean2WsVariant || v == kVnmLeanVariant || v == kVnmDirectVariant;
+}
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)

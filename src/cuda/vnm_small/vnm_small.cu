@@ -80,7 +80,8 @@ class Instance final : public detail::KernelInstance {
       counters_ = DeviceBuffer(std::size_t(layout_.groups) * sizeof(int));
       SPARSENM_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.size()));
     }
-    if (sv::transposed_variant(geom_.variant) || (stream && layout_.venom) || sv::async_variant(geom_.variant) || geom_.variant == sv::kPairVariant)  // Xt: k columns x n_tiles 16-byte units
+    if ((sv::transposed_variant(geom_.variant) || (stream && layout_.venom) || sv::async_variant(geom_.variant) || geom_.variant == sv::kPairVariant) &&
+        geom_.variant != sv::kVnmDirectVariant)  // Xt: k columns x n_tiles 16-byte units (23 reads the X rows)
       xt_ = DeviceBuffer(std::size_t(layout_.k) * std::size_t(geom_.n_tiles) * 16);
     p_.w = dw_->records.as<uint4>();
     p_.xt = xt_.as<uint4>();
@@ -128,6 +129,7 @@ class Instance final : public detail::KernelInstance {
                                                       "async gather + producer warp, block bulk-copy ring, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
     const char* name = geom_.variant == sv::kVnmLeanVariant ? "V:2:M lean, two tiles per warp, cluster split reduce (V = 128, transposed X)"
                        : geom_.variant == sv::kVnmLeanReduceVariant ? "V:2:M lean, two tiles per warp, reduce kernel (V = 128, transposed X)"
+                       : geom_.variant == sv::kVnmDirectVariant ? "V:2:M lean, two tiles per warp, cluster split reduce (V = 128, direct gather from the X rows)"
                        : kNames[geom_.variant] ? kNames[geom_.variant] : "?";
     const bool spread = sv::vlean_variant(geom_.variant) && geom_.ring_bytes == sv::kVleanSpreadRingBytes;
     return "variant " + std::to_string(geom_.variant) + " (" + name + (spread ? ", shared memory padded: <= 2 blocks per SM" : "") +
@@ -231,7 +233,15 @@ int default_variant(const CondensedMatrix& w, std::int64_t m) {
   // s9vnm2 (bench/results/NVIDIA_H200-vnm_small-2026-11-22-5585405-s9vnm2.jsonl): 20 with its shared memory
   // padded to <= 2 blocks per SM where the grid fits so (geometry_of_variant, layout.hpp vlean_spread):
   // 1.01-1.20x at 28672 x 8192 (measured as the then variant 23); 12288^2 (288 blocks) unchanged.
-  if (p.kind == Granularity::venom && p.v == 128 && p.m <= 16 && m >= 8) return sv::kVnmLeanVariant;  // 4 below sm_90
+  // s10vnm (session 10, bench/results/NVIDIA_H200-vnm_small-2026-11-22-da846df-s10vnm.jsonl, same process as cuBLAS):
+  // variant 23 (20 gathering from the X rows, no transpose launch) beats 20 at m = 8 in all four cases (128:2:8 /
+  // 128:2:16 x 28672 x 8192 / 12288^2: 1.056 / 1.133 / 1.070 / 1.071x) and 20 / the old m = 1 default 4 at m = 1
+  // (1.05-1.08x / 1.07-1.14x); at m = 16 / 32 it wins on 12288^2 (1.01-1.04x, 3 blocks per SM) but loses on
+  // 28672 x 8192 (0.92-0.99x, the padded 2 blocks per SM: its +34 instructions per record at m = 32 show). So 23
+  // for V = 128, M <= 16 at m <= 8 (m = 2..7: the same NT = 1 kernel, unmeasured), 20 at m > 8 (geometry_for takes
+  // 23 there where 20's grid is not padded).
+  if (p.kind == Granularity::venom && p.v == 128 && p.m <= 16 && m <= 8) return sv::kVnmDirectVariant;  // 4 below sm_90
+  if (p.kind == Granularity::venom && p.v == 128 && p.m <= 16 && m > 8) return sv::kVnmLeanVariant;  // 4 below sm_90
   if (p.kind == Granularity::hw24 && w.cols() % 8 == 0) return sv::kLean2ClusterVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 24) return sv::kAsyncVariant;  // 4 below sm_90 (geometry_for)
   if (p.kind == Granularity::hw24 && m > 8) return 6;  // 6 falls back to 5 below sm_90 (geometry_for)
@@ -246,7 +256,7 @@ sv::Geometry geometry_of_variant(const CondensedMatrix& w, const MatmulDesc& des
 
 sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt) {
   if (opt.variant < -1 || opt.variant >= sv::kVariants || (opt.variant >= 0 && !sv::variant_built(opt.variant)))
-    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (17 and 18 were removed)");
+    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (17 and 18 were removed; 22 is not built)");
   sv::Geometry g = geometry_of_variant(w, desc, opt, opt.variant >= 0 ? opt.variant : default_variant(w, desc.m));
   // Plan's choice: variant 14 with one split at m <= 16 is variant 13 without partials, measured
   // 0.4-0.9 % slower than 12 (s8v24b, 28672 x 8192 m = 1 / 8 / 16; 6 % faster at m = 32): keep 12.
@@ -259,6 +269,14 @@ sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, cons
   if (opt.variant < 0 && opt.force_splits <= 0 && g.variant == sv::kLean2ClusterVariant && g.splits > 1 && g.n_tiles == 4) {
     const sv::Geometry g19 = geometry_of_variant(w, desc, opt, sv::kLean2WsVariant);
     if (g19.variant == sv::kLean2WsVariant && g19.splits > 1) g = g19;
+  }
+  // Plan's choice at m > 8 where variant 20's grid is not padded (more than 2 blocks per SM, layout.hpp
+  // vlean_spread): variant 23 (direct gather). s10vnm (H200, da846df, same process): 12288^2 (96 slabs x 3 splits,
+  // 288 blocks) m = 16 / 32 23 1.013 / 1.027x (128:2:8) and 1.042 / 1.038x (128:2:16) of 20; where 20 is padded
+  // (28672 x 8192, 224 blocks) 23 is 0.986 / 0.934x and 1.013 / 0.922x: not taken there.
+  if (opt.variant < 0 && opt.force_splits <= 0 && g.variant == sv::kVnmLeanVariant && g.ring_bytes != sv::kVleanSpreadRingBytes) {
+    const sv::Geometry g23 = geometry_of_variant(w, desc, opt, sv::kVnmDirectVariant);
+    if (g23.variant == sv::kVnmDirectVariant && g23.splits == g.splits && g23.ring_bytes == g.ring_bytes) g = g23;
   }
   return g;
 }
@@ -342,7 +360,7 @@ std::unique_ptr<detail::KernelInstance> create(std::shared_ptr<const DeviceWeigh
   if (!why.empty()) throw InvalidArgument("weight", std::string(kName) + ": " + why);
   if (opt.force_splits < 0) throw InvalidArgument("options.force_splits", "must be >= 0");
   if (opt.variant < -1 || opt.variant >= sv::kVariants || (opt.variant >= 0 && !sv::variant_built(opt.variant)))
-    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (17 and 18 were removed)");
+    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (17 and 18 were removed; 22 is not built)");
   if (!dw) throw InvalidArgument("weight", std::string(kName) + ": no uploaded weight");
   const sv::Layout l = sv::Layout::of(w.layout);
   if (dw->dtype != w.dtype || dw->layout.n != l.n || dw->layout.k != l.k || dw->layout.window != l.window ||
