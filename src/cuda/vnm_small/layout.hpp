@@ -290,9 +290,8 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 Measured (da846df): 1.05-1.13x of 20 at m = 1 / 8 (128:2:8 / 128:2:16, both shapes), 1.01-1.04x
 ///                 at m = 16 / 32 on 12288^2, 0.92-0.99x there on 28672 x 8192 (padded, 2 blocks per SM). The
 ///                 default for V = 128, M <= 16 at m <= 8 and at m > 8 where 20's grid is unpadded (vnm_small.cu).
-///                 (22 is not built on this branch: session 10's s10vnmk uses it for a stream-K form of 20.)
 inline constexpr int kVariants = 24;
-/// Variant numbers with a kernel (17 / 18: removed in session 9b, see above; 22: not on this branch).
+/// Variant numbers with a kernel (17 / 18: removed in session 9b; 22: removed in sessions 9d and 10; see above).
 constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18 && v != 22; }
 inline constexpr int kVnmLeanVariant = 20;        ///< V:2:M (V = 128) lean paired, cluster split reduce (kernel10.cuh)
 inline constexpr int kVnmLeanReduceVariant = 21;  ///< variant 20 with the reduce kernel for its splits
