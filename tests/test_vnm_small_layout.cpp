@@ -837,6 +837,13 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
         EXPECT_EQ(S.splits, W.splits);
         EXPECT_EQ(S.pairs_per_split, W.pairs_per_split);
         EXPECT_LE(2 * (S.smem_bytes() + 1024 + 512), 228u * 1024u) << "2 blocks per SM (+ 512 B of static mbarriers)";
+        // variant 24 (19 with a polling producer): 19's geometry exactly
+        const sv::Geometry P = sv::choose_geometry(l, m, 132, sv::kWsSpinVariant, 2);
+        EXPECT_TRUE(sv::ws_variant(sv::kWsSpinVariant) && sv::lean2_cluster_variant(sv::kWsSpinVariant) && sv::variant_built(sv::kWsSpinVariant));
+        EXPECT_EQ(P.variant, sv::kWsSpinVariant);
+        EXPECT_EQ(P.smem_bytes(), W.smem_bytes());
+        EXPECT_EQ(P.splits, W.splits);
+        EXPECT_EQ(P.pairs_per_split, W.pairs_per_split);
       }
     }
   const sv::Layout odd = sv::Layout::of(FormatLayout::of(Pattern::hw24(), 28672, 8188));
@@ -849,6 +856,7 @@ TEST(VnmSmallLayout, LeanPairedVariantGeometry) {
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2LongVariant), sv::kLeanVariant);
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kLean2WsVariant), sv::kLeanVariant);
       EXPECT_EQ(sv::lean2_or_lean(*l, sv::kWsSliceVariant), sv::kLeanVariant);
+      EXPECT_EQ(sv::lean2_or_lean(*l, sv::kWsSpinVariant), sv::kLeanVariant);
       EXPECT_EQ(sv::choose_geometry(*l, m, 132, sv::kLean2WideVariant, 2).tiles_per_group, sv::choose_geometry(*l, m, 132, sv::kLeanVariant, 2).tiles_per_group);
       const sv::Geometry a = sv::choose_geometry(*l, m, 132, sv::kLean2Variant, 3), b = sv::choose_geometry(*l, m, 132, sv::kLeanVariant, 3);
       EXPECT_EQ(a.variant, sv::kLeanVariant);

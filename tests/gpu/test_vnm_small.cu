@@ -316,12 +316,13 @@ TEST(VnmSmallGpu, WsRingTiny) {
   // m = 1 / 9 / 32 (NT = 1 / 2 / 4: chunks of 16 / 8 / 4 pairs), f16, splits 1 (non-cluster kernel) and 2
   // (a cluster of 2: 11 pairs each), every case twice on one instance with poisoned y.
   // Variant 23 (per-warp stage slices: 64 mbarriers, expect_tx 2304 B per slice, 32 arrivals; the producer's
-  // four refill streams, one per consumer warp, tested with mbarrier.test_wait) takes every case too.
+  // four refill streams, one per consumer warp, tested with mbarrier.test_wait) and variant 24 (19 with a
+  // polling producer) take every case too.
   REQUIRE_DEVICE();
   std::uint64_t seed = 19500;
   for (std::int64_t m : {1, 9, 32}) {
     Problem pr = make_problem(Pattern::hw24(), DType::f16, m, 296, 64 * 21 + 8, ++seed);
-    for (const int v : {vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant})
+    for (const int v : {vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant, vnm_small::kWsSpinVariant})
       for (int splits : {1, 2})
         run_and_check_at(pr, DType::f32, {splits, v},
                          "ws tiny m=" + std::to_string(m) + " splits=" + std::to_string(splits) + " v" + std::to_string(v), 0);
@@ -408,9 +409,11 @@ TEST(VnmSmallGpu, LeanPairedDirectHw24) {
   REQUIRE_DEVICE();
   std::uint64_t seed = 13000;
   // Variant 19 (producer warp, block ring of 8 stages with full / empty mbarriers; misaligned X: variant
-  // 9's kernel in its geometry) and variant 23 (19 with per-warp stage slices) take every case too.
+  // 9's kernel in its geometry), variant 23 (19 with per-warp stage slices) and 24 (19 with a polling
+  // producer) take every case too.
   for (const int v : {vnm_small::kLean2Variant, vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant,
-                      vnm_small::kLean2LongVariant, vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant})
+                      vnm_small::kLean2LongVariant, vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant,
+                      vnm_small::kWsSpinVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 16, 19, 25, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -444,10 +447,10 @@ TEST(VnmSmallGpu, WsRingHw24EveryM) {
   // instance (the mbarriers are initialised per launch) with y poisoned before each run. Variant 23 (per-warp
   // stage slices: slice w of stage s has its own full / empty mbarriers, parity (q_w / 8) & 1 per slice
   // stream; producer lanes 2w / 2w + 1 copy warp w's records, lanes 3..7 the last tile's in the n = 296
-  // tail group) takes every case too.
+  // tail group) and variant 24 (19 with the producer polling the empty barriers) take every case too.
   REQUIRE_DEVICE();
   std::uint64_t seed = 17000;
-  for (const int v : {vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant})
+  for (const int v : {vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant, vnm_small::kWsSpinVariant})
     for (DType t : {DType::f16, DType::bf16})
       for (std::int64_t m = 1; m <= 32; ++m) {
         const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -462,10 +465,11 @@ TEST(VnmSmallGpu, WsRingLongSplitsAndTails) {
   // 8-stage ring and a partial one; 2 splits = 38 / 37 pairs), n = 1000 (8 groups, the last one 7 tiles
   // of which the last is 8 rows: producer lane 7 streams the last tile's records, warp 3 stores one tile), m = 1 / 8 / 13 / 16 / 24 / 31 / 32, f16 /
   // bf16, splits 0 / 1 / 2, y f16 / bf16 / f32; X misaligned by 2 bytes (variant 9's transposed kernel in
-  // 19's geometry, reduce kernel for the splits). Variant 23 (per-warp stage slices) takes every case too.
+  // 19's geometry, reduce kernel for the splits). Variants 23 (per-warp stage slices) and 24 (polling
+  // producer) take every case too.
   REQUIRE_DEVICE();
   std::uint64_t seed = 19000;
-  for (const int v : {vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant})
+  for (const int v : {vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant, vnm_small::kWsSpinVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 8, 13, 16, 24, 31, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -499,10 +503,10 @@ TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
   // Variant 15 (8 warps, 256-row groups: n = 296 is one full group and one of 3 tiles) likewise.
   // Variant 16 (long chunks) likewise (its misaligned-X cases: variant 9's kernel with its chunk).
   // Variant 19 (producer warp, block ring) likewise (misaligned X: variant 9's kernel in 19's geometry;
-  // k % 8 != 0 and venom: variant 12); variant 23 (19 with per-warp stage slices) likewise.
+  // k % 8 != 0 and venom: variant 12); variants 23 (per-warp stage slices) and 24 (polling producer) likewise.
   for (const int v9 : {vnm_small::kAsyncVariant, vnm_small::kFusedVariant, vnm_small::kLeanVariant, vnm_small::kLean2Variant,
                        vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant, vnm_small::kLean2LongVariant,
-                       vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant})
+                       vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant, vnm_small::kWsSpinVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 17, 21, 24, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v9);
@@ -584,6 +588,7 @@ TEST(VnmSmallGpu, Rejects) {
   EXPECT_FALSE(vnm_small::variant_built(18));
   EXPECT_TRUE(vnm_small::variant_built(19));
   EXPECT_TRUE(vnm_small::variant_built(vnm_small::kWsSliceVariant));
+  EXPECT_TRUE(vnm_small::variant_built(vnm_small::kWsSpinVariant));
   EXPECT_FALSE(vnm_small::variant_built(22));
   EXPECT_THROW(vs::create(pr.w, d, {0, 22}), InvalidArgument) << "no variant 22 on this branch";
   try {

@@ -43,7 +43,8 @@
 // at 28672 x 8192 m <= 16 but still behind 12 there.
 // Session 10 (s10v24; PERF-vnm-small.md "Session 10 (s10v24)"): variant 23 again = kSlices with a producer
 // that never blocks on one warp (9f's reading: its in-order producer slept on each warp's empty barrier in
-// turn, so a slow warp held back the refills of every slice behind it). See kSlices below.
+// turn, so a slow warp held back the refills of every slice behind it). See kSlices below. Variant 24 = this
+// kernel (19) with the producer polling its empty barriers (mbarrier.test_wait) instead of try_wait (kSpin).
 #pragma once
 #include <cooperative_groups.h>
 
@@ -112,7 +113,11 @@ inline constexpr int kWsThreads = 32 * (kWsConsumerWarps + 1);
 /// the producer is on one warp, so warp w's slices are refilled as soon as warp w released them, whatever
 /// the other three warps do (9f's round-robin producer slept on each warp's empty barrier in turn).
 /// The chunk barrier (bar.sync 1, 128) still bounds how far the consumer warps drift apart.
-template <class Tr, bool kCluster, bool kSlices = false>
+/// kSpin (variant 24, session 10; a diagnostic of 23's other half): variant 19 exactly (one full / empty
+/// mbarrier pair per stage) with the producer polling the stage's empty barrier with mbarrier.test_wait in a
+/// loop instead of mbarrier.try_wait (which may suspend the thread until the phase completes or a time limit):
+/// the producer never sleeps, so a stage is refilled within one poll of its last release.
+template <class Tr, bool kCluster, bool kSlices = false, bool kSpin = false>
 __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using T = typename Tr::T;
@@ -188,7 +193,12 @@ __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Param
     } else {
       for (int q = 0; q < nrec; ++q) {
         const std::uint32_t full = full0 + 8u * std::uint32_t(s);
-        bulk_mbar_wait(empty0 + 8u * std::uint32_t(s), ph ^ 1u);  // the stage's previous use released
+        if constexpr (kSpin) {
+          while (!bulk_mbar_test(empty0 + 8u * std::uint32_t(s), ph ^ 1u)) {
+          }  // the stage's previous use released (polled, never suspended)
+        } else {
+          bulk_mbar_wait(empty0 + 8u * std::uint32_t(s), ph ^ 1u);  // the stage's previous use released
+        }
         if (lane == 0) bulk_mbar_expect_tx(full, kStage);
         __syncwarp();
         if (lane < 8) bulk_copy(dst0 + std::uint32_t(s) * kStage, wsrc, kRec, full);

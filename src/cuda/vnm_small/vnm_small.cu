@@ -129,6 +129,7 @@ class Instance final : public detail::KernelInstance {
     const char* name = geom_.variant == sv::kVnmLeanVariant ? "V:2:M lean, two tiles per warp, cluster split reduce (V = 128, transposed X)"
                        : geom_.variant == sv::kVnmLeanReduceVariant ? "V:2:M lean, two tiles per warp, reduce kernel (V = 128, transposed X)"
                        : geom_.variant == sv::kWsSliceVariant ? "async gather + producer warp, block bulk-copy ring in per-warp slices, non-blocking producer, lean, two tiles per warp, cluster split reduce (hw24 direct)"
+                       : geom_.variant == sv::kWsSpinVariant ? "async gather + producer warp (polling), block bulk-copy ring, lean, two tiles per warp, cluster split reduce (hw24 direct)"
                        : kNames[geom_.variant] ? kNames[geom_.variant] : "?";
     const bool spread = sv::vlean_variant(geom_.variant) && geom_.ring_bytes == sv::kVleanSpreadRingBytes;
     return "variant " + std::to_string(geom_.variant) + " (" + name + (spread ? ", shared memory padded: <= 2 blocks per SM" : "") +
