@@ -315,41 +315,14 @@ TEST(VnmSmallGpu, WsRingTiny) {
   // tiles), k = 64 * 21 + 8 (22 pairs: the 8-stage ring wraps twice at 1 split, a partial last pair),
   // m = 1 / 9 / 32 (NT = 1 / 2 / 4: chunks of 16 / 8 / 4 pairs), f16, splits 1 (non-cluster kernel) and 2
   // (a cluster of 2: 11 pairs each), every case twice on one instance with poisoned y.
-  // Variant 23 (per-warp stage slices: 64 mbarriers, expect_tx 2304 B per slice, 32 arrivals; the producer's
-  // four refill streams, one per consumer warp, tested with mbarrier.test_wait) and variant 24 (19 with a
-  // polling producer) take every case too.
   REQUIRE_DEVICE();
   std::uint64_t seed = 19500;
   for (std::int64_t m : {1, 9, 32}) {
     Problem pr = make_problem(Pattern::hw24(), DType::f16, m, 296, 64 * 21 + 8, ++seed);
-    for (const int v : {vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant, vnm_small::kWsSpinVariant})
-      for (int splits : {1, 2})
-        run_and_check_at(pr, DType::f32, {splits, v},
-                         "ws tiny m=" + std::to_string(m) + " splits=" + std::to_string(splits) + " v" + std::to_string(v), 0);
+    for (int splits : {1, 2})
+      run_and_check_at(pr, DType::f32, {splits, vnm_small::kLean2WsVariant},
+                       "ws tiny m=" + std::to_string(m) + " splits=" + std::to_string(splits), 0);
   }
-}
-
-TEST(VnmSmallGpu, WsSlicesTailsAndSplits) {
-  // Variant 23 (kernel11.cuh kSlices: each consumer warp's 2-record slice of a stage has its own full /
-  // empty mbarriers; the producer refills warp w's slices from its own pair counter as soon as warp w
-  // released them, so the four slice streams of a stage run at different stages / phases). m = 1 / 8 / 9
-  // / 16 / 32 (NT = 1 / 1 / 2 / 2 / 4), f16 and bf16, fp64 reference, y poisoned before each of two runs.
-  // n = 130: 9 row tiles = one full group and one of a single tile of 2 rows (warp 0 stores one tile, warps
-  // 1..3 stream the last tile's records for slices they never store); n = 296 (a last group of 3 tiles).
-  // k = 64 * 33 + 8: 34 pairs, the last one 8 columns wide (zero-filled X units past k): at 1 split the
-  // 8-stage ring wraps 4 times with a partial last chunk; splits 2 / 3 / 5 (clusters; 7 pairs per split
-  // at 5: fewer pairs than stages) and 0 (the plan's split rule); y f32 / 16-bit.
-  REQUIRE_DEVICE();
-  std::uint64_t seed = 23000;
-  const int v = vnm_small::kWsSliceVariant;
-  for (DType t : {DType::f16, DType::bf16})
-    for (std::int64_t m : {1, 8, 9, 16, 32})
-      for (std::int64_t n : {130, 296}) {
-        const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " n=" + std::to_string(n);
-        Problem pr = make_problem(Pattern::hw24(), t, m, n, 64 * 33 + 8, ++seed);
-        for (int splits : {0, 1, 2, 3, 5})
-          run_and_check_at(pr, splits == 2 ? t : DType::f32, {splits, v}, "slices splits=" + std::to_string(splits) + " " + tag, 0);
-      }
 }
 
 TEST(VnmSmallGpu, PlanRuleHw24TakesVariant19WhereFourteenSplits) {
@@ -409,11 +382,9 @@ TEST(VnmSmallGpu, LeanPairedDirectHw24) {
   REQUIRE_DEVICE();
   std::uint64_t seed = 13000;
   // Variant 19 (producer warp, block ring of 8 stages with full / empty mbarriers; misaligned X: variant
-  // 9's kernel in its geometry), variant 23 (19 with per-warp stage slices) and 24 (19 with a polling
-  // producer) take every case too.
+  // 9's kernel in its geometry) takes every case too.
   for (const int v : {vnm_small::kLean2Variant, vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant,
-                      vnm_small::kLean2LongVariant, vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant,
-                      vnm_small::kWsSpinVariant})
+                      vnm_small::kLean2LongVariant, vnm_small::kLean2WsVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 16, 19, 25, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -424,7 +395,7 @@ TEST(VnmSmallGpu, LeanPairedDirectHw24) {
       Problem pk = make_problem(Pattern::hw24(), t, m, 130, 600, ++seed);
       run_and_check_at(pk, t, {0, v}, "lean2 k=600 " + tag, 0);
       run_and_check_at(pk, t, {2, v}, "lean2 k=600 splits=2 " + tag, 0);
-      if (v == vnm_small::kLean2WideVariant || v == vnm_small::kLean2LongVariant || vnm_small::ws_variant(v)) {
+      if (v == vnm_small::kLean2WideVariant || v == vnm_small::kLean2LongVariant || v == vnm_small::kLean2WsVariant) {
         Problem pw = make_problem(Pattern::hw24(), t, m, 1000, 64 * 13 + 8, ++seed);
         for (int splits : {0, 2, 3})
           run_and_check_at(pw, splits == 3 ? DType::f32 : t, {splits, v}, "lean2 n=1000 splits=" + std::to_string(splits) + " " + tag, 0);
@@ -444,13 +415,10 @@ TEST(VnmSmallGpu, WsRingHw24EveryM) {
   // (the non-cluster kernel) / 2 (19's rule at 12288^2) /
   // 3 (a cluster of 3: 8 / 8 / 6 pairs) / 8 (a cluster of 8: 3 pairs per split and 1 in the last, fewer
   // pairs than the ring's stages, the only chunk partial); y f32 / 16-bit. Each case runs twice on one
-  // instance (the mbarriers are initialised per launch) with y poisoned before each run. Variant 23 (per-warp
-  // stage slices: slice w of stage s has its own full / empty mbarriers, parity (q_w / 8) & 1 per slice
-  // stream; producer lanes 2w / 2w + 1 copy warp w's records, lanes 3..7 the last tile's in the n = 296
-  // tail group) and variant 24 (19 with the producer polling the empty barriers) take every case too.
+  // instance (the mbarriers are initialised per launch) with y poisoned before each run.
   REQUIRE_DEVICE();
   std::uint64_t seed = 17000;
-  for (const int v : {vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant, vnm_small::kWsSpinVariant})
+  for (const int v : {vnm_small::kLean2WsVariant})
     for (DType t : {DType::f16, DType::bf16})
       for (std::int64_t m = 1; m <= 32; ++m) {
         const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -465,14 +433,13 @@ TEST(VnmSmallGpu, WsRingLongSplitsAndTails) {
   // 8-stage ring and a partial one; 2 splits = 38 / 37 pairs), n = 1000 (8 groups, the last one 7 tiles
   // of which the last is 8 rows: producer lane 7 streams the last tile's records, warp 3 stores one tile), m = 1 / 8 / 13 / 16 / 24 / 31 / 32, f16 /
   // bf16, splits 0 / 1 / 2, y f16 / bf16 / f32; X misaligned by 2 bytes (variant 9's transposed kernel in
-  // 19's geometry, reduce kernel for the splits). Variants 23 (per-warp stage slices) and 24 (polling
-  // producer) take every case too.
+  // 19's geometry, reduce kernel for the splits).
   REQUIRE_DEVICE();
   std::uint64_t seed = 19000;
-  for (const int v : {vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant, vnm_small::kWsSpinVariant})
+  const int v = vnm_small::kLean2WsVariant;
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 8, 13, 16, 24, 31, 32}) {
-      const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
+      const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m);
       Problem pr = make_problem(Pattern::hw24(), t, m, 1000, 64 * 75, ++seed);
       for (int splits : {0, 1, 2})
         run_and_check_at(pr, splits == 2 ? DType::f32 : t, {splits, v}, "ws n=1000 splits=" + std::to_string(splits) + " " + tag, 0);
@@ -503,10 +470,10 @@ TEST(VnmSmallGpu, AsyncGatherChunksTailsAndBothStagings) {
   // Variant 15 (8 warps, 256-row groups: n = 296 is one full group and one of 3 tiles) likewise.
   // Variant 16 (long chunks) likewise (its misaligned-X cases: variant 9's kernel with its chunk).
   // Variant 19 (producer warp, block ring) likewise (misaligned X: variant 9's kernel in 19's geometry;
-  // k % 8 != 0 and venom: variant 12); variants 23 (per-warp stage slices) and 24 (polling producer) likewise.
+  // k % 8 != 0 and venom: variant 12).
   for (const int v9 : {vnm_small::kAsyncVariant, vnm_small::kFusedVariant, vnm_small::kLeanVariant, vnm_small::kLean2Variant,
                        vnm_small::kLean2ClusterVariant, vnm_small::kLean2WideVariant, vnm_small::kLean2LongVariant,
-                       vnm_small::kLean2WsVariant, vnm_small::kWsSliceVariant, vnm_small::kWsSpinVariant})
+                       vnm_small::kLean2WsVariant})
   for (DType t : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 9, 17, 21, 24, 32}) {
       const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v9);
@@ -587,10 +554,6 @@ TEST(VnmSmallGpu, Rejects) {
   EXPECT_FALSE(vnm_small::variant_built(17));
   EXPECT_FALSE(vnm_small::variant_built(18));
   EXPECT_TRUE(vnm_small::variant_built(19));
-  EXPECT_TRUE(vnm_small::variant_built(vnm_small::kWsSliceVariant));
-  EXPECT_TRUE(vnm_small::variant_built(vnm_small::kWsSpinVariant));
-  EXPECT_FALSE(vnm_small::variant_built(22));
-  EXPECT_THROW(vs::create(pr.w, d, {0, 22}), InvalidArgument) << "no variant 22 on this branch";
   try {
     vs::create(pr.w, d, {0, 18});
   } catch (const InvalidArgument& e) {

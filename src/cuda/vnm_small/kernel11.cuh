@@ -41,10 +41,11 @@
 // slice of a stage with its own full / empty mbarriers, the producer refilling the slices round-robin) raced as
 // variant 23 and removed: 13 % slower than this kernel at 12288^2 m = 32 (56.54 against 49.89 us), 3-5 % faster
 // at 28672 x 8192 m <= 16 but still behind 12 there.
-// Session 10 (s10v24; PERF-vnm-small.md "Session 10 (s10v24)"): variant 23 again = kSlices with a producer
-// that never blocks on one warp (9f's reading: its in-order producer slept on each warp's empty barrier in
-// turn, so a slow warp held back the refills of every slice behind it). See kSlices below. Variant 24 = this
-// kernel (19) with the producer polling its empty barriers (mbarrier.test_wait) instead of try_wait (kSpin).
+// Session 10 (s10v24, 3d88be0; PERF-vnm-small.md "Session 10 (s10v24)"): the same slices with a producer that never
+// blocks on one warp (one refill stream per consumer warp, mbarrier.test_wait + ballot; variant 23) and this
+// kernel with its producer polling test_wait instead of try_wait (variant 24) raced and removed: both faster than
+// this kernel at 12288^2 m <= 16 (2.5-6.6 %), slower at m = 32 (53.98 / 50.43 against 49.82 us), never faster than
+// the default.
 #pragma once
 #include <cooperative_groups.h>
 
@@ -77,21 +78,6 @@ __device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, st
                : "memory");
 }
 
-/// Non-blocking: has the phase of parity `parity` completed (acquire at CTA scope when it has)?
-__device__ __forceinline__ bool bulk_mbar_test(std::uint32_t bar, std::uint32_t parity) {
-  std::uint32_t done;
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n"
-      "}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-
 __device__ __forceinline__ void ws_mbar_arrive(std::uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
@@ -101,23 +87,7 @@ __device__ __forceinline__ void ws_consumer_sync() { asm volatile("bar.sync 1, 1
 inline constexpr int kWsConsumerWarps = 4;
 inline constexpr int kWsThreads = 32 * (kWsConsumerWarps + 1);
 
-/// kSlices (variant 23, session 10): per-warp stage slices with a producer that never blocks on one warp.
-/// The stage layout is 19's (warp w's two records are bytes [2 w 1152, (2 w + 2) 1152) of a stage), but each
-/// warp's slice of each stage has its own full mbarrier (arrival count 1: expect_tx of 2304 B, the two
-/// 1152-byte copies complete_tx on it) and its own empty mbarrier (arrival count 32: that warp alone releases
-/// it), so a warp waits only on its own two records. The producer keeps one refill stream per consumer warp
-/// (lanes 2w / 2w + 1: tiles 2w / 2w + 1, their own pair counter q_w, stage q_w % 8, parity (q_w / 8) & 1):
-/// each pass, lane 2w tests (mbarrier.test_wait, non-blocking) warp w's next slice's empty barrier, one
-/// ballot collects the free slices, and every free slice is refilled in that pass (one expect_tx, one
-/// __syncwarp, one copy per lane); a slice that is not free is tested again in the next pass. No wait of
-/// the producer is on one warp, so warp w's slices are refilled as soon as warp w released them, whatever
-/// the other three warps do (9f's round-robin producer slept on each warp's empty barrier in turn).
-/// The chunk barrier (bar.sync 1, 128) still bounds how far the consumer warps drift apart.
-/// kSpin (variant 24, session 10; a diagnostic of 23's other half): variant 19 exactly (one full / empty
-/// mbarrier pair per stage) with the producer polling the stage's empty barrier with mbarrier.test_wait in a
-/// loop instead of mbarrier.try_wait (which may suspend the thread until the phase completes or a time limit):
-/// the producer never sleeps, so a stage is refilled within one poll of its last release.
-template <class Tr, bool kCluster, bool kSlices = false, bool kSpin = false>
+template <class Tr, bool kCluster>
 __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using T = typename Tr::T;
@@ -136,10 +106,9 @@ __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Param
   static_assert(kThreads % U == 0 && kStage % 16 == 0 && kBuf % 16 == 0, "ws: shapes");
 
   extern __shared__ uint4 smem_u4[];
-  constexpr int NB = kSlices ? kWsConsumerWarps * S : S;  // full / empty barriers (kSlices: slice w of stage s at w S + s)
-  __shared__ alignas(8) std::uint64_t ws_bar[2 * NB];  // full [0, NB), empty [NB, 2 NB)
+  __shared__ alignas(8) std::uint64_t ws_bar[2 * S];  // full [0, S), empty [S, 2 S)
   const std::uint32_t sbase = smem_addr(smem_u4);
-  const std::uint32_t full0 = smem_addr(&ws_bar[0]), empty0 = smem_addr(&ws_bar[NB]);
+  const std::uint32_t full0 = smem_addr(&ws_bar[0]), empty0 = smem_addr(&ws_bar[S]);
   const std::uint32_t ring = sbase + 2 * kBuf;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const std::int64_t pair0 = std::int64_t(blockIdx.y) * p.pairs_per_split;
@@ -148,9 +117,9 @@ __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Param
 
   if (tid == 0) {
 #pragma unroll
-    for (int s = 0; s < NB; ++s) {
+    for (int s = 0; s < S; ++s) {
       bulk_mbar_init(full0 + 8u * std::uint32_t(s), 1u);
-      bulk_mbar_init(empty0 + 8u * std::uint32_t(s), std::uint32_t(kSlices ? 32 : kThreads));
+      bulk_mbar_init(empty0 + 8u * std::uint32_t(s), std::uint32_t(kThreads));
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the bulk copies' complete_tx
   }
@@ -172,39 +141,14 @@ __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Param
     const std::uint32_t dst0 = ring + std::uint32_t(t) * kRec;
     int s = 0;
     std::uint32_t ph = 0;
-    if constexpr (kSlices) {
-      // One refill stream per consumer warp w = lane / 2 (lanes 2w, 2w + 1 hold the same q, s, ph).
-      const std::uint32_t bw = 8u * std::uint32_t((lane >> 1) * S);  // warp w's slice barriers: w S + s
-      int q = lane < 8 ? 0 : nrec;                                   // lanes 8..31 have nothing to stream
-      while (__any_sync(0xffffffffu, q < nrec)) {
-        const bool test = q < nrec && (lane & 1) == 0;
-        const bool rel = test && bulk_mbar_test(empty0 + bw + 8u * std::uint32_t(s), ph ^ 1u);  // warp w released
-        const unsigned ready = __ballot_sync(0xffffffffu, rel);
-        const bool go = lane < 8 && ((ready >> (lane & ~1)) & 1u) != 0u;  // this lane's warp's slice is free
-        if (go && (lane & 1) == 0) bulk_mbar_expect_tx(full0 + bw + 8u * std::uint32_t(s), 2 * kRec);
-        __syncwarp();
-        if (go) {
-          bulk_copy(dst0 + std::uint32_t(s) * kStage, wsrc, kRec, full0 + bw + 8u * std::uint32_t(s));
-          wsrc += kRec;
-          ++q;
-          if (++s == S) s = 0, ph ^= 1u;
-        }
-      }
-    } else {
-      for (int q = 0; q < nrec; ++q) {
-        const std::uint32_t full = full0 + 8u * std::uint32_t(s);
-        if constexpr (kSpin) {
-          while (!bulk_mbar_test(empty0 + 8u * std::uint32_t(s), ph ^ 1u)) {
-          }  // the stage's previous use released (polled, never suspended)
-        } else {
-          bulk_mbar_wait(empty0 + 8u * std::uint32_t(s), ph ^ 1u);  // the stage's previous use released
-        }
-        if (lane == 0) bulk_mbar_expect_tx(full, kStage);
-        __syncwarp();
-        if (lane < 8) bulk_copy(dst0 + std::uint32_t(s) * kStage, wsrc, kRec, full);
-        wsrc += kRec;
-        if (++s == S) s = 0, ph ^= 1u;
-      }
+    for (int q = 0; q < nrec; ++q) {
+      const std::uint32_t full = full0 + 8u * std::uint32_t(s);
+      bulk_mbar_wait(empty0 + 8u * std::uint32_t(s), ph ^ 1u);  // the stage's previous use released
+      if (lane == 0) bulk_mbar_expect_tx(full, kStage);
+      __syncwarp();
+      if (lane < 8) bulk_copy(dst0 + std::uint32_t(s) * kStage, wsrc, kRec, full);
+      wsrc += kRec;
+      if (++s == S) s = 0, ph ^= 1u;
     }
     __syncwarp();
   } else {
@@ -257,8 +201,6 @@ __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Param
     constexpr std::uint32_t kTileBytes = std::uint32_t(8 * U * 16);
     int s = 0;
     std::uint32_t ph = 0, soff = 0;
-    const std::uint32_t wfull0 = full0 + (kSlices ? 8u * std::uint32_t(warp * S) : 0u);  // this warp's slices (kSlices)
-    const std::uint32_t wempty0 = empty0 + (kSlices ? 8u * std::uint32_t(warp * S) : 0u);
     for (int c = 0; c < nchunks; ++c) {
       const int b = c & 1;
       ring_wait<0>();      // G(c), this thread's only cp.async group
@@ -271,7 +213,7 @@ __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Param
 #pragma unroll
       for (int j = 0; j < C; ++j) {
         if (j < np) {
-          bulk_mbar_wait(wfull0 + 8u * std::uint32_t(s), ph);
+          bulk_mbar_wait(full0 + 8u * std::uint32_t(s), ph);
           uint4 a0, a1, b0, b1;
           std::uint32_t ea, eb;
           asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a0.x), "=r"(a0.y), "=r"(a0.z), "=r"(a0.w) : "r"(ring16 + soff) : "memory");
@@ -280,7 +222,7 @@ __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Param
           asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(b0.x), "=r"(b0.y), "=r"(b0.z), "=r"(b0.w) : "r"(ring16 + soff + kRec) : "memory");
           asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(b1.x), "=r"(b1.y), "=r"(b1.z), "=r"(b1.w) : "r"(ring16 + soff + kRec + 512u) : "memory");
           asm volatile("ld.shared.u32 %0, [%1];" : "=r"(eb) : "r"(ring4 + soff + kRec) : "memory");
-          ws_mbar_arrive(wempty0 + 8u * std::uint32_t(s));  // release the stage (kSlices: the slice) before the mma
+          ws_mbar_arrive(empty0 + 8u * std::uint32_t(s));  // release the stage before the mma
           if (++s == S) s = 0, soff = 0, ph ^= 1u;
           else soff += kStage;
 #pragma unroll
@@ -317,7 +259,7 @@ __global__ void __launch_bounds__(kWsThreads, 2) vnm_small_kernel_ws(const Param
     cluster_sum_store<kRows, kWsThreads>(cluster, part, p, std::int64_t(blockIdx.x) * p.tiles_per_group * 16, tid);
   }
 #else
-  __trap();  // sm_90+ only (bulk copies, clusters); the plan maps variants 19 / 23 to 4 below sm_90 (geometry_for)
+  __trap();  // sm_90+ only (bulk copies, clusters); the plan maps variant 19 to 4 below sm_90 (geometry_for)
 #endif
 }
 

@@ -16,7 +16,7 @@
 #include "cuda/vnm_small/kernel8.cuh"
 #include "cuda/vnm_small/kernel9.cuh"
 #include "cuda/vnm_small/launch10.cuh"  // variants 20 / 21
-#include "cuda/vnm_small/kernel11.cuh"  // variants 19 / 23
+#include "cuda/vnm_small/kernel11.cuh"  // variant 19
 #include "cuda/vnm_small/vnm_small.hpp"
 
 namespace sparsenm::cuda::vnm_small {
@@ -37,9 +37,7 @@ const void* kernel_of(int variant) {
     case 14:
     case 15:
     case 16:
-    case 19:
-    case 23:
-    case 24: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
+    case 19: return reinterpret_cast<const void*>(&vnm_small_kernel_async<Tr, 2, false>);  // the largest of three
     case 10: return reinterpret_cast<const void*>(&vnm_small_kernel_pair<Tr, false>);
     case 1: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, false>);
     default: return reinterpret_cast<const void*>(&vnm_small_kernel2<Tr, true>);
@@ -75,14 +73,8 @@ int prepare(int variant, int threads, std::size_t smem_bytes) {
       SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
       SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&best, f, threads, smem_bytes));
     }
-    if (sparsenm::vnm_small::ws_variant(variant)) {  // 19 / 23 / 24: their own kernels, 160 threads (a producer warp)
-      const bool sl = variant == sparsenm::vnm_small::kWsSliceVariant, sp = variant == sparsenm::vnm_small::kWsSpinVariant;
-      for (const void* f : {sl   ? reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, false, true>)
-                            : sp ? reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, false, false, true>)
-                                 : reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, false>),
-                            sl   ? reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, true, true>)
-                            : sp ? reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, true, false, true>)
-                                 : reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, true>)}) {
+    if (variant == sparsenm::vnm_small::kLean2WsVariant) {  // 19: its own kernels, 160 threads (a producer warp)
+      for (const void* f : {reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, false>), reinterpret_cast<const void*>(&vnm_small_kernel_ws<Tr, true>)}) {
         SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBound)));
         int b = 0;
         SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, kWsThreads, smem_bytes));
@@ -268,15 +260,13 @@ void launch_lean2(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
 /// Variant 19 (kernel11.cuh): variant 14's geometry with a producer warp (160 threads per block) when X is
 /// 16-byte aligned (splits: one cluster per group, reduced in it); otherwise X -> Xt and variant 9's
 /// transposed kernel with two tiles per warp (128 threads) in this geometry, splits by the reduce kernel.
-/// kSlices: variant 23 (per-warp stage slices, non-blocking producer); kSpin: variant 24 (19 with a polling
-/// producer); same geometry and launch.
-template <class Tr, bool kSlices = false, bool kSpin = false>
+template <class Tr>
 void launch_ws(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
   namespace sv = sparsenm::vnm_small;
   constexpr int NT = Tr::kNTiles;
   if (g.warps != kWsConsumerWarps || g.tiles_per_warp != 2 || p.tiles_per_group != 2 * kWsConsumerWarps || p.sel != nullptr ||
       g.chunk_pairs != sv::lean_chunk_pairs(NT) || g.ring_bytes != std::size_t(kWsConsumerWarps) * sv::ring_stages(sv::kLean2WsVariant) * sv::kRecordBytes)
-    throw std::logic_error("vnm_small: variant 19 / 23 geometry is not the warp-specialized kernel's");
+    throw std::logic_error("vnm_small: variant 19 geometry is not the warp-specialized kernel's");
   const dim3 grid(unsigned(groups), unsigned(g.splits));
   if (!direct_x(p)) {
     launch_transpose<NT>(p, stream);
@@ -286,13 +276,13 @@ void launch_ws(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int
     return;
   }
   if (g.splits > 1) {
-    if (g.splits > sv::kStreamMaxSplits) throw std::logic_error("vnm_small: variant 19 / 23 cluster > 8 blocks");
+    if (g.splits > sv::kStreamMaxSplits) throw std::logic_error("vnm_small: variant 19 cluster > 8 blocks");
     LaunchConfig cfg(grid, dim3(unsigned(kWsThreads)), g.smem_bytes(), stream);
     cfg.cluster_y(g.splits);
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_ws<Tr, true, kSlices, kSpin>, p));
+    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_ws<Tr, true>, p));
     SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_ws<cluster>");
   } else {
-    vnm_small_kernel_ws<Tr, false, kSlices, kSpin><<<grid, dim3(unsigned(kWsThreads)), g.smem_bytes(), stream>>>(p);
+    vnm_small_kernel_ws<Tr, false><<<grid, dim3(unsigned(kWsThreads)), g.smem_bytes(), stream>>>(p);
     SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_ws");
   }
 }
@@ -313,14 +303,14 @@ void launch_pair(const Params& p, const sparsenm::vnm_small::Geometry& g, std::i
   if (g.splits > 1) launch_reduce(p, stream);
 }
 
-/// Variants 7 / 14 / 15 / 16 / 19 / 23 / 24: how many clusters of g.splits blocks of this geometry can be resident at once
+/// Variants 7 / 14 / 15 / 16 / 19: how many clusters of g.splits blocks of this geometry can be resident at once
 /// (cudaOccupancyMaxActiveClusters); 0 when splits <= 1 (no clusters).
 template <class T, int NT>
 int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
   using Tr = Traits<T, NT>;
   if (g.splits <= 1) return 0;
   LaunchConfig cfg(dim3(unsigned(g.groups), unsigned(g.splits)),
-                   dim3(unsigned(sparsenm::vnm_small::ws_variant(g.variant) ? kWsThreads : 32 * g.warps)),  // 19 / 23 / 24: + producer warp
+                   dim3(unsigned(g.variant == sparsenm::vnm_small::kLean2WsVariant ? kWsThreads : 32 * g.warps)),  // 19: + producer warp
                    g.smem_bytes());
   cfg.cluster_y(g.splits);
   if (g.variant == sparsenm::vnm_small::kVnmLeanVariant) return vlean_max_clusters<T, NT>(g);  // launch10.cuh
@@ -333,10 +323,6 @@ int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_lean2<Tr, true, 4, true>, cfg.get()));
   else if (g.variant == sparsenm::vnm_small::kLean2WsVariant)
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_ws<Tr, true>, cfg.get()));
-  else if (g.variant == sparsenm::vnm_small::kWsSliceVariant)
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_ws<Tr, true, true>, cfg.get()));
-  else if (g.variant == sparsenm::vnm_small::kWsSpinVariant)
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_ws<Tr, true, false, true>, cfg.get()));
   else
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_stream<Tr, false>, cfg.get()));
   return n;
@@ -396,12 +382,6 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
       break;
     case 19:
       launch_ws<Tr>(p, g, groups, stream);
-      break;
-    case 23:
-      launch_ws<Tr, true>(p, g, groups, stream);
-      break;
-    case 24:
-      launch_ws<Tr, false, true>(p, g, groups, stream);
       break;
     case 10:
       launch_pair<Tr>(p, g, groups, stream);

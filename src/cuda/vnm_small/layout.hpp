@@ -278,17 +278,13 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 the end of every block's run). Requesting them is an InvalidArgument like any unknown variant.
 ///  (23 again in session 9f, s9v24d: 19 with per-warp stage slices; measured at 94e17f6, slower than the default
 ///                 everywhere (12288^2 m = 32 56.54 against 19's 49.89 us) and removed; PERF-vnm-small.md "Session 9f".)
-///  23 (session 10, s10v24): variant 19 with per-warp stage slices and a producer that never blocks on one
-///                 warp (kernel11.cuh kSlices): each consumer warp's 2-record slice of a stage has its own full
-///                 (expect_tx 2304 B) and empty (32 arrivals) mbarriers; the producer keeps one refill stream
-///                 per warp and each pass refills every slice whose empty barrier tests complete
-///                 (mbarrier.test_wait, one ballot). Same geometry, ring and grid as 19.
-///  24 (session 10, s10v24; diagnostic): variant 19 with the producer polling each stage's empty mbarrier
-///                 (mbarrier.test_wait in a loop) instead of try_wait (kernel11.cuh kSpin): 23's producer
-///                 change without the slices. Same geometry, ring and grid as 19.
-inline constexpr int kVariants = 25;
-/// Variant numbers with a kernel (17 / 18: removed in session 9b, see above; 22: none on this branch).
-constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18 && v != 22; }
+///  (23 / 24 again in session 10, s10v24: 23 = 19 with per-warp stage slices and a producer that never blocks
+///                 on one warp (mbarrier.test_wait over the four slice streams), 24 = 19 with a polling producer;
+///                 measured at 3d88be0: faster than 19 at 12288^2 m <= 16, slower at m = 32 (53.98 / 50.43 against
+///                 49.82 us) and never faster than the default; removed; PERF-vnm-small.md "Session 10 (s10v24)".)
+inline constexpr int kVariants = 22;
+/// Variant numbers with a kernel (17 / 18: removed in session 9b, see above).
+constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18; }
 inline constexpr int kVnmLeanVariant = 20;        ///< V:2:M (V = 128) lean paired, cluster split reduce (kernel10.cuh)
 inline constexpr int kVnmLeanReduceVariant = 21;  ///< variant 20 with the reduce kernel for its splits
 /// Variants 20 / 21: the V:2:M lean paired kernel (kernel10.cuh).
@@ -305,14 +301,10 @@ inline constexpr int kLean2WideTiles = 16;       ///< variant 15: row tiles per 
 inline constexpr int kLean2LongVariant = 16;     ///< variant 14 with lean_long_chunk_pairs (kernel9.cuh)
 inline constexpr int kLean2WsVariant = 19;       ///< variant 14 with a producer warp and a CTA-wide bulk ring (kernel11.cuh)
 inline constexpr int kWsStages = 8;              ///< variant 19: ring stages (one pair of the group's 8 tiles each)
-inline constexpr int kWsSliceVariant = 23;       ///< variant 19, per-warp stage slices, non-blocking producer (kernel11.cuh kSlices)
-inline constexpr int kWsSpinVariant = 24;        ///< variant 19 with a polling (test_wait) producer (kernel11.cuh kSpin)
-/// Variants 19 / 23 / 24: the warp-specialized kernel (kernel11.cuh; a producer warp, 160 threads).
-constexpr bool ws_variant(int v) { return v == kLean2WsVariant || v == kWsSliceVariant || v == kWsSpinVariant; }
-/// Variants 13 .. 16, 19, 23, 24: the lean kernel with two row tiles per warp.
-constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || ws_variant(v); }
-/// Variants 14 / 15 / 16 / 19 / 20 / 23 / 24: the k splits of a group are one cluster, reduced through distributed shared memory.
-constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || ws_variant(v) || v == kVnmLeanVariant; }
+/// Variants 13 .. 16, 19: the lean kernel with two row tiles per warp.
+constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || v == kLean2WsVariant; }
+/// Variants 14 / 15 / 16 / 19 / 20: the k splits of a group are one cluster, reduced through distributed shared memory.
+constexpr bool lean2_cluster_variant(int v) { return v == 14 || v == 15 || v == 16 || v == kLean2WsVariant || v == kVnmLeanVariant; }
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
 inline constexpr int kPairRingStages = 8;      ///< variant 10: record slots per warp (6 in flight: 3 pairs)
@@ -360,10 +352,10 @@ constexpr bool run1_geometry(int v) { return v == 0 || v == 4 || transposed_vari
 constexpr bool ring_variant(int v) { return v == kRingVariant || async_variant(v) || v == kPairVariant; }
 /// Ring slots per warp of a ring variant.
 /// (Variant 13: kRingStages slots of two records each, counted here in records.)
-/// (Variants 19 / 23 / 24: kWsStages stages of 8 records for 4 warps = 2 kWsStages records per warp.)
+/// (Variant 19: kWsStages stages of 8 records for 4 warps = 2 kWsStages records per warp.)
 constexpr int ring_stages(int v) {
   return v == kPairVariant       ? kPairRingStages
-         : ws_variant(v)         ? 2 * kWsStages
+         : v == kLean2WsVariant  ? 2 * kWsStages
          : lean2_variant(v) || vlean_variant(v) ? 2 * kRingStages
                                  : kRingStages;
 }

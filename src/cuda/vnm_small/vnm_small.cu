@@ -128,8 +128,6 @@ class Instance final : public detail::KernelInstance {
                                                       "async gather + producer warp, block bulk-copy ring, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
     const char* name = geom_.variant == sv::kVnmLeanVariant ? "V:2:M lean, two tiles per warp, cluster split reduce (V = 128, transposed X)"
                        : geom_.variant == sv::kVnmLeanReduceVariant ? "V:2:M lean, two tiles per warp, reduce kernel (V = 128, transposed X)"
-                       : geom_.variant == sv::kWsSliceVariant ? "async gather + producer warp, block bulk-copy ring in per-warp slices, non-blocking producer, lean, two tiles per warp, cluster split reduce (hw24 direct)"
-                       : geom_.variant == sv::kWsSpinVariant ? "async gather + producer warp (polling), block bulk-copy ring, lean, two tiles per warp, cluster split reduce (hw24 direct)"
                        : kNames[geom_.variant] ? kNames[geom_.variant] : "?";
     const bool spread = sv::vlean_variant(geom_.variant) && geom_.ring_bytes == sv::kVleanSpreadRingBytes;
     return "variant " + std::to_string(geom_.variant) + " (" + name + (spread ? ", shared memory padded: <= 2 blocks per SM" : "") +
@@ -248,7 +246,7 @@ sv::Geometry geometry_of_variant(const CondensedMatrix& w, const MatmulDesc& des
 
 sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt) {
   if (opt.variant < -1 || opt.variant >= sv::kVariants || (opt.variant >= 0 && !sv::variant_built(opt.variant)))
-    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (17 and 18 were removed, 22 is not built)");
+    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (17 and 18 were removed)");
   sv::Geometry g = geometry_of_variant(w, desc, opt, opt.variant >= 0 ? opt.variant : default_variant(w, desc.m));
   // Plan's choice: variant 14 with one split at m <= 16 is variant 13 without partials, measured
   // 0.4-0.9 % slower than 12 (s8v24b, 28672 x 8192 m = 1 / 8 / 16; 6 % faster at m = 32): keep 12.
@@ -344,7 +342,7 @@ std::unique_ptr<detail::KernelInstance> create(std::shared_ptr<const DeviceWeigh
   if (!why.empty()) throw InvalidArgument("weight", std::string(kName) + ": " + why);
   if (opt.force_splits < 0) throw InvalidArgument("options.force_splits", "must be >= 0");
   if (opt.variant < -1 || opt.variant >= sv::kVariants || (opt.variant >= 0 && !sv::variant_built(opt.variant)))
-    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (17 and 18 were removed, 22 is not built)");
+    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (17 and 18 were removed)");
   if (!dw) throw InvalidArgument("weight", std::string(kName) + ": no uploaded weight");
   const sv::Layout l = sv::Layout::of(w.layout);
   if (dw->dtype != w.dtype || dw->layout.n != l.n || dw->layout.k != l.k || dw->layout.window != l.window ||
