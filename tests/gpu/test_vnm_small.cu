@@ -554,7 +554,7 @@ TEST(VnmSmallGpu, Rejects) {
   EXPECT_FALSE(vnm_small::variant_built(17));
   EXPECT_FALSE(vnm_small::variant_built(18));
   EXPECT_TRUE(vnm_small::variant_built(19));
-  EXPECT_THROW(vs::create(pr.w, d, {0, 22}), InvalidArgument) << "variant 22 is not built on this branch";
+  EXPECT_THROW(vs::create(pr.w, d, {0, 22}), InvalidArgument) << "variant 22 was removed (sessions 9d and 10)";
   EXPECT_FALSE(vnm_small::variant_built(22));
   EXPECT_TRUE(vnm_small::variant_built(vnm_small::kVnmDirectVariant));
   try {

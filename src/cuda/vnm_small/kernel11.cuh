@@ -41,6 +41,11 @@
 // slice of a stage with its own full / empty mbarriers, the producer refilling the slices round-robin) raced as
 // variant 23 and removed: 13 % slower than this kernel at 12288^2 m = 32 (56.54 against 49.89 us), 3-5 % faster
 // at 28672 x 8192 m <= 16 but still behind 12 there.
+// Session 10 (s10v24, 3d88be0; PERF-vnm-small.md "Session 10 (s10v24)"): the same slices with a producer that never
+// blocks on one warp (one refill stream per consumer warp, mbarrier.test_wait + ballot; variant 23) and this
+// kernel with its producer polling test_wait instead of try_wait (variant 24) raced and removed: both faster than
+// this kernel at 12288^2 m <= 16 (2.5-6.6 %), slower at m = 32 (53.98 / 50.43 against 49.82 us), never faster than
+// the default.
 #pragma once
 #include <cooperative_groups.h>
 

@@ -283,6 +283,10 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 the code is in commit 89ed8bb; PERF-vnm-small.md "Session 10 (s10vnmk)".)
 ///  (23 again in session 9f, s9v24d: 19 with per-warp stage slices; measured at 94e17f6, slower than the default
 ///                 everywhere (12288^2 m = 32 56.54 against 19's 49.89 us) and removed; PERF-vnm-small.md "Session 9f".)
+///  (23 / 24 on branch s10v24, session 10, before 23 went to the direct gather below: 23 = 19 with per-warp stage slices and a producer that never blocks
+///                 on one warp (mbarrier.test_wait over the four slice streams), 24 = 19 with a polling producer;
+///                 measured at 3d88be0: faster than 19 at 12288^2 m <= 16, slower at m = 32 (53.98 / 50.43 against
+///                 49.82 us) and never faster than the default; removed; PERF-vnm-small.md "Session 10 (s10v24)".)
 ///  23 V:2:M lean paired, direct gather (kernel10.cuh kDirect; session 10, s10vnm) - variant 20 (geometry,
 ///                 ring, wait counts, cluster split reduce, the <= 2 blocks per SM padding) with the slab's
 ///                 selected columns read from the X rows by 2-byte loads (no transpose kernel, no Xt workspace,
