@@ -540,7 +540,7 @@ Suite spmv_suite() {
   Suite s;
   s.name = "spmv";
   s.description =
-      "EW N:M SpMV / small batch (m = 1, 2, 4, 8): cuda:ew_spmv (CUDA cores), cuda:ew_spmv_sk / _sk4 / _skr / _skv / _skw / _skg / _skrg / _skwg / _sks / _skrgs / _skwgs (m = 1), cuda:ew_spmv_sk_mb / _mb2 (m = 2..8), cuda:ew_spmv_tc / _bal / _prmt / _ring / _tc_sk / _tc_sp / _tc_sk24 / _tc_sk24r2 / _tc_sk16r4 / _tc_sks / _tc_sk16r4b / _tc_sk16r4s / _tc_sk24r2s / _tc_sk16r4c "
+      "EW N:M SpMV / small batch (m = 1, 2, 4, 8): cuda:ew_spmv (CUDA cores), cuda:ew_spmv_sk / _sk4 / _skr / _skv / _skw / _skg / _skrg / _skwg (m = 1), cuda:ew_spmv_sk_mb / _mb2 (m = 2..8), cuda:ew_spmv_tc / _bal / _prmt / _ring / _tc_sk / _tc_sp / _tc_sk24 / _tc_sk24r2 / _tc_sk16r4 / _tc_sks / _tc_sk16r4b / _tc_sk16r4s / _tc_sk24r2s / _tc_sk16r4c "
       "(tensor cores, f16/bf16) and the plan's automatic choice vs cuBLAS dense and cuSPARSE CSR";
   s.needs_gpu = true;
   s.run = [](Context& ctx) {
@@ -554,7 +554,7 @@ Suite spmv_suite() {
                   {{{28672, 8192}, {12288, 12288}}, {"2:8", "1:8", "2:16"}, {DType::bf16}, {8}},
                   {{{28672, 8192}}, {"2:4", "4:8"}, {DType::f16}, {8}}},
                  {1, 2, 4, 8},
-                 {"cuda:ew_spmv", "cuda:ew_spmv_sk", "cuda:ew_spmv_sk4", "cuda:ew_spmv_skr", "cuda:ew_spmv_skv", "cuda:ew_spmv_skw", "cuda:ew_spmv_skg", "cuda:ew_spmv_skrg", "cuda:ew_spmv_skwg", "cuda:ew_spmv_sks", "cuda:ew_spmv_skrgs", "cuda:ew_spmv_skwgs", "cuda:ew_spmv_sk_mb", "cuda:ew_spmv_sk_mb2", "cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt",
+                 {"cuda:ew_spmv", "cuda:ew_spmv_sk", "cuda:ew_spmv_sk4", "cuda:ew_spmv_skr", "cuda:ew_spmv_skv", "cuda:ew_spmv_skw", "cuda:ew_spmv_skg", "cuda:ew_spmv_skrg", "cuda:ew_spmv_skwg", "cuda:ew_spmv_sk_mb", "cuda:ew_spmv_sk_mb2", "cuda:ew_spmv_tc", "cuda:ew_spmv_tc_bal", "cuda:ew_spmv_tc_prmt",
                   "cuda:ew_spmv_tc_ring", "cuda:ew_spmv_tc_sk", "cuda:ew_spmv_tc_sp", "cuda:ew_spmv_tc_sk24",
                   "cuda:ew_spmv_tc_sk24r2", "cuda:ew_spmv_tc_sk16r4", "cuda:ew_spmv_tc_sks",
                   "cuda:ew_spmv_tc_sk16r4b", "cuda:ew_spmv_tc_sk16r4s", "cuda:ew_spmv_tc_sk24r2s",

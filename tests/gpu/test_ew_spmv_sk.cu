@@ -7,9 +7,6 @@
 // "cuda:ew_spmv_skr") run the same cases plus ranges of 0 / 1 / 2 / 3 tiles per warp (shorter than
 // the ring's prologue). The value ring ("cuda:ew_spmv_skv": RING 3, index words through registers,
 // loop unrolled by 3) runs every ring case too, plus ranges of 4..7 tiles (the unroll boundary).
-// The lean-settle forms ("cuda:ew_spmv_sks" / "_skrgs" / "_skwgs": 16-byte REDs, plain read-back by the
-// last contributor; session 10) run the grid-order cases: one group split over 1 .. many warps, head and
-// tail partials, empty ranges, and the workspace / counters back at zero after three launches.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -42,7 +39,6 @@ struct SkCase {
   bool vals = false;  ///< ring of value vectors only, index words through registers (ring 3)
   int warps = 8;      ///< warps per CTA (32: "cuda:ew_spmv_skw")
   bool grid_order = false;  ///< the weight reordered into the grid order ("cuda:ew_spmv_skg" / "_skrg" / "_skwg")
-  bool lean = false;        ///< the lean settle in the end flush ("cuda:ew_spmv_sks" / "_skrgs" / "_skwgs")
 };
 
 struct RingForm {
@@ -60,7 +56,7 @@ std::string name(const SkCase& c) {
   return c.pattern.str() + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " " +
          std::string(to_string(c.t)) + "->" + std::string(to_string(c.yt)) + " grid=" + std::to_string(c.grid) +
          " waves=" + std::to_string(c.waves) + (c.misaligned_x ? " misaligned-x" : "") + " ring=" + std::to_string(c.ring) +
-         (c.vals ? " values-only" : "") + " warps=" + std::to_string(c.warps) + (c.grid_order ? " grid-order" : "") + (c.lean ? " lean" : "");
+         (c.vals ? " values-only" : "") + " warps=" + std::to_string(c.warps) + (c.grid_order ? " grid-order" : "");
 }
 
 /// Runs three launches (Y poisoned before each, plus one guard row that must stay untouched);
@@ -70,7 +66,7 @@ void run_sk(const CondensedMatrix& w, const DenseMatrix& x, const SkCase& c, std
   const auto& l = packed.layout;
   sew::SkArgs a;
   const auto cfg = sew::plan_spmv_sk(l, c.t, sms(), c.waves, a, c.grid, c.ring, c.vals, c.warps);
-  const auto fn = sew::find_spmv_sk(c.t, c.pattern.n, c.pattern.m, c.ring, c.vals, c.warps, c.grid_order, c.lean);
+  const auto fn = sew::find_spmv_sk(c.t, c.pattern.n, c.pattern.m, c.ring, c.vals, c.warps, c.grid_order);
   if (c.grid_order) {
     const auto before = packed.values;
     const auto before_idx = packed.indices;
@@ -486,140 +482,4 @@ TEST(EwSpmvSkValsSmoke, SanitizerSmoke) {
   check_case({Pattern::element(2, 8), 70, 1030, DType::f16, DType::f16, 2, 1, false, 3, true, 32}, 7925);
   check_case({Pattern::element(1, 16), 33, 515, DType::bf16, DType::f32, 0, 1, true, 3, true, 32}, 7926);
 }
-}  // namespace
-
-namespace {
-
-/// The lean-settle forms (session 10): sk (register ring, packed order), skrg (3-stage ring, grid
-/// order), skwg (value ring on 32 warps, grid order).
-struct LeanForm {
-  int ring;
-  bool vals;
-  int warps;
-  bool grid;
-  const char* kernel;
-};
-const std::vector<LeanForm>& lean_forms() {
-  static const std::vector<LeanForm> f = {{0, false, 8, false, "cuda:ew_spmv_sks"},
-                                          {3, false, 8, true, "cuda:ew_spmv_skrgs"},
-                                          {3, true, 32, true, "cuda:ew_spmv_skwgs"}};
-  return f;
-}
-SkCase lean_case(const LeanForm& f, Pattern p, std::int64_t n, std::int64_t k, DType t, DType yt, int grid = 0,
-                 bool misaligned_x = false) {
-  return {p, n, k, t, yt, grid, 1, misaligned_x, f.ring, f.vals, f.warps, f.grid, true};
-}
-
-TEST(EwSpmvSkLean, EveryPatternDtypeAndTail) {
-  EW_REQUIRE_DEVICE();
-  std::uint64_t seed = 10100;
-  for (const auto& f : lean_forms())
-    for (const Pattern& p : sk_compiled_patterns())
-      for (DType t : {DType::f16, DType::bf16})
-        for (auto shape : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 9}, {77, 1001}, {300, 4099}})
-          check_case(lean_case(f, p, shape.first, shape.second, t, t), ++seed);
-}
-
-TEST(EwSpmvSkLean, GridsRangesOutputDtypesAndLargeShapes) {
-  EW_REQUIRE_DEVICE();
-  std::uint64_t seed = 10300;
-  for (const auto& f : lean_forms()) {
-    // 1 CTA: several whole groups per warp plus a head and a tail partial; 2 .. 132 CTAs: groups cut
-    // at odd places (2 .. ~10 contributors, the 16-byte REDs of several warps into one group); 400 CTAs:
-    // more warps than units (empty ranges, groups of one-tile partials).
-    for (int grid : {1, 2, 3, 17, 132, 400})
-      for (auto p : {Pattern::element(2, 8), Pattern::element(1, 16), Pattern::element(2, 16)})
-        check_case(lean_case(f, p, 1000, 2050, DType::f16, DType::f16, grid), ++seed);
-    // 8 row groups of 1 .. 7 tiles on 1 or 2 CTAs: ranges of 0 .. 7 tiles per warp.
-    for (std::int64_t k : {128, 256, 300, 512, 640, 700, 896})
-      for (int grid : {1, 2})
-        check_case(lean_case(f, Pattern::element(2, 8), 256, k, DType::f16, DType::f16, grid), ++seed);
-    // n not a multiple of 32: the last group's padding rows go through the workspace too.
-    check_case(lean_case(f, Pattern::element(2, 8), 4100, 8195, DType::f16, DType::f16), ++seed);
-    check_case(lean_case(f, Pattern::element(2, 8), 257, 3001, DType::f16, DType::f32), ++seed);
-    check_case(lean_case(f, Pattern::element(1, 8), 257, 3001, DType::bf16, DType::f16), ++seed);
-    check_case(lean_case(f, Pattern::element(2, 16), 257, 3001, DType::f16, DType::bf16), ++seed);
-    check_case(lean_case(f, Pattern::element(1, 16), 257, 3001, DType::bf16, DType::bf16), ++seed);
-    check_case(lean_case(f, Pattern::element(2, 8), 333, 1027, DType::f16, DType::f16, 5, true), ++seed);
-    check_case(lean_case(f, Pattern::element(2, 16), 333, 1024, DType::bf16, DType::bf16, 0, true), ++seed);
-    check_case(lean_case(f, Pattern::element(1, 8), 4096, 12288, DType::f16, DType::f16), ++seed);
-    check_case(lean_case(f, Pattern::element(2, 8), 2080, 12290, DType::bf16, DType::bf16), ++seed);
-  }
-}
-
-TEST(EwSpmvSkLean, NanInfFollowTheProductSemantics) {
-  EW_REQUIRE_DEVICE();
-  std::uint64_t seed = 10500;
-  for (const auto& f : lean_forms())
-    for (DType t : {DType::f16, DType::bf16}) {
-      SCOPED_TRACE(std::string(f.kernel) + " " + std::string(to_string(t)));
-      const Pattern p = Pattern::element(2, 8);
-      const std::int64_t n = 64, k = 203;
-      auto w = random_ew(p, n, k, t, ++seed);
-      auto x = random_matrix(t, 1, k, ++seed);
-      const auto& l = w.layout;
-      const std::int64_t col_kept = get_packed(w.indices.data() + 9 * l.index_row_bytes, 1, l.index_bits);
-      x.set(0, col_kept, NAN);  // row 9 stores this column: its output is NaN (added through the workspace)
-      std::vector<std::byte> y;
-      run_sk(w, x, lean_case(f, p, n, k, t, t, 3), y);
-      if (::testing::Test::HasFatalFailure()) return;
-      const auto ref = oracle(x, w);
-      const auto cmp = compare(y, t, ref);
-      EXPECT_EQ(cmp.class_mismatch, 0);
-      EXPECT_EQ(cmp.unwritten, 0);
-      EXPECT_LT(cmp.rel_err, tolerance(t));
-      EXPECT_TRUE(std::isnan(load_as_float(t, y.data(), 9)));
-    }
-}
-
-TEST(EwSpmvSkLean, ForcedPlansAndRaced) {
-  EW_REQUIRE_DEVICE();
-  std::uint64_t seed = 10700;
-  for (const auto& f : lean_forms())
-    for (DType t : {DType::f16, DType::bf16})
-      for (const Pattern& p :
-           {Pattern::element(2, 8), Pattern::element(1, 8), Pattern::element(2, 16), Pattern::element(1, 16)}) {
-        SCOPED_TRACE(std::string(f.kernel) + " " + std::string(to_string(t)) + " " + p.str());
-        const std::int64_t n = 999, k = 2051;
-        const auto w = random_ew(p, n, k, t, ++seed);
-        const auto x = random_matrix(t, 1, k, ++seed);
-        const Plan plan = Plan::create(w, cuda_desc(1, t, f.kernel));
-        EXPECT_EQ(plan.kernel(), f.kernel);
-        EXPECT_NE(plan.reason().find("lean settle"), std::string::npos) << plan.reason();
-        EXPECT_EQ(plan.reason().find("tiles in grid order") != std::string::npos, f.grid) << plan.reason();
-        std::vector<std::byte> y;
-        run_plan_thrice(plan, x, std::size_t(n) * dtype_size(t), y);
-        if (::testing::Test::HasFatalFailure()) return;
-        const auto cmp = compare(y, t, oracle(x, w));
-        EXPECT_EQ(cmp.unwritten, 0);
-        EXPECT_EQ(cmp.class_mismatch, 0);
-        EXPECT_LT(cmp.rel_err, tolerance(t));
-      }
-  const auto w = random_ew(Pattern::element(2, 8), 999, 2051, DType::f16, ++seed);
-  const Plan plan = Plan::create(w, cuda_desc(1, DType::f16));
-  for (const auto& f : lean_forms())  // raced beside their controls
-    EXPECT_NE(plan.reason().find(std::string(f.kernel) + " ["), std::string::npos) << plan.reason();
-  EXPECT_THROW(Plan::create(w, cuda_desc(2, DType::f16, "cuda:ew_spmv_sks")), Unsupported);
-  // Compiled only for the three forms.
-  EXPECT_NE(sew::find_spmv_sk(DType::bf16, 1, 16, 0, false, 8, false, true), nullptr);
-  EXPECT_NE(sew::find_spmv_sk(DType::f16, 2, 8, 3, false, 8, true, true), nullptr);
-  EXPECT_NE(sew::find_spmv_sk(DType::bf16, 2, 16, 3, true, 32, true, true), nullptr);
-  EXPECT_EQ(sew::find_spmv_sk(DType::f16, 2, 8, 0, false, 8, true, true), nullptr);  // skg: no lean form
-  EXPECT_EQ(sew::find_spmv_sk(DType::f16, 2, 8, 3, false, 8, false, true), nullptr);  // skr: none
-  EXPECT_EQ(sew::find_spmv_sk(DType::f16, 2, 8, 4, false, 8, false, true), nullptr);
-  EXPECT_EQ(sew::find_spmv_sk(DType::f16, 3, 7, 0, false, 8, false, true), nullptr);  // no instance
-}
-
-// Small cases for compute-sanitizer: partial groups through the 16-byte REDs, empty ranges, ragged
-// grid order, misaligned X.
-TEST(EwSpmvSkLeanSmoke, SanitizerSmoke) {
-  EW_REQUIRE_DEVICE();
-  for (const auto& f : lean_forms()) {
-    check_case(lean_case(f, Pattern::element(2, 8), 70, 1030, DType::f16, DType::f16, 3), 10901);
-    check_case(lean_case(f, Pattern::element(2, 8), 256, 700, DType::f16, DType::f16, 1), 10902);
-    check_case(lean_case(f, Pattern::element(1, 16), 33, 515, DType::bf16, DType::f32, 0, true), 10903);
-    check_case(lean_case(f, Pattern::element(2, 16), 40, 300, DType::f16, DType::f16, 50), 10904);
-  }
-}
-
 }  // namespace

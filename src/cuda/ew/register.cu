@@ -5,8 +5,7 @@
 // "cuda:ew_spmv_skv" (opt-in) / "cuda:ew_spmv_skw" (the ring of value vectors only, index words
 // through registers; 8-warp CTAs / one 32-warp CTA per SM), "cuda:ew_spmv_skrg" / "_skwg" (skr / skw
 // on the weight stored in the order the planned grid consumes it: session 7b; "_skg", the register
-// form, opt-in), "cuda:ew_spmv_sks" / "_skrgs" / "_skwgs" (sk / skrg / skwg with tc_sk's lean settle in
-// the end flush: session 10),
+// form, opt-in),
 // "cuda:ew_spmv_tc_sk" (m <= 8, the tc tile and PRMT decode on the stream-K tile ring; session 8),
 // "cuda:ew_spmv_tc_sp" (the same tile and ring on the sparse tensor cores, mma.sp m16n8k32; session 8b;
 // opt-in: no faster than tc_sk on the H200, SPARSENM_RACE_TC_SP=1 races it),
@@ -213,7 +212,7 @@ KernelCandidate ew_candidate(cuda::ew::SpmmVariant v = cuda::ew::SpmmVariant::ba
 class EwSkInstance final : public KernelInstance {
  public:
   EwSkInstance(const CondensedMatrix& w0, const MatmulDesc& d, int waves, int ring, bool vals_only, int warps,
-               bool grid, bool lean) {
+               bool grid) {
     std::optional<CondensedMatrix> hold;
     const CondensedMatrix& w = ew_weight(w0, hold);
     note_ = ew_repack_note(w0);
@@ -227,8 +226,7 @@ class EwSkInstance final : public KernelInstance {
     cnt_ = zeroed(cuda::ew::spmv_sk_cnt_bytes(p.layout));
     bind_weight(args_, values_, indices_, d.y_dtype);
     bind_workspace(args_, ws_, cnt_);
-    launch_ = cuda::ew::find_spmv_sk(w.dtype, p.layout.n, p.layout.m, ring, vals_only, warps, grid, lean);
-    lean_ = lean;
+    launch_ = cuda::ew::find_spmv_sk(w.dtype, p.layout.n, p.layout.m, ring, vals_only, warps, grid);
     if (!launch_) throw Unsupported("ew_spmv_sk: no compiled instance for " + w.pattern().str());
   }
   void run(const void* x, void* y, void* stream) const override {
@@ -243,13 +241,13 @@ class EwSkInstance final : public KernelInstance {
     return join_notes(std::to_string(cfg_.grid) + " CTAs x " + std::to_string(warps) + " warps, " +
                           std::to_string(cfg_.smem_bytes) +
                           (args_.ring_off > 0 ? " B of X + tile rings per CTA" : " B of X per CTA") +
-                          (grid_ ? ", tiles in grid order" : "") + (lean_ ? ", lean settle" : ""),
+                          (grid_ ? ", tiles in grid order" : ""),
                       note_);
   }
 
  private:
   std::string note_;
-  bool grid_ = false, lean_ = false;
+  bool grid_ = false;
   cuda::DeviceBuffer values_, indices_, ws_, cnt_;
   cuda::ew::SkArgs args_;
   cuda::ew::SkConfig cfg_;
@@ -264,15 +262,13 @@ int smem_optin() {
   return bytes;
 }
 
-KernelCandidate ew_sk_candidate(int waves, int ring = 0, bool vals_only = false, int warps = 8, bool grid = false,
-                                bool lean = false) {
+KernelCandidate ew_sk_candidate(int waves, int ring = 0, bool vals_only = false, int warps = 8, bool grid = false) {
   KernelCandidate c;
   c.name = vals_only ? (warps == 8 ? "cuda:ew_spmv_skv" : "cuda:ew_spmv_skw")
            : ring > 0 ? "cuda:ew_spmv_skr"
            : waves == 1 ? "cuda:ew_spmv_sk"
                         : "cuda:ew_spmv_sk" + std::to_string(waves);
   if (grid) c.name += "g";
-  if (lean) c.name += "s";  // the lean settle (session 10)
   c.backend = Backend::cuda;
   c.unsupported = [waves, ring, vals_only, warps, grid, name = c.name](const CondensedMatrix& w, const MatmulDesc& d) -> std::string {
     if (auto why = ew_common_unsupported(w, d); !why.empty()) return name.substr(5) + " " + why;
@@ -303,9 +299,9 @@ KernelCandidate ew_sk_candidate(int waves, int ring = 0, bool vals_only = false,
       return name.substr(5) + " is opt-in (force desc.kernel): slower than ew_spmv_sk on the H200";
     return why;
   };
-  c.create = [waves, ring, vals_only, warps, grid, lean](const CondensedMatrix& w,
-                                                         const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
-    return std::make_unique<EwSkInstance>(w, d, waves, ring, vals_only, warps, grid, lean);
+  c.create = [waves, ring, vals_only, warps, grid](const CondensedMatrix& w,
+                                                   const MatmulDesc& d) -> std::unique_ptr<KernelInstance> {
+    return std::make_unique<EwSkInstance>(w, d, waves, ring, vals_only, warps, grid);
   };
   return c;
 }
@@ -603,9 +599,6 @@ void register_ew_kernels(KernelRegistry& r) {
   r.add(ew_sk_candidate(1, 0, false, 8, true));
   r.add(ew_sk_candidate(1, 3, false, 8, true));
   r.add(ew_sk_candidate(1, 3, true, 32, true));
-  r.add(ew_sk_candidate(1, 0, false, 8, false, true));  // "cuda:ew_spmv_sks"
-  r.add(ew_sk_candidate(1, 3, false, 8, true, true));   // "cuda:ew_spmv_skrgs"
-  r.add(ew_sk_candidate(1, 3, true, 32, true, true));   // "cuda:ew_spmv_skwgs"
   r.add(vnm_sk_candidate(0));
   r.add(vnm_sk_candidate(3));
   r.add(ew_skm_candidate(1));

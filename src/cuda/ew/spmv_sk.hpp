@@ -37,8 +37,6 @@ using SkOccupancyFn = int (*)(int smem_bytes);
 ///                      (tile of step q of warp w at slot q W + w; session 7b): skrg / skwg raced
 ///                      (0.2-0.8 us faster than skr / skw at 2:8 in the H200 probe), skg opt-in
 ///                      (0.1-1.2 us slower than sk in all six bar cases)
-///   "cuda:ew_spmv_sks" / "_skrgs" / "_skwgs": sk / skrg / skwg with the lean settle (session 10,
-///                      SkTraits END = kSkEndLean: 16-byte REDs, plain read-back by the last contributor)
 /// `ring`: 0 = the two-tile register ring; 3 / 4 = shared-memory ring stages per warp.
 /// `vals_only` (ring 3 only): the stages hold the value vectors, the index words go to registers.
 /// `warps`: warps per CTA, 8, or 32 with `vals_only` (compiled: (0|3|4, false, 8), (3, true, 8 | 32)).
@@ -49,12 +47,10 @@ constexpr int kSkMaxXBytes = 96 * 1024;  ///< X (k columns in the weight dtype) 
 /// `grid`: the grid-ordered instance (SkTraits::GRID; compiled for (0, false, 8), (3, false, 8),
 /// (3, true, 32): "cuda:ew_spmv_skg" / "_skrg" / "_skwg"); its weight must be reordered by
 /// spmv_sk_grid_order for the planned grid.
-/// `lean`: the lean-settle instance (END = kSkEndLean; compiled for (0, false, 8, !grid), (3, false, 8,
-/// grid), (3, true, 32, grid): "cuda:ew_spmv_sks" / "_skrgs" / "_skwgs").
 SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring = 0, bool vals_only = false, int warps = 8,
-                        bool grid = false, bool lean = false);
+                        bool grid = false);
 SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring = 0, bool vals_only = false,
-                                     int warps = 8, bool grid = false, bool lean = false);
+                                     int warps = 8, bool grid = false);
 
 /// Reorders the packed tiles (values and index words) into the grid order of the planned grid
 /// `a` (a.units, a.warps_total: format/sk_grid_order.hpp) and sets a.grid_lmin. Plan time, once.

@@ -19,11 +19,11 @@ struct Entry {
   SkLaunchFn launch = nullptr;
   SkOccupancyFn occupancy = nullptr;
 };
-template <class T, int RING, bool IREG = false, int WARPS = 8, bool GRID = false, int END = kSkEndSerial>
+template <class T, int RING, bool IREG = false, int WARPS = 8, bool GRID = false>
 Entry find_typed(int pn, int pm) {
 #define SPEC(N, M)                                                                                   \
   if (pn == N && pm == M) {                                                                          \
-    using Tr = SkTraits<T, spmv_bits(M), N, M, kSkXBulk, true, END, RING, -1, 0, IREG, WARPS, GRID>; \
+    using Tr = SkTraits<T, spmv_bits(M), N, M, kSkXBulk, true, kSkEndSerial, RING, -1, 0, IREG, WARPS, GRID>; \
     return {&launch_spmv_sk<Tr>, &occupancy_spmv_sk<Tr>};                         \
   }
 #include "cuda/ew/spmv_instances.def"
@@ -31,13 +31,7 @@ Entry find_typed(int pn, int pm) {
   return {};
 }
 template <class T>
-Entry find_ring(int pn, int pm, int ring, bool vals_only, int warps, bool grid, bool lean) {
-  if (lean) {  // the lean-settle forms (session 10): sks, skrgs, skwgs
-    if (!grid && !vals_only && warps == 8 && ring == 0) return find_typed<T, 0, false, 8, false, kSkEndLean>(pn, pm);
-    if (grid && !vals_only && warps == 8 && ring == 3) return find_typed<T, 3, false, 8, true, kSkEndLean>(pn, pm);
-    if (grid && vals_only && warps == 32 && ring == 3) return find_typed<T, 3, true, 32, true, kSkEndLean>(pn, pm);
-    return {};
-  }
+Entry find_ring(int pn, int pm, int ring, bool vals_only, int warps, bool grid) {
   if (grid) {  // the grid-ordered forms: sk, skr, skw
     if (!vals_only && warps == 8 && ring == 0) return find_typed<T, 0, false, 8, true>(pn, pm);
     if (!vals_only && warps == 8 && ring == 3) return find_typed<T, 3, false, 8, true>(pn, pm);
@@ -52,9 +46,9 @@ Entry find_ring(int pn, int pm, int ring, bool vals_only, int warps, bool grid, 
   if (ring == 4) return find_typed<T, 4>(pn, pm);
   return {};
 }
-Entry find_entry(DType dtype, int pn, int pm, int ring, bool vals_only, int warps, bool grid, bool lean) {
-  if (dtype == DType::f16) return find_ring<__half>(pn, pm, ring, vals_only, warps, grid, lean);
-  if (dtype == DType::bf16) return find_ring<__nv_bfloat16>(pn, pm, ring, vals_only, warps, grid, lean);
+Entry find_entry(DType dtype, int pn, int pm, int ring, bool vals_only, int warps, bool grid) {
+  if (dtype == DType::f16) return find_ring<__half>(pn, pm, ring, vals_only, warps, grid);
+  if (dtype == DType::bf16) return find_ring<__nv_bfloat16>(pn, pm, ring, vals_only, warps, grid);
   return {};
 }
 
@@ -63,12 +57,11 @@ long long x_cols(const SpmvLayout& l) { return l.tiles * 32 / l.n * l.m; }
 
 }  // namespace
 
-SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring, bool vals_only, int warps, bool grid, bool lean) {
-  return find_entry(dtype, pn, pm, ring, vals_only, warps, grid, lean).launch;
+SkLaunchFn find_spmv_sk(DType dtype, int pn, int pm, int ring, bool vals_only, int warps, bool grid) {
+  return find_entry(dtype, pn, pm, ring, vals_only, warps, grid).launch;
 }
-SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring, bool vals_only, int warps, bool grid,
-                                     bool lean) {
-  return find_entry(dtype, pn, pm, ring, vals_only, warps, grid, lean).occupancy;
+SkOccupancyFn find_spmv_sk_occupancy(DType dtype, int pn, int pm, int ring, bool vals_only, int warps, bool grid) {
+  return find_entry(dtype, pn, pm, ring, vals_only, warps, grid).occupancy;
 }
 
 void spmv_sk_grid_order(SpmvPacked& p, SkArgs& a) {

@@ -95,18 +95,6 @@
 //   time as the element form at M = 8 (-0.3 .. +1.0 us), 0.2-0.6 us faster at M = 16, not the 4 / 9 %
 //   its fewer bytes per tile predicted: the per-warp tiles in flight, not the bytes, set the pace
 //   (docs/PERF-vnm-small.md, session 7). Both forms race in the plan.
-// LEAN END (session 10, docs/PERF.md "Session 10 (s10m1)"; END = kSkEndLean: "cuda:ew_spmv_sks" / "_skrgs" /
-//   "_skwgs" = sk / skrg / skwg with it): tc_sk's lean settle (session 9b: -3.1 / -3.5 us at m = 8) in
-//   the m = 1 flush. The partial goes to the workspace as 8 16-byte REDs (lanes 0, 4, .., 28, after
-//   three shuffles) instead of 32 4-byte ones, and the completing contributor reads its group back with
-//   a plain L2 load per lane and zeroes it / resets the counter with plain stores instead of
-//   atomicExch. The chain keeps its length (RED, fence, counter ATOM, fence, read-back): what leaves
-//   is 3/4 of the atomic element operations at the L2 (4x fewer if the L2's atomic unit is paced by
-//   elements, nothing if by 32-byte sectors: a warp's 32 consecutive floats are 4 sectors either way)
-//   and the atomic read-back. Every warp of the grid flushes its (at most two) partial groups at the
-//   same moment, at the kernel's end. The flush is a called function taking the launch arguments by
-//   value (session 10b: by reference, s10m1's build read them through generic loads of the parameter
-//   block on the chain, 2-4 extra round trips; docs/PERF.md "Session 10b (s10m1b)").
 // Diagnostic knobs (bench/standalone/spmv_probe.cu only, never a plan candidate): XM = kSkXLoop
 // (threads copy X + __syncthreads), kSkXNone (no X: the products use 1.0); COMPUTE = false (the
 // tiles are folded with XOR, no decode).
@@ -128,11 +116,10 @@ constexpr int kSkXBulk = 0, kSkXLoop = 1, kSkXNone = 2;
 /// soon as the head group closes in the loop (a RED nothing waits on), then ends with ONE acq_rel
 /// fence, both group counters bumped by one ATOM of two lanes, and both read-backs in flight
 /// together (3 dependent round trips).
-/// kSkEndLean (session 10, docs/PERF.md "Session 10 (s10m1)"): kSkEndSerial's order with the lean settle of
-/// tc_sk (session 9b) in each flush: the partial added as 16-byte REDs (lanes 0, 4, .., 28 after three
-/// shuffles; sm_90), the completed group read back by the last contributor with plain L2 loads and
-/// zeroed / its counter reset with plain stores (no atomicExch).
-constexpr int kSkEndSerial = 0, kSkEndPar = 1, kSkEndLean = 2;
+/// Session 10 (s10m1, docs/PERF.md "Session 10 (s10m1) measured"): tc_sk's lean settle in this flush (16-byte
+/// REDs, plain read-back by the completer; a called function taking SkArgs by reference, which added 2-4 parameter
+/// loads to its chain) measured 0.3-2.4 us slower in every bar case; removed (code at a2fe3e2).
+constexpr int kSkEndSerial = 0, kSkEndPar = 1;
 
 /// Arguments of one launch (sizes in elements).
 struct SkArgs {
@@ -396,49 +383,6 @@ __device__ __forceinline__ void flush(const SkArgs& a, int g, float v, unsigned 
   }
 }
 
-/// flush with the lean settle (kSkEndLean, session 10): the add as one 16-byte RED per 4 lanes (sm_90:
-/// lane 4 j holds rows 4 j .. 4 j + 3 after three shuffles; a group's workspace row is 128 B, 16-byte
-/// aligned), the read-back as one plain L2 load per lane and the workspace / counter reset as plain
-/// stores. The protocol is flush's: every contributor's adds precede its counter bump (fence), the
-/// completing bump reads from all of them, the completer's fence orders its loads after that bump, so
-/// its loads see every add; nothing of this launch touches the group after it completes.
-/// Not inlined: then ptxas schedules the streaming loop of the lean forms as in their controls (inlined,
-/// the register form's 2:8 loop came out 5 % longer: a confound), at the cost of one call per flush.
-/// Every launch argument it needs comes BY VALUE (session 10b): the caller reads them from the constant
-/// bank as the inlined control does; a `const SkArgs&` (session 10, s10m1) made ptxas read them through
-/// generic loads of the parameter block inside the call, 2-4 more dependent round trips per flush.
-/// The atomics name the global space (PTX): across the call ptxas cannot prove the pointers global and
-/// would issue generic ATOMs where the inlined flush has ATOMG / RED; the read-back / resets are
-/// ld/st.global.cg (__ldcg / __stcg).
-static __device__ __noinline__ void flush_lean(float* ws, unsigned* cnt, void* y, int tiles, int n, int y_dtype, int g,
-                                               float v, unsigned ntiles, int lane) {
-  const int row = g * 32 + lane;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // v1 = row + 1, then (v, v1) of row + 2: lane 4 j ends with rows 4 j .. 4 j + 3.
-  const float v1 = __shfl_down_sync(0xffffffffu, v, 1);
-  const float v2 = __shfl_down_sync(0xffffffffu, v, 2), v3 = __shfl_down_sync(0xffffffffu, v1, 2);
-  if ((lane & 3) == 0)
-    asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(ws + row), "f"(v), "f"(v1),
-                 "f"(v2), "f"(v3)
-                 : "memory");
-#else
-  // the 16-byte float RED is sm_90
-  asm volatile("red.relaxed.gpu.global.add.f32 [%0], %1;" ::"l"(ws + row), "f"(v) : "memory");
-#endif
-  __threadfence();
-  __syncwarp();
-  unsigned prev = 0;
-  if (lane == 0) asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;" : "=r"(prev) : "l"(cnt + g), "r"(ntiles) : "memory");
-  prev = __shfl_sync(0xffffffffu, prev, 0);
-  if (prev + ntiles == unsigned(tiles)) {
-    __threadfence();
-    const float s = __ldcg(ws + row);
-    __stcg(ws + row, 0.0f);
-    if (lane == 0) __stcg(cnt + g, 0u);
-    if (row < n) detail::store_y(y, std::size_t(row), s, y_dtype);
-  }
-}
-
 }  // namespace sk
 
 template <class Tr>
@@ -611,18 +555,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) ew_spmv_sk_kerne
       step();
     }
   }
-  if constexpr (Tr::END == kSkEndSerial || Tr::END == kSkEndLean) {
-    constexpr bool kLean = Tr::END == kSkEndLean;
+  if constexpr (Tr::END == kSkEndSerial) {
     if (n_units > 0) {
-      if constexpr (kLean) {
-        if (t0 != 0 && g != g0)
-          sk::flush_lean(a.ws, a.cnt, a.y, a.tiles, a.n, a.y_dtype, g0, head, unsigned(a.tiles - t0), lane);
-        if (t != 0)
-          sk::flush_lean(a.ws, a.cnt, a.y, a.tiles, a.n, a.y_dtype, g, acc, unsigned(g == g0 ? t - t0 : t), lane);
-      } else {
-        if (t0 != 0 && g != g0) sk::flush(a, g0, head, unsigned(a.tiles - t0), lane);  // head closed in the loop
-        if (t != 0) sk::flush(a, g, acc, unsigned(g == g0 ? t - t0 : t), lane);        // the open group
-      }
+      if (t0 != 0 && g != g0) sk::flush(a, g0, head, unsigned(a.tiles - t0), lane);  // head closed in the loop
+      if (t != 0) sk::flush(a, g, acc, unsigned(g == g0 ? t - t0 : t), lane);        // the open group
     }
   } else if (n_units > 0) {
     // Head partial (if its group closed in the loop) is already in the workspace; add the open

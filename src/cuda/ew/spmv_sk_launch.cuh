@@ -56,15 +56,6 @@ int occupancy_spmv_sk(int smem_bytes) {
   template int ::sparsenm::cuda::ew::occupancy_spmv_sk<::sparsenm::cuda::ew::SkTraits<                            \
       T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
       ::sparsenm::cuda::ew::kSkEndSerial, RING, -1, 0, IREG, WARPS, true>>(int);
-/// The lean-settle forms (END = kSkEndLean; session 10: "cuda:ew_spmv_sks" / "_skrgs" / "_skwgs").
-#define SPARSENM_EW_SPMV_SK_INSTANCE_L(T, NN, MM, RING, IREG, WARPS, GRID)                                       \
-  template void ::sparsenm::cuda::ew::launch_spmv_sk<::sparsenm::cuda::ew::SkTraits<                              \
-      T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
-      ::sparsenm::cuda::ew::kSkEndLean, RING, -1, 0, IREG, WARPS, GRID>>(const ::sparsenm::cuda::ew::SkArgs&,          \
-                                                                     const ::sparsenm::cuda::ew::SkConfig&, cudaStream_t); \
-  template int ::sparsenm::cuda::ew::occupancy_spmv_sk<::sparsenm::cuda::ew::SkTraits<                            \
-      T, ::sparsenm::cuda::ew::spmv_bits(MM), NN, MM, ::sparsenm::cuda::ew::kSkXBulk, true,                        \
-      ::sparsenm::cuda::ew::kSkEndLean, RING, -1, 0, IREG, WARPS, GRID>>(int);
 // The native V:2:M form (spmv_vnm_sk.hpp): VnmSkTraits<T, M, RING>.
 #define SPARSENM_VNM_SPMV_SK_INSTANCE(T, VM, RING)                                                                \
   template void ::sparsenm::cuda::ew::launch_spmv_sk<::sparsenm::cuda::ew::VnmSkTraits<T, VM, RING>>(            \
