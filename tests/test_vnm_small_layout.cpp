@@ -934,5 +934,77 @@ TEST(VnmSmallLayout, VnmLeanSpreadPadsToTwoBlocksPerSmWhereTheGridFits) {
   EXPECT_FALSE(sv::variant_built(-1));
 }
 
+
+// Variant 25 (kernel25.cuh, stream-K over the slabs, continuous ring): vlean_sk_set / vlean_sk_blocks, and the kernel's
+// segment / partial-slot rule replayed on the host: every pair of every slab is streamed by exactly one
+// block, every block's run is W pairs (the last one shorter), a slab split over blocks bf..bl has a
+// partial slot 2b (its first slab) or 2b + 1 (its last) per block, no two partials share a slot, and the
+// slots stay inside the 2 x blocks the plan allocates.
+TEST(VnmSmallLayout, VnmLeanStreamKRunsCoverEverySlabOnce) {
+  for (std::int64_t groups : {1, 2, 4, 224})
+    for (std::int64_t P : {1, 5, 37, 64})
+      for (std::int64_t want : {0, 1, 2, 3, 7, 132, 264, 100000}) {
+        sv::Geometry g;
+        g.variant = sv::kVnmLeanSkVariant;
+        g.groups = groups;
+        g.warps = 4;
+        sv::vlean_sk_set(g, P, 132, want);
+        const std::int64_t total = groups * P, W = g.pairs_per_split, B = sv::vlean_sk_blocks(g, P);
+        SCOPED_TRACE("groups " + std::to_string(groups) + " P " + std::to_string(P) + " want " + std::to_string(want));
+        ASSERT_EQ(g.splits, 1);
+        EXPECT_EQ(g.ring_bytes, sv::kVleanSpreadRingBytes);
+        ASSERT_GE(W, 1);
+        EXPECT_LE(B, want > 0 ? std::min(want, total) : std::min<std::int64_t>(264, total));
+        EXPECT_GE(B * W, total);
+        EXPECT_LT((B - 1) * W, total);
+        std::vector<int> covered(std::size_t(total), 0);
+        std::vector<int> slot_used(std::size_t(2 * B), 0);
+        for (std::int64_t b = 0; b < B; ++b) {
+          const std::int64_t beg = b * W, end = std::min(total, beg + W), first = beg / P;
+          for (std::int64_t u = beg; u < end;) {
+            const std::int64_t s = u / P, nrec = std::min(end, (s + 1) * P) - u;
+            ASSERT_GE(nrec, 1);
+            for (std::int64_t i = u; i < u + nrec; ++i) ++covered[std::size_t(i)];
+            const std::int64_t bf = (s * P) / W, bl = ((s + 1) * P - 1) / W;
+            ASSERT_LE(bf, b);
+            ASSERT_GE(bl, b);
+            EXPECT_EQ(bf == bl, u == s * P && nrec == P) << "whole slab iff one block covers it";
+            if (bf != bl) {
+              const std::int64_t slot = 2 * b + (s == first ? 0 : 1);
+              EXPECT_TRUE(s == first || u + nrec == end) << "a partial slab is the block's first or last";
+              ASSERT_LT(slot, 2 * B);
+              EXPECT_EQ(slot_used[std::size_t(slot)]++, 0) << "slot " << slot;
+              EXPECT_EQ(slot, 2 * b + (s == (b * W) / P ? 0 : 1)) << "the reader's slot of block b";
+            }
+            u += nrec;
+          }
+        }
+        for (std::int64_t i = 0; i < total; ++i) ASSERT_EQ(covered[std::size_t(i)], 1) << "pair " << i;
+      }
+}
+
+// Variant 25: the geometry holds the kernel's shared memory (two X buffers of 64 C columns x NT 16-byte
+// units, C = lean_chunk_pairs, + 4 warps x 4 two-record slots), fits the launcher's limit, and admits
+// exactly 2 blocks per SM (228 KB, 1 KB reserved per block): more than a third, at most 113 KB.
+TEST(VnmSmallLayout, VnmLeanStreamKSharedMemoryTwoBlocksPerSm) {
+  const sv::Layout l = sv::Layout::of(FormatLayout::of(Pattern::venom(128, 8), 28672, 8192));
+  for (int v : {sv::kVnmLeanSkVariant})
+    for (int m : {1, 8, 9, 16, 17, 24, 25, 32}) {
+      sv::Geometry g = sv::choose_geometry(l, m, 132, v, 2);
+      ASSERT_EQ(g.variant, v);
+      EXPECT_FALSE(sv::vlean_spread(g, 132)) << "25 pads in vlean_sk_set";
+      sv::vlean_sk_set(g, l.pairs, 132, 0);
+      const int nt = (m + 7) / 8, C = sv::lean_chunk_pairs(nt);
+      EXPECT_EQ(g.chunk_pairs, C) << v << " m " << m;
+      const std::size_t need = std::size_t(2) * 64 * C * nt * 16 + std::size_t(4) * 4 * 2 * sv::kRecordBytes;
+      EXPECT_GE(g.smem_bytes(), need) << v << " m " << m;
+      EXPECT_LE(g.smem_bytes(), sv::kVleanSkPadLimit) << v << " m " << m;
+      EXPECT_LE(g.smem_bytes(), sv::max_smem_bytes(nt)) << v << " m " << m;
+      EXPECT_GT(g.smem_bytes() + 1024, std::size_t(228 * 1024) / 3) << v << " m " << m << ": a third block would fit";
+      EXPECT_EQ(g.pairs_per_split, 55);                  // ceil(224 slabs x 64 pairs / 264 blocks)
+      EXPECT_EQ(sv::vlean_sk_blocks(g, l.pairs), 261);  // ceil(14336 / 55): the last one 36 pairs
+    }
+}
+
 }  // namespace
 }  // namespace sparsenm
