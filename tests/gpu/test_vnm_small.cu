@@ -609,11 +609,11 @@ TEST(VnmSmallGpu, VenomLeanPairedV128) {
 }
 
 TEST(VnmSmallGpu, VenomLeanPairedOtherVAndPatternsRunVariant9) {
-  // Variants 20 / 21 / 25 exist for V = 128 only: V = 64 / 256 and hw24 run variant 9 in its geometry
+  // Variants 20 / 21 exist for V = 128 only: V = 64 / 256 and hw24 run variant 9 in its geometry
   // (layout.hpp lean2_or_lean), and are still correct.
   REQUIRE_DEVICE();
   std::uint64_t seed = 21000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmLeanSkVariant})
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant})
     for (const Pattern& pat : {Pattern::venom(64, 8), Pattern::venom(256, 16), Pattern::hw24()})
       for (std::int64_t m : {1, 12, 32}) {
         Problem pr = make_problem(pat, DType::f16, m, 300, 8 * 16 * 5 + 3, ++seed);
@@ -684,99 +684,16 @@ TEST(VnmSmallGpu, VenomLeanPairedSpreadPaddingByGridSize) {
     }
 }
 
-TEST(VnmSmallGpu, VenomLeanPairedStreamK) {
-  // Variant 25 (kernel25.cuh, stream-K over the slabs with a continuous ring): force_splits is the block
-  // count B, each block streams W = ceil(slabs x pairs / B) pairs of the flat (slab, pair) list, its ring,
-  // selection loads and X gather running through its segment (slab) boundaries. n = 128 x 3 + 40 (4 slabs,
-  // the last one 3 of 8 row tiles), k of 37 pairs (the last window 3 columns short for M = 8 / 16 / 10):
-  // 148 pairs, 37 per slab (not a multiple of the ring's 4 slots or of any chunk: the ring phase moves at
-  // every segment end). B = 4 (W = 37: every boundary at a slab end, every slab whole), 1 / 2 (W = 148 / 74:
-  // whole slabs, several per block, the ring crossing 3 / 1 slab boundaries of whole slabs), 3 (W = 50, the
-  // last block 48: boundaries inside slabs, a block's first and last segments both partial), 5 / 7 / 8
-  // (W = 30 / 22 / 19: slabs in 2-3 pieces, segments shorter than a chunk), 0 (the rule: 2 per SM, here more
-  // blocks than pairs, W = 1: every slab in 37 pieces of one pair, the last-arriving block sums 37 partials).
-  // f16 / bf16, m over all four n8-tile counts incl. odd m, f32 / 16-bit y; every case twice on poisoned y
-  // (the arrival counters must reset themselves).
-  REQUIRE_DEVICE();
-  int dev = 0, major = 0, sms = 0;
-  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
-  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  if (major < 9) GTEST_SKIP() << "variant 25 needs sm_90+ (it runs variant 4 below)";
-  std::uint64_t seed = 25000;
-  for (const int v : {vnm_small::kVnmLeanSkVariant})
-  for (DType t : {DType::f16, DType::bf16})
-    for (std::int64_t m : {1, 3, 8, 9, 16, 17, 24, 25, 32})
-      for (int M : {8, 16, 10}) {
-        const Pattern pat = Pattern::venom(128, M);
-        const std::string tag = pat.str() + " " + std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
-        Problem pa = make_problem(pat, t, m, 128 * 3 + 40, std::int64_t(M) * (16 * 36 + 9) - 3, ++seed);
-        MatmulDesc d;
-        d.m = m;
-        d.x_dtype = t;
-        d.y_dtype = DType::f32;
-        for (int blocks : {4, 1, 2, 3, 5, 7, 8, 0}) {
-          const vnm_small::Geometry g = vs::geometry_for(pa.w, d, {blocks, v});
-          EXPECT_EQ(g.variant, v) << tag;
-          EXPECT_EQ(g.splits, 1) << tag;
-          EXPECT_LE(g.smem_bytes(), vnm_small::kVleanSkPadLimit) << tag;  // <= 2 blocks per SM
-          EXPECT_GT(g.smem_bytes() + 1024, std::size_t(228 * 1024) / 3) << tag;
-          if (blocks > 0) EXPECT_EQ(g.pairs_per_split, (148 + blocks - 1) / blocks) << tag << " blocks " << blocks;
-          if (blocks > 0) EXPECT_EQ(vnm_small::vlean_sk_blocks(g, 37), (148 + g.pairs_per_split - 1) / g.pairs_per_split) << tag;
-          if (blocks == 0) EXPECT_EQ(g.pairs_per_split, (148 + 2 * sms - 1) / (2 * sms)) << tag;  // 2 per SM (H200: W = 1)
-          if ((m + blocks) % 3 == 0 || blocks == 3 || blocks == 0)  // every block count at some m; the interesting ones always
-            run_and_check_at(pa, blocks == 5 ? t : DType::f32, {blocks, v}, tag + " blocks=" + std::to_string(blocks), 0);
-        }
-        if (m == 17) EXPECT_NE(vs::create(pa.w, d, {3, v})->describe().find("stream-K"), std::string::npos);
-      }
-}
-
-TEST(VnmSmallGpu, VenomLeanPairedStreamKShortSlabs) {
-  // Variant 25 with slabs shorter than a chunk (P = 1 / 2 / 3 / 5 pairs against C = 16 / 8 / 4 / 4): the ring's
-  // producer crosses several slab boundaries within one chunk, chunks of 1-3 pairs make the wait for G(c) at
-  // the next chunk top keep fewer than 3 newer groups, and the ring phase moves at every segment. n = 128 x 5 +
-  // 24 (6 slabs, the last one 2 of 8 row tiles: the producer's pointers are clamped to the last tile), k with
-  // a short last window. B = 1 (one block, 6 whole slabs), 2 / 4 / 5 (boundaries inside and at slab ends),
-  // 0 (the rule: one pair per block). f16 / bf16, m = 1 / 8 / 9 / 16 / 32, each twice on poisoned y.
-  REQUIRE_DEVICE();
-  int dev = 0, major = 0;
-  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
-  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  if (major < 9) GTEST_SKIP() << "variant 25 needs sm_90+ (it runs variant 4 below)";
-  std::uint64_t seed = 25500;
-  const int v = vnm_small::kVnmLeanSkVariant;
-  for (DType t : {DType::f16, DType::bf16})
-    for (std::int64_t m : {1, 8, 9, 16, 32})
-      for (int P : {1, 2, 3, 5}) {
-        const int M = P % 2 ? 8 : 10;
-        const Pattern pat = Pattern::venom(128, M);
-        const std::string tag = pat.str() + " " + std::string(to_string(t)) + " m=" + std::to_string(m) + " P=" + std::to_string(P);
-        Problem pa = make_problem(pat, t, m, 128 * 5 + 24, std::int64_t(M) * (16 * (P - 1) + 7) - 1, ++seed);
-        MatmulDesc d;
-        d.m = m;
-        d.x_dtype = t;
-        d.y_dtype = DType::f32;
-        for (int blocks : {1, 2, 4, 5, 0}) {
-          const vnm_small::Geometry g = vs::geometry_for(pa.w, d, {blocks, v});
-          ASSERT_EQ(g.variant, v) << tag;
-          if (blocks > 0) EXPECT_EQ(g.pairs_per_split, (6 * P + blocks - 1) / blocks) << tag << " blocks " << blocks;
-          run_and_check_at(pa, blocks == 4 ? t : DType::f32, {blocks, v}, tag + " blocks=" + std::to_string(blocks), 0);
-        }
-      }
-}
-
 TEST(VnmSmallGpu, VenomLeanPairedSmall) {
-  // Small enough for memcheck: variants 20 / 21 / 25 at 128:2:8 and 128:2:10, m = 5 / 17 / 32, a partial
-  // last slab, a partial last chunk, splits 1 / 3 / the rule (cluster / reduce kernel; for 22: 1 block, 3
-  // blocks with boundaries inside the slabs — the middle block's first and last segments both partial, two
-  // arrivals at its end —, and the rule's 2 per SM: one pair per block, 13 partials per slab summed in rounds).
+  // Small enough for memcheck: variants 20 / 21 at 128:2:8 and 128:2:10, m = 5 / 17 / 32, a partial
+  // last slab, a partial last chunk, splits 1 and 3 (cluster / reduce kernel).
   REQUIRE_DEVICE();
   std::uint64_t seed = 22000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmLeanSkVariant})
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant})
     for (int M : {8, 10})
       for (std::int64_t m : {5, 17, 32}) {
         Problem pr = make_problem(Pattern::venom(128, M), DType::f16, m, 128 + 40, std::int64_t(M) * 16 * 13 - 1, ++seed);
-        for (int splits : {1, 3, 0})
+        for (int splits : {1, 3})
           run_and_check_at(pr, DType::f16, {splits, v}, Pattern::venom(128, M).str() + " m=" + std::to_string(m) + " splits=" +
                            std::to_string(splits) + " v" + std::to_string(v), 0);
       }

@@ -388,7 +388,6 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
       break;
     case 20:
     case 21:
-    case 25:
       launch_vlean<T, NT>(p, g, groups, stream);  // launch10.cuh (inst10_*.cu)
       break;
     case 1:

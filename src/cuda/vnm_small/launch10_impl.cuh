@@ -10,7 +10,6 @@
 
 #include "cuda/common.cuh"
 #include "cuda/vnm_small/kernel10.cuh"
-#include "cuda/vnm_small/kernel25.cuh"
 #include "cuda/vnm_small/launch10.cuh"
 
 namespace sparsenm::cuda::vnm_small {
@@ -28,13 +27,6 @@ int prepare_vlean(int threads, std::size_t smem_bytes, std::size_t bound) {
   int best = 1 << 30;
   for (bool cluster : {false, true}) {
     const void* f = vlean_kernel<Tr>(cluster);
-    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bound)));
-    int b = 0;
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, threads, smem_bytes));
-    best = std::min(best, b);
-  }
-  {  // variant 25 (kernel25.cuh)
-    const void* f = reinterpret_cast<const void*>(&vnm_small_kernel_vlean_skc<Tr>);
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bound)));
     int b = 0;
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, threads, smem_bytes));
@@ -58,31 +50,24 @@ template <class T, int NT>
 void launch_vlean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
   namespace sv = sparsenm::vnm_small;
   using Tr = Traits<T, NT>;
-  const bool sk = sv::vlean_sk_variant(g.variant);
   if (g.warps != 4 || g.tiles_per_warp != 2 || p.tiles_per_group != 8 || p.sel == nullptr || p.xt == nullptr ||
       g.chunk_pairs != sv::lean_chunk_pairs(NT))
-    throw std::logic_error("vnm_small: variant 20 / 21 / 25 geometry is not the V:2:M lean paired kernel's");
-  if (sk && (g.splits != 1 || p.ws == nullptr || p.counters == nullptr || g.pairs_per_split < 1))
-    throw std::logic_error("vnm_small: variant 25 needs one split, its partials and its counters");
+    throw std::logic_error("vnm_small: variant 20 / 21 geometry is not the V:2:M lean paired kernel's");
   const bool cluster = g.variant == sv::kVnmLeanVariant && g.splits > 1;
   if (cluster && g.splits > sv::kStreamMaxSplits) throw std::logic_error("vnm_small: variant 20 cluster > 8 blocks");
   // X -> Xt (kernel3.cuh), as launch_transpose in launch.cuh
   const dim3 tgrid(unsigned(std::min<std::int64_t>(1024, (p.k + 255) / 256)), unsigned(NT));
   vnm_small_transpose_x<NT><<<tgrid, 256, 0, stream>>>(static_cast<const std::uint16_t*>(p.x), p.xt, p.m, p.k);
   SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_transpose_x");
-  const bool cluster_launch = cluster && !sk;
-  LaunchConfig cfg(sk ? dim3(unsigned(sv::vlean_sk_blocks(g, p.pairs))) : dim3(unsigned(groups), unsigned(g.splits)), dim3(128),
-                   g.smem_bytes(), stream);
+  LaunchConfig cfg(dim3(unsigned(groups), unsigned(g.splits)), dim3(128), g.smem_bytes(), stream);
   cfg.dependent();
-  if (cluster_launch) cfg.cluster_y(g.splits);
-  if (sk)
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_vlean_skc<Tr>, p));
-  else if (cluster_launch)
+  if (cluster) cfg.cluster_y(g.splits);
+  if (cluster)
     SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_vlean<Tr, true>, p));
   else
     SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_vlean<Tr, false>, p));
   SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_vlean");
-  if (!cluster && !sk && g.splits > 1) launch_reduce(p, stream);
+  if (!cluster && g.splits > 1) launch_reduce(p, stream);
 }
 
 }  // namespace sparsenm::cuda::vnm_small

@@ -281,24 +281,20 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 Measured at 89ed8bb: the sum no longer grows with m, but the balanced grid is still 1.10-1.23x
 ///                 slower than 20 in all 12 cases (the segment restarts cost more than the balance gains); removed,
 ///                 the code is in commit 89ed8bb; PERF-vnm-small.md "Session 10 (s10vnmk)".)
+///  (25 in session 10c, s10vnmc: 22 with the weight ring, selection loads and X gather running through the
+///                 segment boundaries without draining (kernel25.cuh). Measured at 40c24ee: correct, but as slow as
+///                 22 (0.82-0.92 of 20's speed in all 12 cases): the restarts were not what 22 lost; removed, the
+///                 code is in commit 40c24ee; PERF-vnm-small.md "Session 10c (s10vnmc)". Requesting it is an
+///                 InvalidArgument like any unknown variant.)
 ///  (23 again in session 9f, s9v24d: 19 with per-warp stage slices; measured at 94e17f6, slower than the default
 ///                 everywhere (12288^2 m = 32 56.54 against 19's 49.89 us) and removed; PERF-vnm-small.md "Session 9f".)
-///  25 V:2:M lean paired, stream-K with a continuous ring (kernel25.cuh; session 10c, s10vnmc) - 22's balanced
-///                 grid (B = 2 x SMs blocks, 2 per SM, W = ceil(slabs x pairs / B) pairs each across slab
-///                 boundaries, 89ed8bb's cheap fix-up) with the weight ring, the selection loads and the X gather
-///                 running through the block's segment boundaries without draining (no segment restart).
-///                 force_splits sets B. (22 / 23 / 24 are not built on this branch; other branches use 23 / 24.)
-inline constexpr int kVariants = 26;
-/// Variant numbers with a kernel (17 / 18: removed in session 9b, see above; 22: removed in session 10; 23 / 24:
-/// not on this branch).
-constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18 && (v < 22 || v > 24); }
+inline constexpr int kVariants = 22;
+/// Variant numbers with a kernel (17 / 18: removed in session 9b, see above).
+constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18; }
 inline constexpr int kVnmLeanVariant = 20;        ///< V:2:M (V = 128) lean paired, cluster split reduce (kernel10.cuh)
 inline constexpr int kVnmLeanReduceVariant = 21;  ///< variant 20 with the reduce kernel for its splits
-inline constexpr int kVnmLeanSkVariant = 25;     ///< variant 20's loop, stream-K over the slabs, continuous ring (kernel25.cuh)
-/// Variant 25: stream-K over the slabs with a continuous ring (kernel25.cuh).
-constexpr bool vlean_sk_variant(int v) { return v == kVnmLeanSkVariant; }
-/// Variants 20 / 21 / 25: the V:2:M lean paired kernel (kernel10.cuh / kernel25.cuh).
-constexpr bool vlean_variant(int v) { return v == kVnmLeanVariant || v == kVnmLeanReduceVariant || vlean_sk_variant(v); }
+/// Variants 20 / 21: the V:2:M lean paired kernel (kernel10.cuh).
+constexpr bool vlean_variant(int v) { return v == kVnmLeanVariant || v == kVnmLeanReduceVariant; }
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
@@ -563,28 +559,10 @@ inline constexpr std::size_t kVleanSpreadRingBytes = std::size_t(4) * 4 * kRingS
 /// placed; with room for 3 per SM the placement came out uneven (H200, 5585405, 128:2:8 28672 x 8192
 /// m = 32: 67.5 us; padded 56.1, without PDL 57.4; 128:2:16 40.8 -> 34.2). Returns whether it padded.
 inline bool vlean_spread(Geometry& g, int sms) {
-  if (!vlean_variant(g.variant) || vlean_sk_variant(g.variant) || g.warps != 4) return false;  // 25: vlean_sk_set
+  if (!vlean_variant(g.variant) || g.warps != 4) return false;
   if (g.groups * std::int64_t(g.splits) > 2 * std::int64_t(std::max(1, sms))) return false;
   g.ring_bytes = std::max(g.ring_bytes, kVleanSpreadRingBytes);
   return true;
-}
-
-/// Variant 25: the padded shared memory stays at most this (2 blocks of it fit on an sm_90 SM).
-inline constexpr std::size_t kVleanSkPadLimit = 113 * 1024;
-/// Variant 25 (as 22 of sessions 9d / 10): one split; `blocks` (<= 0: 2 per SM) equal runs of the groups x pairs work,
-/// g.pairs_per_split = W = ceil(total / blocks) pairs each; the shared memory padded to <= 2 blocks per SM.
-inline void vlean_sk_set(Geometry& g, std::int64_t pairs, int sms, std::int64_t blocks) {
-  const std::int64_t total = g.groups * pairs;
-  if (blocks <= 0) blocks = 2 * std::int64_t(std::max(1, sms));
-  blocks = std::max<std::int64_t>(1, std::min(blocks, total));
-  g.splits = 1;
-  g.pairs_per_split = (total + blocks - 1) / blocks;
-  // pad to <= 2 blocks per SM
-  if (g.smem_bytes() - g.ring_bytes + kVleanSpreadRingBytes <= kVleanSkPadLimit) g.ring_bytes = std::max(g.ring_bytes, kVleanSpreadRingBytes);
-}
-/// Variant 25: the grid (blocks of W = g.pairs_per_split pairs; the last one may be shorter).
-inline std::int64_t vlean_sk_blocks(const Geometry& g, std::int64_t pairs) {
-  return (g.groups * pairs + g.pairs_per_split - 1) / g.pairs_per_split;
 }
 
 // ---- index math shared by the kernels (device) and the CPU tests (host) ----

@@ -80,11 +80,6 @@ class Instance final : public detail::KernelInstance {
       counters_ = DeviceBuffer(std::size_t(layout_.groups) * sizeof(int));
       SPARSENM_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.size()));
     }
-    if (sv::vlean_sk_variant(geom_.variant)) {  // stream-K: 2 partial slots per block + per-slab arrival counters
-      ws_ = DeviceBuffer(std::size_t(2) * std::size_t(sv::vlean_sk_blocks(geom_, layout_.pairs)) * std::size_t(desc.m) * 128 * 4);
-      counters_ = DeviceBuffer(std::size_t(geom_.groups) * sizeof(int));
-      SPARSENM_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.size()));
-    }
     if (sv::transposed_variant(geom_.variant) || (stream && layout_.venom) || sv::async_variant(geom_.variant) || geom_.variant == sv::kPairVariant)  // Xt: k columns x n_tiles 16-byte units
       xt_ = DeviceBuffer(std::size_t(layout_.k) * std::size_t(geom_.n_tiles) * 16);
     p_.w = dw_->records.as<uint4>();
@@ -133,13 +128,8 @@ class Instance final : public detail::KernelInstance {
                                                       "async gather + producer warp, block bulk-copy ring, lean, two tiles per warp, cluster split reduce (hw24 direct)"};
     const char* name = geom_.variant == sv::kVnmLeanVariant ? "V:2:M lean, two tiles per warp, cluster split reduce (V = 128, transposed X)"
                        : geom_.variant == sv::kVnmLeanReduceVariant ? "V:2:M lean, two tiles per warp, reduce kernel (V = 128, transposed X)"
-                       : geom_.variant == sv::kVnmLeanSkVariant ? "V:2:M lean, two tiles per warp, stream-K over the slabs, continuous ring (V = 128, transposed X)"
                        : kNames[geom_.variant] ? kNames[geom_.variant] : "?";
     const bool spread = sv::vlean_variant(geom_.variant) && geom_.ring_bytes == sv::kVleanSpreadRingBytes;
-    if (sv::vlean_sk_variant(geom_.variant))
-      return "variant " + std::to_string(geom_.variant) + " (" + std::string(name) + (spread ? ", shared memory padded: <= 2 blocks per SM" : "") + "), grid " +
-             std::to_string(sv::vlean_sk_blocks(geom_, layout_.pairs)) + " blocks of " + std::to_string(geom_.pairs_per_split) +
-             " pairs over " + std::to_string(geom_.groups) + " slabs of " + std::to_string(layout_.pairs) + ", 4 warps";
     return "variant " + std::to_string(geom_.variant) + " (" + name + (spread ? ", shared memory padded: <= 2 blocks per SM" : "") +
            "), grid " + std::to_string(geom_.groups) +
            " x " + std::to_string(geom_.splits) + (geom_.variant == sv::kStreamVariant && geom_.splits > 1 ? " (clusters)" : "") +
@@ -277,8 +267,6 @@ namespace {
 sv::Geometry geometry_of_variant(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt, int variant) {
   const sv::Layout l = sv::Layout::of(w.layout);
   variant = sv::lean2_or_lean(l, variant);  // 13 only where its kernel applies (hw24, k % 8 == 0)
-  // Variant 25 indexes the flat (slab, pair) work in 32 bits (kernel25.cuh): past that, variant 20.
-  if (sv::vlean_sk_variant(variant) && l.groups * l.pairs >= (std::int64_t(1) << 31)) variant = sv::kVnmLeanVariant;
   if (variant == 6 && device_major() < 9) variant = 5;  // programmatic dependent launch: sm_90+
   if (variant == sv::kStreamVariant && device_major() < 9) variant = 4;  // clusters, distributed shared memory: sm_90+
   if (sv::async_variant(variant) && device_major() < 9) variant = 4;  // programmatic dependent launch: sm_90+
@@ -325,8 +313,6 @@ sv::Geometry geometry_of_variant(const CondensedMatrix& w, const MatmulDesc& des
       if (std::int64_t(clusters(g)) < g.groups) g = unpadded;
     }
   }
-  // Variant 25: equal runs of the (slab, pair) work over 2 blocks per SM (force_splits: the block count).
-  if (sv::vlean_sk_variant(g.variant)) sv::vlean_sk_set(g, l.pairs, sms, opt.force_splits);
   return g;
 }
 }  // namespace
