@@ -21,6 +21,11 @@
 // (deferred arrivals, one acq_rel atomic per partial slab, all loads before the adds) is still 1.10-1.23x slower
 // than this kernel in all 12 cases (gap ~4-6 us at m -> 0: the extra segment restarts, not the sum); removed,
 // the code is in commit 89ed8bb (kernel12.cuh).
+// Session 10c (s10vnmc, H200 run 40c24ee, PERF-vnm-small.md "Session 10c"): that stream-K with the ring, the selection
+// loads and the X gather running through the segment boundaries (no drain, no restart) measured as slow as 22
+// (1.09-1.22x slower than this kernel in all 12 cases): 22's loss is not its restarts; every balanced-grid block's
+// pair takes ~1.35x as long as here (ncu: long-scoreboard cycles per pair +37 %, DRAM 60 % against 73 %). Removed, the
+// code is in commit 40c24ee (kernel25.cuh).
 //
 // Why (PERF-vnm-small.md "Session 9 (s9vnm)"). V:2:M at small m still ran variants 4 / 9: variant 9's
 // general record cursor, run-time wait counts and per-unit index math (~180 instructions per record

@@ -281,6 +281,11 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 Measured at 89ed8bb: the sum no longer grows with m, but the balanced grid is still 1.10-1.23x
 ///                 slower than 20 in all 12 cases (the segment restarts cost more than the balance gains); removed,
 ///                 the code is in commit 89ed8bb; PERF-vnm-small.md "Session 10 (s10vnmk)".)
+///  (25 in session 10c, s10vnmc: 22 with the weight ring, selection loads and X gather running through the
+///                 segment boundaries without draining (kernel25.cuh). Measured at 40c24ee: correct, but as slow as
+///                 22 (0.82-0.92 of 20's speed in all 12 cases): the restarts were not what 22 lost; removed, the
+///                 code is in commit 40c24ee; PERF-vnm-small.md "Session 10c (s10vnmc)". Requesting it is an
+///                 InvalidArgument like any unknown variant.)
 ///  (23 again in session 9f, s9v24d: 19 with per-warp stage slices; measured at 94e17f6, slower than the default
 ///                 everywhere (12288^2 m = 32 56.54 against 19's 49.89 us) and removed; PERF-vnm-small.md "Session 9f".)
 ///  (23 / 24 on branch s10v24, session 10, before 23 went to the direct gather below: 23 = 19 with per-warp stage slices and a producer that never blocks
