@@ -60,7 +60,7 @@ TEST(SptcDecGpu, EveryMAndDtypeWithTails) {
   std::uint64_t seed = 7100;
   for (DType in : {DType::f16, DType::bf16})
     for (std::int64_t m : {1, 7, 8, 9, 16, 17, 32})
-      for (const Case& shape : {Case{0, 200, 136}, Case{0, 300, 1000}, Case{0, 1024, 2048}}) {
+      for (const Case& shape : {Case{0, 200, 132}, Case{0, 300, 1000}, Case{0, 1024, 2048}}) {
         const DType out = m % 3 == 0 ? DType::f32 : (m % 3 == 1 ? in : DType::f16);
         run_case(in, out, Case{m, shape.n, shape.k}, seed++);
       }

@@ -52,6 +52,7 @@ class DecInstance : public KernelInstance {
     map_ = cs::make_values_map_rows(a_, 128);
     ws_ = cuda::DeviceBuffer(cs::dec_workspace_bytes(a_, d.m));
     SPARSENM_CUDA_CHECK(cudaMemset(ws_.get(), 0, ws_.size()));
+    SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());  // zero before a launch on any stream
     if (ldx_ != k_) xpad_ = cuda::DeviceBuffer(std::size_t(d.m * ldx_) * 2);
     cs::Problem pr{desc_.x_dtype, desc_.y_dtype, nullptr, nullptr, desc_.m, n_, k_, ldx_};
     geo_ = cs::run_sptc24_wgmma_dec(a_, map_, pr, nullptr, nullptr, grid_limit_, true);
