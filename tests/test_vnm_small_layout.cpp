@@ -909,6 +909,24 @@ TEST(VnmSmallLayout, VnmLeanPairedGeometry) {
     }
 }
 
+TEST(VnmSmallLayout, FusedTransposeSharesCoverEveryColumnOnce) {
+  // Variant 26 (kernel10.cuh vlean_transpose_share): the grid's shares of the X -> Xt transpose cover [0, k) exactly
+  // once, in order, each at most ceil(k / blocks) columns (also with more blocks than columns: empty shares).
+  for (std::int64_t k : {1, 7, 8, 259, 1234, 8192, 12288, 28672})
+    for (std::int64_t blocks : {1, 2, 3, 96, 224, 264, 288, 397, 5000}) {
+      SCOPED_TRACE("k=" + std::to_string(k) + " blocks=" + std::to_string(blocks));
+      std::int64_t next = 0;
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        const std::int64_t c0 = sv::fused_share_begin(k, blocks, b), c1 = sv::fused_share_end(k, blocks, b);
+        ASSERT_EQ(c0, next);
+        ASSERT_LE(c0, c1);
+        ASSERT_LE(c1 - c0, (k + blocks - 1) / blocks);
+        next = c1;
+      }
+      EXPECT_EQ(next, k);
+    }
+}
+
 TEST(VnmSmallLayout, VnmLeanSpreadPadsToTwoBlocksPerSmWhereTheGridFits) {
   // Session 9c (s9vnm2), vlean_spread: variants 20 / 21 with groups x splits <= 2 sms get rings of
   // kVleanSpreadRingBytes (<= max_smem_bytes, 2 blocks per SM fit, 3 do not); larger grids, other

@@ -71,6 +71,8 @@
 // launch in which every block, after issuing its first ring slots, writes its 1 / grid share of Xt (kernel3.cuh's
 // units, vlean_transpose_share) and meets the others at a grid barrier before its first gather. No PDL, no second
 // grid to be placed beside. With splits (clusters) or a grid larger than one resident wave the launcher runs 23.
+// Status: not yet run on a device (the session-10d call at d294191 failed on a missing `case 26` in launch.cuh's
+// dispatch, fixed after it); opt-in only, picked by no plan rule. ptxas (sm_90a f16, NT = 4): 112 registers (20: 119).
 #pragma once
 #include <cooperative_groups.h>
 
@@ -85,9 +87,8 @@ template <int NT>
 __device__ __forceinline__ void vlean_transpose_share(const Params& p) {
   const std::int64_t nblk = std::int64_t(gridDim.x) * gridDim.y;
   const std::int64_t b = std::int64_t(blockIdx.y) * gridDim.x + blockIdx.x;
-  const std::int64_t per = (p.k + nblk - 1) / nblk;
-  const std::int64_t c0 = b * per;
-  const int ncol = int(max(std::int64_t(0), min(p.k, c0 + per) - c0));
+  const std::int64_t c0 = sparsenm::vnm_small::fused_share_begin(p.k, nblk, b);
+  const int ncol = int(sparsenm::vnm_small::fused_share_end(p.k, nblk, b) - c0);
   const std::uint16_t* x = static_cast<const std::uint16_t*>(p.x);
   for (int idx = int(threadIdx.x); idx < ncol * NT; idx += int(blockDim.x)) {  // consecutive threads: consecutive columns
     const int nt = idx / ncol;

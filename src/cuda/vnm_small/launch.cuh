@@ -390,6 +390,7 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
     case 20:
     case 21:
     case 23:
+    case 26:
       launch_vlean<T, NT>(p, g, groups, stream);  // launch10.cuh (inst10_*.cu)
       break;
     case 1:

@@ -294,7 +294,8 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 gathered by cp.async) without the transpose kernel: one cooperative launch, every block writes
 ///                 its 1 / grid share of Xt (kernel3.cuh's units), then a grid barrier (its first weight slots already
 ///                 in flight), then 20's loop. Where it has splits (clusters) or its grid is not resident at once it
-///                 runs 23's launch. PERF-vnm-small.md "Session 10d (s10vnm2)". (24 / 25: other helpers' variants.)
+///                 runs 23's launch. PERF-vnm-small.md "Session 10d (s10vnm2)". Not yet run on a device (the call at
+///                 d294191 failed on a missing dispatch case, fixed after it); opt-in only. (24 / 25: other helpers'.)
 inline constexpr int kVariants = 27;
 /// Variant numbers with a kernel (17 / 18: removed in session 9b; 22: removed in sessions 9d and 10; 24 / 25: not
 /// built on this branch; see above).
@@ -620,6 +621,17 @@ SPARSENM_VS_HD constexpr int xt_unit(int kk, int nt, int nt_count) { return kk *
 /// reads rows 8 nt .. 8 nt + 7 at one unit: 8 distinct 16-byte bank groups (pitch 16 U bytes, a
 /// multiple of 128).
 SPARSENM_VS_HD constexpr int direct_unit(int i, int u, int U) { return i * U + (u ^ (i & 7)); }
+/// Variant 26 (kernel10.cuh vlean_transpose_share): block b of `blocks` writes the Xt units of the columns
+/// [fused_share_begin, fused_share_end) — ceil(k / blocks) columns each, the last ones short or empty; together
+/// every column of [0, k) exactly once.
+SPARSENM_VS_HD constexpr std::int64_t fused_share_begin(std::int64_t k, std::int64_t blocks, std::int64_t b) {
+  const std::int64_t per = (k + blocks - 1) / blocks;
+  return b * per < k ? b * per : k;
+}
+SPARSENM_VS_HD constexpr std::int64_t fused_share_end(std::int64_t k, std::int64_t blocks, std::int64_t b) {
+  const std::int64_t per = (k + blocks - 1) / blocks;
+  return (b + 1) * per < k ? (b + 1) * per : k;
+}
 
 /// Variant 9, transposed path: gathered columns a thread stages per round (all their selection
 /// loads issued before the copies); a chunk of 16 / nt pairs has 1024 / nt columns, 256 threads.
