@@ -852,7 +852,7 @@ TEST(VnmSmallLayout, VnmLeanPairedGeometry) {
   for (int M : {8, 16, 10})
     for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{28672, 8192}, {12288, 12288}, {300, 1234}})
       for (int m : {1, 8, 9, 16, 17, 24, 25, 32})
-        for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant, sv::kVnmDirectVariant, sv::kVnmFusedVariant}) {
+        for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant, sv::kVnmDirectVariant}) {
           SCOPED_TRACE("M=" + std::to_string(M) + " n=" + std::to_string(n) + " m=" + std::to_string(m) + " v" + std::to_string(v));
           const sv::Layout l = sv::Layout::of(FormatLayout::of(Pattern::venom(128, M), n, k));
           const sv::Geometry g = sv::choose_geometry(l, m, 132, v, 3);
@@ -875,7 +875,7 @@ TEST(VnmSmallLayout, VnmLeanPairedGeometry) {
         }
   for (const Pattern& pat : {Pattern::venom(64, 8), Pattern::venom(256, 8), Pattern::venom(32, 16), Pattern::hw24()}) {
     const sv::Layout l = sv::Layout::of(FormatLayout::of(pat, 1000, 4096));
-    for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant, sv::kVnmDirectVariant, sv::kVnmFusedVariant}) {
+    for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant, sv::kVnmDirectVariant}) {
       EXPECT_EQ(sv::lean2_or_lean(l, v), sv::kAsyncVariant) << pat.str();
       EXPECT_EQ(sv::choose_geometry(l, 17, 132, v, 3).variant, sv::kAsyncVariant) << pat.str();
     }
@@ -886,13 +886,6 @@ TEST(VnmSmallLayout, VnmLeanPairedGeometry) {
   EXPECT_TRUE(sv::variant_built(sv::kVnmDirectVariant));
   EXPECT_TRUE(sv::vlean_variant(sv::kVnmDirectVariant) && sv::lean2_cluster_variant(sv::kVnmDirectVariant));
   EXPECT_FALSE(sv::variant_built(22)) << "22: s10vnmk's number, not built on this branch";
-  // Variant 26 (session 10d, s10vnm2): variant 20's geometry with the transpose done by its own grid.
-  EXPECT_TRUE(sv::variant_built(sv::kVnmFusedVariant));
-  EXPECT_TRUE(sv::vlean_variant(sv::kVnmFusedVariant) && sv::lean2_cluster_variant(sv::kVnmFusedVariant));
-  EXPECT_TRUE(sv::vlean_direct_variant(sv::kVnmFusedVariant) && sv::vlean_direct_variant(sv::kVnmDirectVariant));
-  EXPECT_FALSE(sv::vlean_direct_variant(sv::kVnmLeanVariant));
-  EXPECT_FALSE(sv::variant_built(24)) << "24: another helper's number, not built on this branch";
-  EXPECT_FALSE(sv::variant_built(25)) << "25: another helper's number, not built on this branch";
   for (int M : {8, 16})
     for (int m : {1, 8, 16, 32}) {
       const sv::Layout l = sv::Layout::of(FormatLayout::of(Pattern::venom(128, M), 12288, 12288));
@@ -902,28 +895,6 @@ TEST(VnmSmallLayout, VnmLeanPairedGeometry) {
       EXPECT_EQ(a.splits, b.splits);
       EXPECT_EQ(a.smem_bytes(), b.smem_bytes());
       EXPECT_EQ(a.chunk_pairs, b.chunk_pairs);
-      const sv::Geometry c = sv::choose_geometry(l, m, 132, sv::kVnmFusedVariant, 3);
-      EXPECT_EQ(c.variant, sv::kVnmFusedVariant);
-      EXPECT_EQ(a.splits, c.splits);
-      EXPECT_EQ(a.smem_bytes(), c.smem_bytes());
-    }
-}
-
-TEST(VnmSmallLayout, FusedTransposeSharesCoverEveryColumnOnce) {
-  // Variant 26 (kernel10.cuh vlean_transpose_share): the grid's shares of the X -> Xt transpose cover [0, k) exactly
-  // once, in order, each at most ceil(k / blocks) columns (also with more blocks than columns: empty shares).
-  for (std::int64_t k : {1, 7, 8, 259, 1234, 8192, 12288, 28672})
-    for (std::int64_t blocks : {1, 2, 3, 96, 224, 264, 288, 397, 5000}) {
-      SCOPED_TRACE("k=" + std::to_string(k) + " blocks=" + std::to_string(blocks));
-      std::int64_t next = 0;
-      for (std::int64_t b = 0; b < blocks; ++b) {
-        const std::int64_t c0 = sv::fused_share_begin(k, blocks, b), c1 = sv::fused_share_end(k, blocks, b);
-        ASSERT_EQ(c0, next);
-        ASSERT_LE(c0, c1);
-        ASSERT_LE(c1 - c0, (k + blocks - 1) / blocks);
-        next = c1;
-      }
-      EXPECT_EQ(next, k);
     }
 }
 
@@ -933,7 +904,7 @@ TEST(VnmSmallLayout, VnmLeanSpreadPadsToTwoBlocksPerSmWhereTheGridFits) {
   // variants and V != 128 (variant 9) are left as they are.
   for (int M : {8, 16, 10})
     for (int m : {1, 8, 9, 16, 17, 24, 25, 32})
-      for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant, sv::kVnmDirectVariant, sv::kVnmFusedVariant}) {
+      for (int v : {sv::kVnmLeanVariant, sv::kVnmLeanReduceVariant, sv::kVnmDirectVariant}) {
         SCOPED_TRACE("M=" + std::to_string(M) + " m=" + std::to_string(m) + " v" + std::to_string(v));
         const int nt = (m + 7) / 8;
         const sv::Layout wide = sv::Layout::of(FormatLayout::of(Pattern::venom(128, M), 28672, 8192));

@@ -557,11 +557,6 @@ TEST(VnmSmallGpu, Rejects) {
   EXPECT_THROW(vs::create(pr.w, d, {0, 22}), InvalidArgument) << "variant 22 was removed (sessions 9d and 10)";
   EXPECT_FALSE(vnm_small::variant_built(22));
   EXPECT_TRUE(vnm_small::variant_built(vnm_small::kVnmDirectVariant));
-  EXPECT_TRUE(vnm_small::variant_built(vnm_small::kVnmFusedVariant));
-  for (int v : {24, 25}) {  // other helpers' numbers (session 10): not built on this branch
-    EXPECT_FALSE(vnm_small::variant_built(v));
-    EXPECT_THROW(vs::create(pr.w, d, {0, v}), InvalidArgument) << "variant " << v;
-  }
   try {
     vs::create(pr.w, d, {0, 18});
   } catch (const InvalidArgument& e) {
@@ -593,7 +588,7 @@ TEST(VnmSmallGpu, VenomLeanPairedV128) {
   // f16 / bf16, fp32 / 16-bit y. Every case runs twice on poisoned y (run_and_check_at).
   REQUIRE_DEVICE();
   std::uint64_t seed = 20000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant, vnm_small::kVnmFusedVariant})
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant})
     for (DType t : {DType::f16, DType::bf16})
       for (std::int64_t m : {1, 3, 8, 9, 16, 17, 24, 25, 32}) {
         const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -621,7 +616,7 @@ TEST(VnmSmallGpu, VenomLeanPairedOtherVAndPatternsRunVariant9) {
   // (layout.hpp lean2_or_lean), and are still correct.
   REQUIRE_DEVICE();
   std::uint64_t seed = 21000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant, vnm_small::kVnmFusedVariant})
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant})
     for (const Pattern& pat : {Pattern::venom(64, 8), Pattern::venom(256, 16), Pattern::hw24()})
       for (std::int64_t m : {1, 12, 32}) {
         Problem pr = make_problem(pat, DType::f16, m, 300, 8 * 16 * 5 + 3, ++seed);
@@ -687,7 +682,7 @@ TEST(VnmSmallGpu, VenomLeanPairedSpreadPaddingByGridSize) {
   SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
   if (major < 9) GTEST_SKIP() << "variants 20 / 21 need sm_90+ (they run variant 4 below)";
   std::uint64_t seed = 24000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant, vnm_small::kVnmFusedVariant})
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant})
     for (std::int64_t m : {8, 17, 32}) {
       const std::string tag = "m=" + std::to_string(m) + " v" + std::to_string(v);
       MatmulDesc d;
@@ -716,7 +711,7 @@ TEST(VnmSmallGpu, VenomLeanPairedSmall) {
   // last slab, a partial last chunk, splits 1 and 3 (cluster / reduce kernel).
   REQUIRE_DEVICE();
   std::uint64_t seed = 22000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant, vnm_small::kVnmFusedVariant})
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant})
     for (int M : {8, 10})
       for (std::int64_t m : {5, 17, 32}) {
         Problem pr = make_problem(Pattern::venom(128, M), DType::f16, m, 128 + 40, std::int64_t(M) * 16 * 13 - 1, ++seed);
@@ -780,74 +775,6 @@ TEST(VnmSmallGpu, VenomLeanDirectGather) {
           EXPECT_EQ(std::memcmp(h20.data(), h23.data(), ybytes), 0) << tag << " splits=" << splits << ": 23 differs from 20";
         }
       }
-}
-
-TEST(VnmSmallGpu, VenomLeanFusedTranspose) {
-  // Variant 26 (kernel10.cuh kMode 2, session 10d s10vnm2): variant 20's body with X -> Xt written by its own grid
-  // (each block its 1 / grid share of the columns) before a grid barrier, one cooperative launch, no transpose
-  // kernel. Where it has splits (clusters) or more blocks than are resident at once it runs 23's launch. Cases:
-  // 128:2:8 / 128:2:16 / 128:2:10 with k % M != 0 and a partial last pair (windows past the end: zero-filled
-  // copies), m = 1 / 8 / 9 / 16 / 32 (9: one row in the last n8 tile: Xt rows >= m written as zeros by the grid),
-  // f16 / bf16, X at a 2-byte offset, splits 0 (rule) / 1 (cooperative) / 3 (23's launch), poisoned y, twice each
-  // (the second run rewrites Xt: no stale units), against fp64; at one split bitwise against variant 20 (the same
-  // Xt units, the same gather and mma order). Then a grid of 3 sms + 1 slabs at one split (not resident at once:
-  // 23's launch), also bitwise against 20.
-  REQUIRE_DEVICE();
-  int dev = 0, major = 0, sms = 0;
-  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
-  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  std::uint64_t seed = 26000;
-  const int v = vnm_small::kVnmFusedVariant;
-  auto bitwise_vs_20 = [&](const Problem& pr, const MatmulDesc& d, int splits, const std::string& tag) {
-    const std::size_t ybytes = std::size_t(d.m) * std::size_t(pr.w.rows()) * 4;
-    cuda::DeviceBuffer dx(pr.x.size_bytes()), y20(ybytes), y26(ybytes);
-    dx.upload(pr.x.data(), pr.x.size_bytes());
-    std::vector<std::byte> h20(ybytes), h26(ybytes);
-    SPARSENM_CUDA_CHECK(cudaMemset(y20.get(), 0xFF, ybytes));
-    SPARSENM_CUDA_CHECK(cudaMemset(y26.get(), 0xFF, ybytes));
-    vs::create(pr.w, d, {splits, vnm_small::kVnmLeanVariant})->run(dx.get(), y20.get(), nullptr);
-    vs::create(pr.w, d, {splits, v})->run(dx.get(), y26.get(), nullptr);
-    SPARSENM_CUDA_CHECK(cudaGetLastError());
-    SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
-    y20.download(h20.data(), ybytes);
-    y26.download(h26.data(), ybytes);
-    EXPECT_EQ(std::memcmp(h20.data(), h26.data(), ybytes), 0) << tag << " splits=" << splits << ": 26 differs from 20";
-  };
-  for (DType t : {DType::f16, DType::bf16})
-    for (std::int64_t m : {1, 8, 9, 16, 32})
-      for (int M : {8, 16, 10}) {
-        const Pattern pat = Pattern::venom(128, M);
-        const std::string tag = pat.str() + " " + std::string(to_string(t)) + " m=" + std::to_string(m);
-        // n = 3 slabs (last one 5 of 8 tiles); k = 21 pairs of 16 windows, the last window 5 columns short
-        Problem pr = make_problem(pat, t, m, 128 * 2 + 80, std::int64_t(M) * (16 * 20 + 7) - 5, ++seed);
-        MatmulDesc d;
-        d.m = m;
-        d.x_dtype = t;
-        d.y_dtype = DType::f32;
-        const vnm_small::Geometry g = vs::geometry_for(pr.w, d, {0, v});
-        EXPECT_EQ(g.variant, major >= 9 ? v : 4) << tag;
-        if (major >= 9) {
-          auto inst = vs::create(pr.w, d, {1, v});
-          EXPECT_NE(inst->describe().find("transposed by its own grid"), std::string::npos) << inst->describe();
-          EXPECT_GE(inst->workspace_bytes(), std::size_t(pr.w.cols()) * std::size_t(g.n_tiles) * 16) << "variant 26: Xt";
-        }
-        for (int splits : {0, 1, 3}) {
-          run_and_check_at(pr, DType::f32, {splits, v}, tag + " splits=" + std::to_string(splits), 0);
-          run_and_check_at(pr, t, {splits, v}, tag + " 16-bit y, X + 2 bytes, splits=" + std::to_string(splits), 2);
-        }
-        if (major >= 9) bitwise_vs_20(pr, d, 1, tag);
-      }
-  if (major < 9) return;
-  for (std::int64_t m : {8, 32}) {  // 3 sms + 1 slabs at one split: more blocks than resident -> 23's launch
-    Problem big = make_problem(Pattern::venom(128, 8), DType::f16, m, 128 * (3 * std::int64_t(sms) + 1), 8 * 16 * 2 + 5, ++seed);
-    MatmulDesc d;
-    d.m = m;
-    d.x_dtype = DType::f16;
-    d.y_dtype = DType::f32;
-    run_and_check_at(big, DType::f32, {1, v}, "n = 128 (3 sms + 1) m=" + std::to_string(m), 0);
-    bitwise_vs_20(big, d, 1, "n = 128 (3 sms + 1) m=" + std::to_string(m));
-  }
 }
 
 }  // namespace

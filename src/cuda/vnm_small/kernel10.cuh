@@ -68,16 +68,6 @@
 // transpose gone), 1.01-1.04x at m = 16 / 32 on 12288^2 (3 blocks per SM), 0.92-0.99x on 28672 x 8192 m = 16 / 32
 // (2 blocks per SM; m = 32: 9.60 M instructions against 5.41 M, exposed). The plan's choice at m <= 8 and where
 // 20's grid is not padded (vnm_small.cu).
-//
-// Variant 26 (kMode 2; session 10d, s10vnm2, PERF-vnm-small.md "Session 10d (s10vnm2)"): 23's gather is ~3
-// instructions per staged 2-byte value and ptxas keeps it there (an IMAD.WIDE-per-value address is split back into
-// IMAD.WIDE + IADD3 + IMAD.X; LDG has no 32-bit-offset form), against 20's one 16-byte cp.async per 8 values from
-// Xt. So 26 keeps 20's body (Xt, cp.async gather, ring, waits) and drops only the transpose launch: one cooperative
-// launch in which every block, after issuing its first ring slots, writes its 1 / grid share of Xt (kernel3.cuh's
-// units, vlean_transpose_share) and meets the others at a grid barrier before its first gather. No PDL, no second
-// grid to be placed beside. With splits (clusters) or a grid larger than one resident wave the launcher runs 23.
-// Status: not yet run on a device (the session-10d call at d294191 failed on a missing `case 26` in launch.cuh's
-// dispatch, fixed after it); opt-in only, picked by no plan rule. ptxas (sm_90a f16, NT = 4): 112 registers (20: 119).
 #pragma once
 #include <cooperative_groups.h>
 
@@ -86,33 +76,8 @@
 
 namespace sparsenm::cuda::vnm_small {
 
-/// Variant 26: this block's share of X -> Xt (kernel3.cuh's transpose, split over the whole grid: block b writes
-/// the units of columns [b K, (b + 1) K), K = ceil(k / blocks)), then a grid barrier (cooperative launch).
-template <int NT>
-__device__ __forceinline__ void vlean_transpose_share(const Params& p) {
-  const std::int64_t nblk = std::int64_t(gridDim.x) * gridDim.y;
-  const std::int64_t b = std::int64_t(blockIdx.y) * gridDim.x + blockIdx.x;
-  const std::int64_t c0 = sparsenm::vnm_small::fused_share_begin(p.k, nblk, b);
-  const int ncol = int(sparsenm::vnm_small::fused_share_end(p.k, nblk, b) - c0);
-  const std::uint16_t* x = static_cast<const std::uint16_t*>(p.x);
-  for (int idx = int(threadIdx.x); idx < ncol * NT; idx += int(blockDim.x)) {  // consecutive threads: consecutive columns
-    const int nt = idx / ncol;
-    const std::int64_t c = c0 + (idx - nt * ncol);
-    std::uint32_t v[8];
-#pragma unroll
-    for (int ii = 0; ii < 8; ++ii) {
-      const int i = nt * 8 + ii;
-      v[ii] = i < p.m ? std::uint32_t(__ldg(x + std::size_t(i) * std::size_t(p.k) + std::size_t(c))) : 0u;
-    }
-    p.xt[std::size_t(c) * NT + nt] = make_uint4(v[0] | (v[1] << 16), v[2] | (v[3] << 16), v[4] | (v[5] << 16), v[6] | (v[7] << 16));
-  }
-}
-
-/// kMode: 0 = variants 20 / 21 (Xt from the transpose kernel, PDL), 1 = variant 23 (direct gather from the X rows),
-/// 2 = variant 26 (Xt written by the grid itself before a grid barrier; cooperative launch, no transpose kernel).
-template <class Tr, bool kCluster, int kMode = 0>
+template <class Tr, bool kCluster, bool kDirect = false>
 __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p) {
-  constexpr bool kDirect = kMode == 1;
   using T = typename Tr::T;
   namespace sv = sparsenm::vnm_small;
   constexpr int NT = Tr::kNTiles;
@@ -262,12 +227,7 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p)
   for (int s = 0; s < D - 1; ++s) issue(s);  // S0 .. S2: the weight does not depend on the transpose
   load_sel();                                // chunk 0's selection (nor does it)
   advance_sel();
-  if constexpr (kMode == 2) {  // variant 26: the grid writes Xt itself (the ring's first slots are in flight meanwhile)
-    vlean_transpose_share<NT>(p);
-    cooperative_groups::this_grid().sync();  // every block's share written and visible (cooperative launch)
-  } else {
-    pdl_wait();  // Xt is complete and visible from here on (variant 23: no-op, launched plainly)
-  }
+  pdl_wait();  // Xt is complete and visible from here on (variant 23: no-op, launched plainly)
   if constexpr (kDirect) {
     dcols();
     std::uint32_t v0[kHalf][NT][8], v1[kHalf][NT][8];

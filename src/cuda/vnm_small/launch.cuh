@@ -313,7 +313,7 @@ int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
                    dim3(unsigned(g.variant == sparsenm::vnm_small::kLean2WsVariant ? kWsThreads : 32 * g.warps)),  // 19: + producer warp
                    g.smem_bytes());
   cfg.cluster_y(g.splits);
-  if (g.variant == sparsenm::vnm_small::kVnmLeanVariant || sparsenm::vnm_small::vlean_direct_variant(g.variant))
+  if (g.variant == sparsenm::vnm_small::kVnmLeanVariant || g.variant == sparsenm::vnm_small::kVnmDirectVariant)
     return vlean_max_clusters<T, NT>(g);  // launch10.cuh
   int n = 0;
   if (g.variant == sparsenm::vnm_small::kLean2ClusterVariant)
@@ -390,7 +390,6 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
     case 20:
     case 21:
     case 23:
-    case 26:
       launch_vlean<T, NT>(p, g, groups, stream);  // launch10.cuh (inst10_*.cu)
       break;
     case 1:

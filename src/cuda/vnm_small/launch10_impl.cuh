@@ -1,7 +1,7 @@
-// sparsenm — cuda:vnm_gemv launch of variants 20 / 21 / 23 / 26 (kernel10.cuh, V:2:M lean paired): X -> Xt
+// sparsenm — cuda:vnm_gemv launch of variants 20 / 21 / 23 (kernel10.cuh, V:2:M lean paired): X -> Xt
 // (kernel3.cuh transpose), then the kernel as a programmatic dependent of it; variant 20 with k splits
 // launches the splits of a slab as one cluster (1, splits, 1) reduced in it, variant 21 sums them with
-// the reduce kernel; variant 23 (direct gather from the X rows) is one plain launch, clusters as 20; variant 26 is one cooperative launch (the grid transposes X itself, then a grid barrier) where it has one split and its grid is resident at once, 23's launch otherwise. Included only by the inst10_*.cu files (the instantiations, declared in
+// the reduce kernel; variant 23 (direct gather from the X rows) is one plain launch, clusters as 20. Included only by the inst10_*.cu files (the instantiations, declared in
 // launch10.cuh for launch.cuh).
 #pragma once
 #include <algorithm>
@@ -17,8 +17,8 @@ namespace sparsenm::cuda::vnm_small {
 template <class Tr>
 const void* vlean_kernel(bool cluster, bool direct) {
   if (direct)
-    return cluster ? reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, true, 1>)
-                   : reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, false, 1>);
+    return cluster ? reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, true, true>)
+                   : reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, false, true>);
   return cluster ? reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, true>)
                  : reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, false>);
 }
@@ -27,18 +27,10 @@ const void* vlean_kernel(bool cluster, bool direct) {
 template <class T, int NT>
 int prepare_vlean(int variant, int threads, std::size_t smem_bytes, std::size_t bound) {
   using Tr = Traits<T, NT>;
-  namespace sv = sparsenm::vnm_small;
-  const bool fused = variant == sv::kVnmFusedVariant;  // 26: its own non-cluster instance, 23's (its fallback) for the rest
+  const bool direct = variant == sparsenm::vnm_small::kVnmDirectVariant;
   int best = 1 << 30;
   for (bool cluster : {false, true}) {
-    const void* f = vlean_kernel<Tr>(cluster, sv::vlean_direct_variant(variant));
-    SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bound)));
-    int b = 0;
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, threads, smem_bytes));
-    best = std::min(best, b);
-  }
-  if (fused) {
-    const void* f = reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, false, 2>);
+    const void* f = vlean_kernel<Tr>(cluster, direct);
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bound)));
     int b = 0;
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, threads, smem_bytes));
@@ -54,8 +46,8 @@ int vlean_max_clusters(const sparsenm::vnm_small::Geometry& g) {
   LaunchConfig cfg(dim3(unsigned(g.groups), unsigned(g.splits)), dim3(unsigned(32 * g.warps)), g.smem_bytes());
   cfg.cluster_y(g.splits);
   int n = 0;
-  if (sparsenm::vnm_small::vlean_direct_variant(g.variant))  // 26 with clusters runs 23's instance
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_vlean<Tr, true, 1>, cfg.get()));
+  if (g.variant == sparsenm::vnm_small::kVnmDirectVariant)
+    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_vlean<Tr, true, true>, cfg.get()));
   else
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_vlean<Tr, true>, cfg.get()));
   return n;
@@ -65,44 +57,19 @@ template <class T, int NT>
 void launch_vlean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_t groups, cudaStream_t stream) {
   namespace sv = sparsenm::vnm_small;
   using Tr = Traits<T, NT>;
-  if (g.variant == sv::kVnmFusedVariant && !(g.splits > 1) && p.xt != nullptr) {
-    // Variant 26: one cooperative launch (the grid writes Xt, a grid barrier, then 20's body) where the whole grid
-    // is resident at once and has no clusters; otherwise 23's body (the direct branch below).
-    int dev = 0, sms = 0, per_sm = 0;
-    SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
-    SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, vnm_small_kernel_vlean<Tr, false, 2>, 128, g.smem_bytes()));
-    if (groups <= std::int64_t(sms) * per_sm) {
-      if (g.warps != 4 || g.tiles_per_warp != 2 || p.tiles_per_group != 8 || p.sel == nullptr || g.chunk_pairs != sv::lean_chunk_pairs(NT))
-        throw std::logic_error("vnm_small: variant 26 geometry is not the V:2:M lean paired kernel's");
-      cudaLaunchAttribute attr[1]{};
-      attr[0].id = cudaLaunchAttributeCooperative;
-      attr[0].val.cooperative = 1;
-      cudaLaunchConfig_t cfg{};
-      cfg.gridDim = dim3(unsigned(groups), 1u);
-      cfg.blockDim = dim3(128);
-      cfg.dynamicSmemBytes = g.smem_bytes();
-      cfg.stream = stream;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vnm_small_kernel_vlean<Tr, false, 2>, p));
-      SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_vlean<fused transpose>");
-      return;
-    }
-  }
-  const bool direct = sv::vlean_direct_variant(g.variant);
+  const bool direct = g.variant == sv::kVnmDirectVariant;
   if (g.warps != 4 || g.tiles_per_warp != 2 || p.tiles_per_group != 8 || p.sel == nullptr || (p.xt == nullptr && !direct) ||
       g.chunk_pairs != sv::lean_chunk_pairs(NT))
-    throw std::logic_error("vnm_small: variant 20 / 21 / 23 / 26 geometry is not the V:2:M lean paired kernel's");
+    throw std::logic_error("vnm_small: variant 20 / 21 / 23 geometry is not the V:2:M lean paired kernel's");
   const bool cluster = sv::lean2_cluster_variant(g.variant) && g.splits > 1;
-  if (cluster && g.splits > sv::kStreamMaxSplits) throw std::logic_error("vnm_small: variant 20 / 23 / 26 cluster > 8 blocks");
+  if (cluster && g.splits > sv::kStreamMaxSplits) throw std::logic_error("vnm_small: variant 20 / 23 cluster > 8 blocks");
   if (direct) {  // variant 23: X rows read in the kernel, no transpose, a plain launch (no PDL placement)
     LaunchConfig cfg(dim3(unsigned(groups), unsigned(g.splits)), dim3(128), g.smem_bytes(), stream);
     if (cluster) cfg.cluster_y(g.splits);
     if (cluster)
-      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_vlean<Tr, true, 1>, p));
+      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_vlean<Tr, true, true>, p));
     else
-      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_vlean<Tr, false, 1>, p));
+      SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_vlean<Tr, false, true>, p));
     SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel_vlean<direct>");
     return;
   }

@@ -292,6 +292,10 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 on one warp (mbarrier.test_wait over the four slice streams), 24 = 19 with a polling producer;
 ///                 measured at 3d88be0: faster than 19 at 12288^2 m <= 16, slower at m = 32 (53.98 / 50.43 against
 ///                 49.82 us) and never faster than the default; removed; PERF-vnm-small.md "Session 10 (s10v24)".)
+///  (26 in session 10d, s10vnm2: variant 20's body with X transposed by its own grid (each block its share, then a
+///                 grid barrier; one cooperative launch, 23's launch with splits). Measured by the lead at fc7f9f7:
+///                 0.97-1.01x of 20 and 0.91-0.95x of 23 at 28672 x 8192 (the only shape where it differs from 23);
+///                 removed, the code is in commit b0cb22e; PERF-vnm-small.md "Session 10d (s10vnm2)".)
 ///  23 V:2:M lean paired, direct gather (kernel10.cuh kDirect; session 10, s10vnm) - variant 20 (geometry,
 ///                 ring, wait counts, cluster split reduce, the <= 2 blocks per SM padding) with the slab's
 ///                 selected columns read from the X rows by 2-byte loads (no transpose kernel, no Xt workspace,
@@ -299,26 +303,14 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 Measured (da846df): 1.05-1.13x of 20 at m = 1 / 8 (128:2:8 / 128:2:16, both shapes), 1.01-1.04x
 ///                 at m = 16 / 32 on 12288^2, 0.92-0.99x there on 28672 x 8192 (padded, 2 blocks per SM). The
 ///                 default for V = 128, M <= 16 at m <= 8 and at m > 8 where 20's grid is unpadded (vnm_small.cu).
-///  26 V:2:M lean paired, fused transpose (kernel10.cuh kMode 2; session 10d, s10vnm2) - variant 20's body (Xt
-///                 gathered by cp.async) without the transpose kernel: one cooperative launch, every block writes
-///                 its 1 / grid share of Xt (kernel3.cuh's units), then a grid barrier (its first weight slots already
-///                 in flight), then 20's loop. Where it has splits (clusters) or its grid is not resident at once it
-///                 runs 23's launch. PERF-vnm-small.md "Session 10d (s10vnm2)". Not yet run on a device (the call at
-///                 d294191 failed on a missing dispatch case, fixed after it); opt-in only. (24 / 25: other helpers'.)
-inline constexpr int kVariants = 27;
-/// Variant numbers with a kernel (17 / 18: removed in session 9b; 22: removed in sessions 9d and 10; 24 / 25: not
-/// built on this branch; see above).
-constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18 && v != 22 && v != 24 && v != 25; }
+inline constexpr int kVariants = 24;
+/// Variant numbers with a kernel (17 / 18: removed in session 9b; 22: removed in sessions 9d and 10; see above).
+constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18 && v != 22; }
 inline constexpr int kVnmLeanVariant = 20;        ///< V:2:M (V = 128) lean paired, cluster split reduce (kernel10.cuh)
 inline constexpr int kVnmLeanReduceVariant = 21;  ///< variant 20 with the reduce kernel for its splits
 inline constexpr int kVnmDirectVariant = 23;      ///< variant 20 gathering from the X rows (no transpose)
-inline constexpr int kVnmFusedVariant = 26;       ///< variant 20 with the transpose done by its own grid (cooperative)
-/// Variants whose launch may run 23's direct-gather instance (23; 26 with splits or a non-resident grid).
-constexpr bool vlean_direct_variant(int v) { return v == kVnmDirectVariant || v == kVnmFusedVariant; }
-/// Variants 20 / 21 / 23 / 26: the V:2:M lean paired kernel (kernel10.cuh).
-constexpr bool vlean_variant(int v) {
-  return v == kVnmLeanVariant || v == kVnmLeanReduceVariant || v == kVnmDirectVariant || v == kVnmFusedVariant;
-}
+/// Variants 20 / 21 / 23: the V:2:M lean paired kernel (kernel10.cuh).
+constexpr bool vlean_variant(int v) { return v == kVnmLeanVariant || v == kVnmLeanReduceVariant || v == kVnmDirectVariant; }
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
@@ -335,7 +327,7 @@ inline constexpr int kWsStages = 8;              ///< variant 19: ring stages (o
 constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || v == kLean2WsVariant; }
 /// Variants 14 / 15 / 16 / 19 / 20: the k splits of a group are one cluster, reduced through distributed shared memory.
 constexpr bool lean2_cluster_variant(int v) {
-  return v == 14 || v == 15 || v == 16 || v == kLean2WsVariant || v == kVnmLeanVariant || v == kVnmDirectVariant || v == kVnmFusedVariant;
+  return v == 14 || v == 15 || v == 16 || v == kLean2WsVariant || v == kVnmLeanVariant || v == kVnmDirectVariant;
 }
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;
@@ -630,17 +622,6 @@ SPARSENM_VS_HD constexpr int xt_unit(int kk, int nt, int nt_count) { return kk *
 /// reads rows 8 nt .. 8 nt + 7 at one unit: 8 distinct 16-byte bank groups (pitch 16 U bytes, a
 /// multiple of 128).
 SPARSENM_VS_HD constexpr int direct_unit(int i, int u, int U) { return i * U + (u ^ (i & 7)); }
-/// Variant 26 (kernel10.cuh vlean_transpose_share): block b of `blocks` writes the Xt units of the columns
-/// [fused_share_begin, fused_share_end) — ceil(k / blocks) columns each, the last ones short or empty; together
-/// every column of [0, k) exactly once.
-SPARSENM_VS_HD constexpr std::int64_t fused_share_begin(std::int64_t k, std::int64_t blocks, std::int64_t b) {
-  const std::int64_t per = (k + blocks - 1) / blocks;
-  return b * per < k ? b * per : k;
-}
-SPARSENM_VS_HD constexpr std::int64_t fused_share_end(std::int64_t k, std::int64_t blocks, std::int64_t b) {
-  const std::int64_t per = (k + blocks - 1) / blocks;
-  return (b + 1) * per < k ? (b + 1) * per : k;
-}
 
 /// Variant 9, transposed path: gathered columns a thread stages per round (all their selection
 /// loads issued before the copies); a chunk of 16 / nt pairs has 1024 / nt columns, 256 threads.

@@ -81,7 +81,7 @@ class Instance final : public detail::KernelInstance {
       SPARSENM_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.size()));
     }
     if ((sv::transposed_variant(geom_.variant) || (stream && layout_.venom) || sv::async_variant(geom_.variant) || geom_.variant == sv::kPairVariant) &&
-        geom_.variant != sv::kVnmDirectVariant)  // Xt: k columns x n_tiles 16-byte units (23 reads the X rows; 26 writes Xt itself)
+        geom_.variant != sv::kVnmDirectVariant)  // Xt: k columns x n_tiles 16-byte units (23 reads the X rows)
       xt_ = DeviceBuffer(std::size_t(layout_.k) * std::size_t(geom_.n_tiles) * 16);
     p_.w = dw_->records.as<uint4>();
     p_.xt = xt_.as<uint4>();
@@ -130,7 +130,6 @@ class Instance final : public detail::KernelInstance {
     const char* name = geom_.variant == sv::kVnmLeanVariant ? "V:2:M lean, two tiles per warp, cluster split reduce (V = 128, transposed X)"
                        : geom_.variant == sv::kVnmLeanReduceVariant ? "V:2:M lean, two tiles per warp, reduce kernel (V = 128, transposed X)"
                        : geom_.variant == sv::kVnmDirectVariant ? "V:2:M lean, two tiles per warp, cluster split reduce (V = 128, direct gather from the X rows)"
-                       : geom_.variant == sv::kVnmFusedVariant ? "V:2:M lean, two tiles per warp (V = 128, X transposed by its own grid, cooperative launch; with splits: variant 23's launch)"
                        : kNames[geom_.variant] ? kNames[geom_.variant] : "?";
     const bool spread = sv::vlean_variant(geom_.variant) && geom_.ring_bytes == sv::kVleanSpreadRingBytes;
     return "variant " + std::to_string(geom_.variant) + " (" + name + (spread ? ", shared memory padded: <= 2 blocks per SM" : "") +
@@ -257,7 +256,7 @@ sv::Geometry geometry_of_variant(const CondensedMatrix& w, const MatmulDesc& des
 
 sv::Geometry geometry_for(const CondensedMatrix& w, const MatmulDesc& desc, const Options& opt) {
   if (opt.variant < -1 || opt.variant >= sv::kVariants || (opt.variant >= 0 && !sv::variant_built(opt.variant)))
-    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (17 and 18 were removed; 22, 24 and 25 are not built)");
+    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (17 and 18 were removed; 22 is not built)");
   sv::Geometry g = geometry_of_variant(w, desc, opt, opt.variant >= 0 ? opt.variant : default_variant(w, desc.m));
   // Plan's choice: variant 14 with one split at m <= 16 is variant 13 without partials, measured
   // 0.4-0.9 % slower than 12 (s8v24b, 28672 x 8192 m = 1 / 8 / 16; 6 % faster at m = 32): keep 12.
@@ -361,7 +360,7 @@ std::unique_ptr<detail::KernelInstance> create(std::shared_ptr<const DeviceWeigh
   if (!why.empty()) throw InvalidArgument("weight", std::string(kName) + ": " + why);
   if (opt.force_splits < 0) throw InvalidArgument("options.force_splits", "must be >= 0");
   if (opt.variant < -1 || opt.variant >= sv::kVariants || (opt.variant >= 0 && !sv::variant_built(opt.variant)))
-    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (17 and 18 were removed; 22, 24 and 25 are not built)");
+    throw InvalidArgument("options.variant", "must be -1 (plan's choice) or a built variant in 0.." + std::to_string(sv::kVariants - 1) + " (17 and 18 were removed; 22 is not built)");
   if (!dw) throw InvalidArgument("weight", std::string(kName) + ": no uploaded weight");
   const sv::Layout l = sv::Layout::of(w.layout);
   if (dw->dtype != w.dtype || dw->layout.n != l.n || dw->layout.k != l.k || dw->layout.window != l.window ||
