@@ -11,6 +11,122 @@ template <int N, class T, int SEL, int TRANS_B>
 struct WgmmaSp;
 
 template <int SEL, int TRANS_B>
+struct WgmmaSp<8, __half, SEL, TRANS_B> {
+  __device__ static void run(float (&d)[4], std::uint64_t desc_a, std::uint64_t desc_b, std::uint32_t meta) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.f16.f16 "
+        "{" 
+        "%0, %1, %2, %3"
+        "}, %4, %5, %6, %7, p, 1, 1, 0, %8;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "l"(desc_a), "l"(desc_b), "r"(meta), "n"(SEL), "n"(TRANS_B));
+#else
+    (void)d; (void)desc_a; (void)desc_b; (void)meta;
+    __trap();
+#endif
+  }
+};
+
+template <int SEL, int TRANS_B>
+struct WgmmaSp<8, __nv_bfloat16, SEL, TRANS_B> {
+  __device__ static void run(float (&d)[4], std::uint64_t desc_a, std::uint64_t desc_b, std::uint32_t meta) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.bf16.bf16 "
+        "{" 
+        "%0, %1, %2, %3"
+        "}, %4, %5, %6, %7, p, 1, 1, 0, %8;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "l"(desc_a), "l"(desc_b), "r"(meta), "n"(SEL), "n"(TRANS_B));
+#else
+    (void)d; (void)desc_a; (void)desc_b; (void)meta;
+    __trap();
+#endif
+  }
+};
+
+template <int SEL, int TRANS_B>
+struct WgmmaSp<16, __half, SEL, TRANS_B> {
+  __device__ static void run(float (&d)[8], std::uint64_t desc_a, std::uint64_t desc_b, std::uint32_t meta) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sp.sync.aligned.m64n16k32.f32.f16.f16 "
+        "{" 
+        "%0, %1, %2, %3, %4, %5, %6, %7"
+        "}, %8, %9, %10, %11, p, 1, 1, 0, %12;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "l"(desc_a), "l"(desc_b), "r"(meta), "n"(SEL), "n"(TRANS_B));
+#else
+    (void)d; (void)desc_a; (void)desc_b; (void)meta;
+    __trap();
+#endif
+  }
+};
+
+template <int SEL, int TRANS_B>
+struct WgmmaSp<16, __nv_bfloat16, SEL, TRANS_B> {
+  __device__ static void run(float (&d)[8], std::uint64_t desc_a, std::uint64_t desc_b, std::uint32_t meta) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sp.sync.aligned.m64n16k32.f32.bf16.bf16 "
+        "{" 
+        "%0, %1, %2, %3, %4, %5, %6, %7"
+        "}, %8, %9, %10, %11, p, 1, 1, 0, %12;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "l"(desc_a), "l"(desc_b), "r"(meta), "n"(SEL), "n"(TRANS_B));
+#else
+    (void)d; (void)desc_a; (void)desc_b; (void)meta;
+    __trap();
+#endif
+  }
+};
+
+template <int SEL, int TRANS_B>
+struct WgmmaSp<32, __half, SEL, TRANS_B> {
+  __device__ static void run(float (&d)[16], std::uint64_t desc_a, std::uint64_t desc_b, std::uint32_t meta) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sp.sync.aligned.m64n32k32.f32.f16.f16 "
+        "{" 
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+        "}, %16, %17, %18, %19, p, 1, 1, 0, %20;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "l"(desc_a), "l"(desc_b), "r"(meta), "n"(SEL), "n"(TRANS_B));
+#else
+    (void)d; (void)desc_a; (void)desc_b; (void)meta;
+    __trap();
+#endif
+  }
+};
+
+template <int SEL, int TRANS_B>
+struct WgmmaSp<32, __nv_bfloat16, SEL, TRANS_B> {
+  __device__ static void run(float (&d)[16], std::uint64_t desc_a, std::uint64_t desc_b, std::uint32_t meta) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sp.sync.aligned.m64n32k32.f32.bf16.bf16 "
+        "{" 
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+        "}, %16, %17, %18, %19, p, 1, 1, 0, %20;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "l"(desc_a), "l"(desc_b), "r"(meta), "n"(SEL), "n"(TRANS_B));
+#else
+    (void)d; (void)desc_a; (void)desc_b; (void)meta;
+    __trap();
+#endif
+  }
+};
+
+template <int SEL, int TRANS_B>
 struct WgmmaSp<64, __half, SEL, TRANS_B> {
   __device__ static void run(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b, std::uint32_t meta) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
