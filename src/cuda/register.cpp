@@ -6,7 +6,6 @@ namespace sparsenm::detail {
 // Each family defines its register function in its own folder under src/cuda/.
 void register_ew_kernels(KernelRegistry& r);           // src/cuda/ew     (issue: EW-N:M)
 void register_sptc_kernels(KernelRegistry& r);         // src/cuda/sptc   (issue: V:N:M + 2:4)
-void register_sptc_dec_kernels(KernelRegistry& r);     // src/cuda/sptc   (2:4 at m <= 32: wgmma.sp decode form)
 void register_dense_kernels(KernelRegistry& r);        // src/cuda/dense  (cuBLAS fallback)
 void register_vnm_small_kernels(KernelRegistry& r);     // src/cuda/vnm_small (V:2:M + 2:4, m <= 32)
 void register_cusparselt_kernels(KernelRegistry& r);    // src/cuda/cusparselt (optional: cuSPARSELt 2:4)
@@ -16,7 +15,6 @@ void register_cuda_kernels(KernelRegistry& r) {
   register_dense_kernels(r);
   register_ew_kernels(r);
   register_sptc_kernels(r);
-  register_sptc_dec_kernels(r);
   register_vnm_small_kernels(r);
   register_cusparselt_kernels(r);
 }

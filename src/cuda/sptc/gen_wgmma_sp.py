@@ -3,7 +3,7 @@
 wgmma.mma_async.sp.sync.aligned.m64nNk32.f32.{f16,bf16} (A and B from shared-memory descriptors; WgmmaSpRa: A from registers).
 Run from this folder: python3 gen_wgmma_sp.py > wgmma_sp.cuh"""
 
-NS = [8, 16, 32, 64, 128, 256]  # 8 / 16 / 32: the decode kernel (sptc24_wgmma_dec.cu)
+NS = [64, 128, 256]
 NS_RA = [128, 192, 256]  # register-A tiles (wgmma_ra.cuh)
 TYPES = [("f16", "__half"), ("bf16", "__nv_bfloat16")]
 

@@ -54,27 +54,6 @@ CUtensorMap make_values_map(const DeviceA& a, DType in, WgTile tile);
 void run_sptc24_wgmma(const DeviceA& a, const CUtensorMap& values_map, WgTile tile, const Problem& p,
                       cudaStream_t stream, bool meta_global = false);
 
-/// sm_90a decode form (m <= 32, cuda:sptc_24_wgmma_dec, sptc24_wgmma_dec.cu): wgmma.mma_async.sp
-/// with BN = dec_bn(m) (8 / 16 / 32), a 1-producer-warp + 2-consumer-warpgroup CTA per SM streaming
-/// its stream-K range of (128-row tile, 64-k block) units through a 15-16 stage TMA ring, partial
-/// tiles reduced by fp32 atomics into `workspace` (dec_workspace_bytes(a, m), 16-byte aligned, zero
-/// before the first launch; each launch leaves it zero; one launch at a time per workspace).
-/// values_map = make_values_map_rows(a, 128); a.rows_pad % 128 == 0. grid_limit > 0 caps the CTA
-/// count (tests: more units per CTA, segments spanning tiles). dry: returns the geometry, launches
-/// nothing. Throws InvalidArgument on bad operands, CudaError on a launch failure.
-/// sets: independent accumulator sets per consumer warpgroup (1 / 2 / 4 / 8; 0 = dec_default_sets(m)):
-/// unit i of a segment accumulates into set i % sets, sets - 1 wgmma groups stay in flight (1 for sets = 1).
-struct DecLaunch {
-  int bn = 0, stages = 0, grid = 0;
-  long long units = 0;  ///< (128-row tile, 64-k block) units over the grid
-  int sets = 0;
-};
-int dec_bn(std::int64_t m) noexcept;
-int dec_default_sets(std::int64_t m) noexcept;
-std::size_t dec_workspace_bytes(const DeviceA& a, std::int64_t m);
-DecLaunch run_sptc24_wgmma_dec(const DeviceA& a, const CUtensorMap& values_map, const Problem& p, void* workspace,
-                               cudaStream_t stream, int grid_limit = 0, bool dry = false, int sets = 0);
-
 /// 2-D tensor map over 16-bit elements [outer][inner] with rows of row_bytes (TMA).
 CUtensorMap encode_tensor_2d(const void* base, std::uint64_t inner, std::uint64_t outer, std::uint64_t row_bytes,
                              std::uint32_t box_inner, std::uint32_t box_outer, CUtensorMapSwizzle swizzle, const char* what);
