@@ -220,6 +220,9 @@ struct LtPeer {
     VNM_LT_CHECK(cusparseLtMatmulAlgSelectionInit(&handle, &alg, &mm, CUSPARSELT_MATMUL_ALG_DEFAULT));
     VNM_LT_CHECK(cusparseLtMatmulPlanInit(&handle, &plan, &mm, &alg));
     DeviceBuffer dvalid(sizeof(int));
+    // Zeroed first: SpMMAPruneCheck writes the flag only when it finds a violation (as in
+    // src/cuda/cusparselt/lt_gemm.cpp); an unzeroed buffer printed "PruneCheck failed!" at random.
+    SPARSENM_CUDA_CHECK(cudaMemsetAsync(dvalid.get(), 0, sizeof(int), s));
     VNM_LT_CHECK(cusparseLtSpMMAPruneCheck(&handle, &mm, dense_w.get(), dvalid.as<int>(), s));
     int bad = 1;
     SPARSENM_CUDA_CHECK(cudaStreamSynchronize(s));
