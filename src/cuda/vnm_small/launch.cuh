@@ -47,7 +47,7 @@ const void* kernel_of(int variant) {
 template <class T, int NT>
 int prepare(int variant, int threads, std::size_t smem_bytes) {
   using Tr = Traits<T, NT>;
-  if (sparsenm::vnm_small::vlean_variant(variant)) {  // 20 / 21 / 23: their own two instances (launch10.cuh)
+  if (sparsenm::vnm_small::vlean_variant(variant)) {  // 20 / 21 / 23 / 24: their own two instances (launch10.cuh)
     if (smem_bytes > sparsenm::vnm_small::max_smem_bytes(NT)) throw std::logic_error("vnm_small: geometry exceeds max_smem_bytes");
     return prepare_vlean<T, NT>(variant, threads, smem_bytes, sparsenm::vnm_small::max_smem_bytes(NT));
   }
@@ -313,7 +313,8 @@ int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
                    dim3(unsigned(g.variant == sparsenm::vnm_small::kLean2WsVariant ? kWsThreads : 32 * g.warps)),  // 19: + producer warp
                    g.smem_bytes());
   cfg.cluster_y(g.splits);
-  if (g.variant == sparsenm::vnm_small::kVnmLeanVariant || g.variant == sparsenm::vnm_small::kVnmDirectVariant)
+  if (g.variant == sparsenm::vnm_small::kVnmLeanVariant || g.variant == sparsenm::vnm_small::kVnmDirectVariant ||
+      g.variant == sparsenm::vnm_small::kVnmFastRingVariant)
     return vlean_max_clusters<T, NT>(g);  // launch10.cuh
   int n = 0;
   if (g.variant == sparsenm::vnm_small::kLean2ClusterVariant)
