@@ -75,7 +75,8 @@
 // pointers per slot). A chunk whose C slots are all valid (left >= C at its top, so np == C too) runs a second unrolled
 // body: slot cC + j + 3 copied unpredicated from the chunk's pointers + j kRec (a compile-time offset), pointers
 // advanced once per chunk, no pair guard (pair body 26 / 33 / 46 instructions); the last chunks of a split run 20's
-// body. Everything else (geometry, transpose + PDL, gather, wait counts, cluster reduce) is 20's.
+// body. Everything else (geometry, transpose + PDL, gather, wait counts, cluster reduce) is 20's. Not yet run on a
+// device (the session-10g call hit a dispatch bug in launch.cuh, fixed after it): opt-in, picked by no plan rule.
 #pragma once
 #include <cooperative_groups.h>
 
