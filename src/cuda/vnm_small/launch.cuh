@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 
 #include "cuda/common.cuh"
 #include "cuda/vnm_small/kernel.cuh"
@@ -47,7 +48,7 @@ const void* kernel_of(int variant) {
 template <class T, int NT>
 int prepare(int variant, int threads, std::size_t smem_bytes) {
   using Tr = Traits<T, NT>;
-  if (sparsenm::vnm_small::vlean_variant(variant)) {  // 20 / 21 / 23: their own two instances (launch10.cuh)
+  if (sparsenm::vnm_small::vlean_variant(variant)) {  // 20 / 21 / 23 / 24: their own two instances (launch10.cuh)
     if (smem_bytes > sparsenm::vnm_small::max_smem_bytes(NT)) throw std::logic_error("vnm_small: geometry exceeds max_smem_bytes");
     return prepare_vlean<T, NT>(variant, threads, smem_bytes, sparsenm::vnm_small::max_smem_bytes(NT));
   }
@@ -313,7 +314,7 @@ int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
                    dim3(unsigned(g.variant == sparsenm::vnm_small::kLean2WsVariant ? kWsThreads : 32 * g.warps)),  // 19: + producer warp
                    g.smem_bytes());
   cfg.cluster_y(g.splits);
-  if (g.variant == sparsenm::vnm_small::kVnmLeanVariant || g.variant == sparsenm::vnm_small::kVnmDirectVariant)
+  if (sparsenm::vnm_small::lean2_cluster_variant(g.variant) && sparsenm::vnm_small::vlean_variant(g.variant))
     return vlean_max_clusters<T, NT>(g);  // launch10.cuh
   int n = 0;
   if (g.variant == sparsenm::vnm_small::kLean2ClusterVariant)
@@ -334,6 +335,14 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
   using Tr = Traits<T, NT>;
   const dim3 grid(unsigned(groups), unsigned(g.splits));
   const dim3 block(unsigned(32 * g.warps));
+  // Every V:2:M lean variant (layout.hpp vlean_variant: 20 / 21 / 23 / 24) goes to its own launcher, by the same
+  // predicate that gave it its geometry: a number missing from a case list here sent variant 26 (session 10d) and
+  // variant 24 (session 10g) to the default branch (kernel2 in a foreign geometry: cudaErrorInvalidValue, then an
+  // illegal address) on their only device call.
+  if (sparsenm::vnm_small::vlean_variant(g.variant)) {
+    launch_vlean<T, NT>(p, g, groups, stream);  // launch10.cuh (inst10_*.cu)
+    return;
+  }
   switch (g.variant) {
     case 0:
       vnm_small_kernel<Tr, false><<<grid, block, g.smem_bytes(), stream>>>(p);
@@ -387,19 +396,17 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
     case 10:
       launch_pair<Tr>(p, g, groups, stream);
       break;
-    case 20:
-    case 21:
-    case 23:
-      launch_vlean<T, NT>(p, g, groups, stream);  // launch10.cuh (inst10_*.cu)
-      break;
     case 1:
       vnm_small_kernel2<Tr, false><<<grid, block, g.smem_bytes(), stream>>>(p);
       SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel2<batched>");
       break;
-    default:  // 2, 3 (1: above)
+    case 2:
+    case 3:
       vnm_small_kernel2<Tr, true><<<grid, block, g.smem_bytes(), stream>>>(p);
       SPARSENM_CUDA_CHECK_LAUNCH("vnm_small_kernel2<pipelined>");
       break;
+    default:  // a variant with a geometry but no launcher here: never launch a foreign kernel
+      throw std::logic_error("vnm_small: no launcher for variant " + std::to_string(g.variant));
   }
 }
 
