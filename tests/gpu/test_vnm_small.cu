@@ -557,7 +557,6 @@ TEST(VnmSmallGpu, Rejects) {
   EXPECT_THROW(vs::create(pr.w, d, {0, 22}), InvalidArgument) << "variant 22 was removed (sessions 9d and 10)";
   EXPECT_FALSE(vnm_small::variant_built(22));
   EXPECT_TRUE(vnm_small::variant_built(vnm_small::kVnmDirectVariant));
-  EXPECT_TRUE(vnm_small::variant_built(vnm_small::kVnmFastRingVariant));
   try {
     vs::create(pr.w, d, {0, 18});
   } catch (const InvalidArgument& e) {
@@ -589,8 +588,7 @@ TEST(VnmSmallGpu, VenomLeanPairedV128) {
   // f16 / bf16, fp32 / 16-bit y. Every case runs twice on poisoned y (run_and_check_at).
   REQUIRE_DEVICE();
   std::uint64_t seed = 20000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant,
-                      vnm_small::kVnmFastRingVariant})
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant})
     for (DType t : {DType::f16, DType::bf16})
       for (std::int64_t m : {1, 3, 8, 9, 16, 17, 24, 25, 32}) {
         const std::string tag = std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v);
@@ -618,8 +616,7 @@ TEST(VnmSmallGpu, VenomLeanPairedOtherVAndPatternsRunVariant9) {
   // (layout.hpp lean2_or_lean), and are still correct.
   REQUIRE_DEVICE();
   std::uint64_t seed = 21000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant,
-                      vnm_small::kVnmFastRingVariant})
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant})
     for (const Pattern& pat : {Pattern::venom(64, 8), Pattern::venom(256, 16), Pattern::hw24()})
       for (std::int64_t m : {1, 12, 32}) {
         Problem pr = make_problem(pat, DType::f16, m, 300, 8 * 16 * 5 + 3, ++seed);
@@ -685,8 +682,7 @@ TEST(VnmSmallGpu, VenomLeanPairedSpreadPaddingByGridSize) {
   SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
   if (major < 9) GTEST_SKIP() << "variants 20 / 21 need sm_90+ (they run variant 4 below)";
   std::uint64_t seed = 24000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant,
-                      vnm_small::kVnmFastRingVariant})
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant})
     for (std::int64_t m : {8, 17, 32}) {
       const std::string tag = "m=" + std::to_string(m) + " v" + std::to_string(v);
       MatmulDesc d;
@@ -715,8 +711,7 @@ TEST(VnmSmallGpu, VenomLeanPairedSmall) {
   // last slab, a partial last chunk, splits 1 and 3 (cluster / reduce kernel).
   REQUIRE_DEVICE();
   std::uint64_t seed = 22000;
-  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant,
-                      vnm_small::kVnmFastRingVariant})
+  for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant})
     for (int M : {8, 10})
       for (std::int64_t m : {5, 17, 32}) {
         Problem pr = make_problem(Pattern::venom(128, M), DType::f16, m, 128 + 40, std::int64_t(M) * 16 * 13 - 1, ++seed);
@@ -780,63 +775,6 @@ TEST(VnmSmallGpu, VenomLeanDirectGather) {
           EXPECT_EQ(std::memcmp(h20.data(), h23.data(), ybytes), 0) << tag << " splits=" << splits << ": 23 differs from 20";
         }
       }
-}
-
-TEST(VnmSmallGpu, VenomLeanFastRing) {
-  // Variant 24 (kernel10.cuh kFastRing, session 10g s10vnm3): variant 20 with the ring copies of every chunk whose
-  // C slots are all valid issued at compile-time offsets, unpredicated, and the pointers advanced once per chunk;
-  // the other chunks run 20's predicated body. 128:2:8 / 128:2:16 / 128:2:10; k with a tail (k % M != 0, 37 pairs:
-  // full chunks then a partial one) and k of exactly 35 pairs (= 2 chunks of 16 + 3 at NT = 1: the last full chunk
-  // issues no slot past the end, the partial chunk none at all) and of 6 pairs (no full chunk at any NT: 20's body only); m = 1 / 8
-  // / 9 / 16 / 17 / 32 (all four chunk lengths); f16 / bf16; splits 0 (rule) / 1 / 3 (clusters; per-split pair
-  // counts differ). Against the fp64 reference on poisoned y (twice each), and bitwise against variant 20.
-  REQUIRE_DEVICE();
-  int dev = 0, major = 0;
-  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
-  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  std::uint64_t seed = 26000;
-  const int v = vnm_small::kVnmFastRingVariant;
-  for (DType t : {DType::f16, DType::bf16})
-    for (std::int64_t m : {1, 8, 9, 16, 17, 32})
-      for (int M : {8, 16, 10})
-        for (int kcase = 0; kcase < 3; ++kcase) {
-          if (kcase > 0 && M == 10) continue;
-          const Pattern pat = Pattern::venom(128, M);
-          const std::int64_t k = kcase == 0 ? std::int64_t(M) * (16 * 36 + 9) - 3 : kcase == 1 ? std::int64_t(M) * 16 * 35 : std::int64_t(M) * 16 * 6;
-          const std::string tag = pat.str() + " " + std::string(to_string(t)) + " m=" + std::to_string(m) + " k=" + std::to_string(k);
-          // n = 3 slabs, the last one 5 of 8 tiles
-          Problem pr = make_problem(pat, t, m, 128 * 2 + 80, k, ++seed);
-          MatmulDesc d;
-          d.m = m;
-          d.x_dtype = t;
-          d.y_dtype = DType::f32;
-          const vnm_small::Geometry g = vs::geometry_for(pr.w, d, {0, v});
-          EXPECT_EQ(g.variant, major >= 9 ? v : 4) << tag;
-          if (major >= 9) {
-            auto inst = vs::create(pr.w, d, {1, v});
-            EXPECT_NE(inst->describe().find("full-chunk ring"), std::string::npos) << inst->describe();
-          }
-          for (int splits : {0, 1, 3}) {
-            run_and_check_at(pr, DType::f32, {splits, v}, tag + " splits=" + std::to_string(splits), 0);
-            if (kcase == 0) run_and_check_at(pr, t, {splits, v}, tag + " 16-bit y, X + 2 bytes, splits=" + std::to_string(splits), 2);
-          }
-          if (major < 9) continue;
-          const std::size_t ybytes = std::size_t(m) * std::size_t(pr.w.rows()) * 4;
-          cuda::DeviceBuffer dx(pr.x.size_bytes()), y20(ybytes), y24(ybytes);
-          dx.upload(pr.x.data(), pr.x.size_bytes());
-          std::vector<std::byte> h20(ybytes), h24(ybytes);
-          for (int splits : {1, 3}) {
-            SPARSENM_CUDA_CHECK(cudaMemset(y20.get(), 0xFF, ybytes));
-            SPARSENM_CUDA_CHECK(cudaMemset(y24.get(), 0xFF, ybytes));
-            vs::create(pr.w, d, {splits, vnm_small::kVnmLeanVariant})->run(dx.get(), y20.get(), nullptr);
-            vs::create(pr.w, d, {splits, v})->run(dx.get(), y24.get(), nullptr);
-            SPARSENM_CUDA_CHECK(cudaGetLastError());
-            SPARSENM_CUDA_CHECK(cudaDeviceSynchronize());
-            y20.download(h20.data(), ybytes);
-            y24.download(h24.data(), ybytes);
-            EXPECT_EQ(std::memcmp(h20.data(), h24.data(), ybytes), 0) << tag << " splits=" << splits << ": 24 differs from 20";
-          }
-        }
 }
 
 }  // namespace

@@ -68,15 +68,6 @@
 // transpose gone), 1.01-1.04x at m = 16 / 32 on 12288^2 (3 blocks per SM), 0.92-0.99x on 28672 x 8192 m = 16 / 32
 // (2 blocks per SM; m = 32: 9.60 M instructions against 5.41 M, exposed). The plan's choice at m <= 8 and where
 // 20's grid is not padded (vnm_small.cu).
-//
-// Variant 24 (kFastRing; session 10g, s10vnm3, PERF-vnm-small.md "Session 10g (s10vnm3)"): 20's per-pair stream at
-// NT = 1 / 2 / 4 is ~40 / 47 / 59 SASS instructions (+ 7 / 12 / 20 of chunk top), of which ~23 are the ring issue (6
-// LDGSTS, the per-slot `left > 0` predicate, which makes ptxas copy each predicated 64-bit source and advance four 64-bit
-// pointers per slot). A chunk whose C slots are all valid (left >= C at its top, so np == C too) runs a second unrolled
-// body: slot cC + j + 3 copied unpredicated from the chunk's pointers + j kRec (a compile-time offset), pointers
-// advanced once per chunk, no pair guard (pair body 26 / 33 / 46 instructions); the last chunks of a split run 20's
-// body. Everything else (geometry, transpose + PDL, gather, wait counts, cluster reduce) is 20's. Not yet run on a
-// device (the session-10g call hit a dispatch bug in launch.cuh, fixed after it): opt-in, picked by no plan rule.
 #pragma once
 #include <cooperative_groups.h>
 
@@ -85,7 +76,7 @@
 
 namespace sparsenm::cuda::vnm_small {
 
-template <class Tr, bool kCluster, bool kDirect = false, bool kFastRing = false>
+template <class Tr, bool kCluster, bool kDirect = false>
 __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p) {
   using T = typename Tr::T;
   namespace sv = sparsenm::vnm_small;
@@ -138,27 +129,6 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p)
     }
     --left;
     ring_commit();
-  };
-  // Variant 24 (kFastRing): in a chunk whose C slots are all valid (left >= C at its top), slot cC + j + 3 is
-  // issued unpredicated from the chunk's pointers + j kRec (a compile-time offset after unrolling: ptxas folds it
-  // into the LDGSTS immediate), and the pointers advance once per chunk (fast_advance).
-  auto fast_issue = [&](int slot, int j) {  // slot, j: constants after unrolling
-    const std::uint32_t d16 = ring16 + std::uint32_t(slot) * kSlot, d4 = ring4 + std::uint32_t(slot) * kSlot;
-    const int o = j * int(kRec);
-    ring_cp16(d16, a16 + o);
-    ring_cp16(d16 + 512u, a16 + o + 512);
-    ring_cp4(d4, a4 + o);
-    ring_cp16(d16 + kRec, b16 + o);
-    ring_cp16(d16 + kRec + 512u, b16 + o + 512);
-    ring_cp4(d4 + kRec, b4 + o);
-    ring_commit();
-  };
-  auto fast_advance = [&]() {
-    a16 += C * kRec;
-    a4 += C * kRec;
-    b16 += C * kRec;
-    b4 += C * kRec;
-    left -= C;
   };
 
   // ---- the gather: thread tid owns gathered columns kk = tid + r kThreads of every chunk ----
@@ -308,61 +278,40 @@ __global__ void __launch_bounds__(128, 3) vnm_small_kernel_vlean(const Params p)
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) xbase[nt] = opaque(xb + loff[nt]);
     const int np = min(C, nrec - c * C);
-    // pair j of the chunk: the two records of slot j % D times the staged X of buffer b (kernel9.cuh)
-    auto pair_mma = [&](int j) {
-      const std::uint32_t s = std::uint32_t(j % D) * kSlot;
-      uint4 a0, a1, b0, b1;
-      std::uint32_t ea, eb;
-      asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a0.x), "=r"(a0.y), "=r"(a0.z), "=r"(a0.w) : "r"(ring16 + s) : "memory");
-      asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a1.x), "=r"(a1.y), "=r"(a1.z), "=r"(a1.w) : "r"(ring16 + s + 512u) : "memory");
-      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(ea) : "r"(ring4 + s) : "memory");
-      asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(b0.x), "=r"(b0.y), "=r"(b0.z), "=r"(b0.w) : "r"(ring16 + s + kRec) : "memory");
-      asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(b1.x), "=r"(b1.y), "=r"(b1.z), "=r"(b1.w) : "r"(ring16 + s + kRec + 512u) : "memory");
-      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(eb) : "r"(ring4 + s + kRec) : "memory");
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          // step (j, h): rows kk = 64 j + 32 h + lane of the staged chunk, NT units each
-          const uint4 bf = ldsm_x4_trans(xbase[nt] + std::uint32_t((j * 64 + h * 32) * NT * 16));
-          mma_sp<T>(acc0[nt], h ? a1 : a0, bf, ea, h);
-          mma_sp<T>(acc1[nt], h ? b1 : b0, bf, eb, h);
+    for (int j = 0; j < C; ++j) {
+      if constexpr (kDirect) {
+        if (j == C / 2 && more) {  // np == C whenever a chunk follows
+          dstore(0, hv, b ^ 1);
+          dload(1, hv);
         }
       }
-    };
-    if (kFastRing && left >= C) {  // variant 24: every slot this chunk issues is valid, so np == C too
-#pragma unroll
-      for (int j = 0; j < C; ++j) {
-        if constexpr (kDirect) {
-          if (j == C / 2 && more) {
-            dstore(0, hv, b ^ 1);
-            dload(1, hv);
-          }
-        }
+      if (j < np) {
         if (j < D - 1)
           ring_wait<D - 1>();  // G(c + 1) is newer than slot cC + j
         else
           ring_wait<D - 2>();
-        fast_issue((j + D - 1) % D, j);  // slot cC + j + 3 into the one slot cC + j - 1 used
-        pair_mma(j);
-      }
-      fast_advance();
-    } else {
+        issue((j + D - 1) % D);  // slot cC + j + 3 into the one slot cC + j - 1 used
+        {
+          const std::uint32_t s = std::uint32_t(j % D) * kSlot;
+          uint4 a0, a1, b0, b1;
+          std::uint32_t ea, eb;
+          asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a0.x), "=r"(a0.y), "=r"(a0.z), "=r"(a0.w) : "r"(ring16 + s) : "memory");
+          asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a1.x), "=r"(a1.y), "=r"(a1.z), "=r"(a1.w) : "r"(ring16 + s + 512u) : "memory");
+          asm volatile("ld.shared.u32 %0, [%1];" : "=r"(ea) : "r"(ring4 + s) : "memory");
+          asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(b0.x), "=r"(b0.y), "=r"(b0.z), "=r"(b0.w) : "r"(ring16 + s + kRec) : "memory");
+          asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(b1.x), "=r"(b1.y), "=r"(b1.z), "=r"(b1.w) : "r"(ring16 + s + kRec + 512u) : "memory");
+          asm volatile("ld.shared.u32 %0, [%1];" : "=r"(eb) : "r"(ring4 + s + kRec) : "memory");
 #pragma unroll
-      for (int j = 0; j < C; ++j) {
-        if constexpr (kDirect) {
-          if (j == C / 2 && more) {  // np == C whenever a chunk follows
-            dstore(0, hv, b ^ 1);
-            dload(1, hv);
+          for (int h = 0; h < 2; ++h) {
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+              // step (j, h): rows kk = 64 j + 32 h + lane of the staged chunk, NT units each
+              const uint4 bf = ldsm_x4_trans(xbase[nt] + std::uint32_t((j * 64 + h * 32) * NT * 16));
+              mma_sp<T>(acc0[nt], h ? a1 : a0, bf, ea, h);
+              mma_sp<T>(acc1[nt], h ? b1 : b0, bf, eb, h);
+            }
           }
-        }
-        if (j < np) {
-          if (j < D - 1)
-            ring_wait<D - 1>();  // G(c + 1) is newer than slot cC + j
-          else
-            ring_wait<D - 2>();
-          issue((j + D - 1) % D);  // slot cC + j + 3 into the one slot cC + j - 1 used
-          pair_mma(j);
         }
       }
     }

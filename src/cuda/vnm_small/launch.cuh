@@ -48,7 +48,7 @@ const void* kernel_of(int variant) {
 template <class T, int NT>
 int prepare(int variant, int threads, std::size_t smem_bytes) {
   using Tr = Traits<T, NT>;
-  if (sparsenm::vnm_small::vlean_variant(variant)) {  // 20 / 21 / 23 / 24: their own two instances (launch10.cuh)
+  if (sparsenm::vnm_small::vlean_variant(variant)) {  // 20 / 21 / 23: their own two instances (launch10.cuh)
     if (smem_bytes > sparsenm::vnm_small::max_smem_bytes(NT)) throw std::logic_error("vnm_small: geometry exceeds max_smem_bytes");
     return prepare_vlean<T, NT>(variant, threads, smem_bytes, sparsenm::vnm_small::max_smem_bytes(NT));
   }
@@ -314,7 +314,7 @@ int max_active_clusters(const sparsenm::vnm_small::Geometry& g) {
                    dim3(unsigned(g.variant == sparsenm::vnm_small::kLean2WsVariant ? kWsThreads : 32 * g.warps)),  // 19: + producer warp
                    g.smem_bytes());
   cfg.cluster_y(g.splits);
-  if (sparsenm::vnm_small::lean2_cluster_variant(g.variant) && sparsenm::vnm_small::vlean_variant(g.variant))
+  if (g.variant == sparsenm::vnm_small::kVnmLeanVariant || g.variant == sparsenm::vnm_small::kVnmDirectVariant)
     return vlean_max_clusters<T, NT>(g);  // launch10.cuh
   int n = 0;
   if (g.variant == sparsenm::vnm_small::kLean2ClusterVariant)
@@ -335,7 +335,7 @@ void launch(const Params& p, const sparsenm::vnm_small::Geometry& g, std::int64_
   using Tr = Traits<T, NT>;
   const dim3 grid(unsigned(groups), unsigned(g.splits));
   const dim3 block(unsigned(32 * g.warps));
-  // Every V:2:M lean variant (layout.hpp vlean_variant: 20 / 21 / 23 / 24) goes to its own launcher, by the same
+  // Every V:2:M lean variant (layout.hpp vlean_variant: 20 / 21 / 23) goes to its own launcher, by the same
   // predicate that gave it its geometry: a number missing from a case list here sent variant 26 (session 10d) and
   // variant 24 (session 10g) to the default branch (kernel2 in a foreign geometry: cudaErrorInvalidValue, then an
   // illegal address) on their only device call.

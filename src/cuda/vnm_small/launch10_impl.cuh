@@ -1,4 +1,4 @@
-// sparsenm — cuda:vnm_gemv launch of variants 20 / 21 / 23 / 24 (kernel10.cuh, V:2:M lean paired): X -> Xt
+// sparsenm — cuda:vnm_gemv launch of variants 20 / 21 / 23 (kernel10.cuh, V:2:M lean paired): X -> Xt
 // (kernel3.cuh transpose), then the kernel as a programmatic dependent of it; variant 20 with k splits
 // launches the splits of a slab as one cluster (1, splits, 1) reduced in it, variant 21 sums them with
 // the reduce kernel; variant 23 (direct gather from the X rows) is one plain launch, clusters as 20. Included only by the inst10_*.cu files (the instantiations, declared in
@@ -15,10 +15,7 @@
 namespace sparsenm::cuda::vnm_small {
 
 template <class Tr>
-const void* vlean_kernel(bool cluster, bool direct, bool fast) {
-  if (fast)
-    return cluster ? reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, true, false, true>)
-                   : reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, false, false, true>);
+const void* vlean_kernel(bool cluster, bool direct) {
   if (direct)
     return cluster ? reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, true, true>)
                    : reinterpret_cast<const void*>(&vnm_small_kernel_vlean<Tr, false, true>);
@@ -31,10 +28,9 @@ template <class T, int NT>
 int prepare_vlean(int variant, int threads, std::size_t smem_bytes, std::size_t bound) {
   using Tr = Traits<T, NT>;
   const bool direct = variant == sparsenm::vnm_small::kVnmDirectVariant;
-  const bool fast = variant == sparsenm::vnm_small::kVnmFastRingVariant;
   int best = 1 << 30;
   for (bool cluster : {false, true}) {
-    const void* f = vlean_kernel<Tr>(cluster, direct, fast);
+    const void* f = vlean_kernel<Tr>(cluster, direct);
     SPARSENM_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bound)));
     int b = 0;
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, threads, smem_bytes));
@@ -52,8 +48,6 @@ int vlean_max_clusters(const sparsenm::vnm_small::Geometry& g) {
   int n = 0;
   if (g.variant == sparsenm::vnm_small::kVnmDirectVariant)
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_vlean<Tr, true, true>, cfg.get()));
-  else if (g.variant == sparsenm::vnm_small::kVnmFastRingVariant)
-    SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_vlean<Tr, true, false, true>, cfg.get()));
   else
     SPARSENM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, vnm_small_kernel_vlean<Tr, true>, cfg.get()));
   return n;
@@ -64,10 +58,9 @@ void launch_vlean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
   namespace sv = sparsenm::vnm_small;
   using Tr = Traits<T, NT>;
   const bool direct = g.variant == sv::kVnmDirectVariant;
-  const bool fast = g.variant == sv::kVnmFastRingVariant;
   if (g.warps != 4 || g.tiles_per_warp != 2 || p.tiles_per_group != 8 || p.sel == nullptr || (p.xt == nullptr && !direct) ||
       g.chunk_pairs != sv::lean_chunk_pairs(NT))
-    throw std::logic_error("vnm_small: variant 20 / 21 / 23 / 24 geometry is not the V:2:M lean paired kernel's");
+    throw std::logic_error("vnm_small: variant 20 / 21 / 23 geometry is not the V:2:M lean paired kernel's");
   const bool cluster = sv::lean2_cluster_variant(g.variant) && g.splits > 1;
   if (cluster && g.splits > sv::kStreamMaxSplits) throw std::logic_error("vnm_small: variant 20 / 23 cluster > 8 blocks");
   if (direct) {  // variant 23: X rows read in the kernel, no transpose, a plain launch (no PDL placement)
@@ -87,11 +80,7 @@ void launch_vlean(const Params& p, const sparsenm::vnm_small::Geometry& g, std::
   LaunchConfig cfg(dim3(unsigned(groups), unsigned(g.splits)), dim3(128), g.smem_bytes(), stream);
   cfg.dependent();
   if (cluster) cfg.cluster_y(g.splits);
-  if (fast && cluster)  // variant 24: 20 with the full-chunk ring issue
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_vlean<Tr, true, false, true>, p));
-  else if (fast)
-    SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_vlean<Tr, false, false, true>, p));
-  else if (cluster)
+  if (cluster)
     SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_vlean<Tr, true>, p));
   else
     SPARSENM_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), vnm_small_kernel_vlean<Tr, false>, p));

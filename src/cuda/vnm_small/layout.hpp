@@ -296,6 +296,10 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 grid barrier; one cooperative launch, 23's launch with splits). Measured by the lead at fc7f9f7:
 ///                 0.97-1.01x of 20 and 0.91-0.95x of 23 at 28672 x 8192 (the only shape where it differs from 23);
 ///                 removed, the code is in commit b0cb22e; PERF-vnm-small.md "Session 10d (s10vnm2)".)
+///  (24 in session 10g, s10vnm3: variant 20 with the ring copies of a chunk whose slots are all valid issued without
+///                 predicates at compile-time offsets, pointers advanced once per chunk. Measured by the lead at feb9464:
+///                 5.41 -> 4.62 M instructions at m = 32 (28672 x 8192 128:2:8) but 0.99-1.02x of 20's time everywhere;
+///                 removed, the code is in commit 147d96b; PERF-vnm-small.md "Session 10g".)
 ///  23 V:2:M lean paired, direct gather (kernel10.cuh kDirect; session 10, s10vnm) - variant 20 (geometry,
 ///                 ring, wait counts, cluster split reduce, the <= 2 blocks per SM padding) with the slab's
 ///                 selected columns read from the X rows by 2-byte loads (no transpose kernel, no Xt workspace,
@@ -303,22 +307,14 @@ inline Packed pack(const CondensedMatrix& c) {
 ///                 Measured (da846df): 1.05-1.13x of 20 at m = 1 / 8 (128:2:8 / 128:2:16, both shapes), 1.01-1.04x
 ///                 at m = 16 / 32 on 12288^2, 0.92-0.99x there on 28672 x 8192 (padded, 2 blocks per SM). The
 ///                 default for V = 128, M <= 16 at m <= 8 and at m > 8 where 20's grid is unpadded (vnm_small.cu).
-///  24 V:2:M lean paired, full-chunk ring (kernel10.cuh kFastRing; session 10g, s10vnm3) - variant 20 with the ring
-///                 copies of every chunk whose C slots are all valid issued unpredicated at compile-time offsets
-///                 from pointers advanced once per chunk (no per-pair pointer arithmetic, bound check or pair
-///                 guard); the last chunks run 20's body. PERF-vnm-small.md "Session 10g (s10vnm3)". Not yet
-///                 measured (its one call hit a launch.cuh dispatch bug, fixed since): opt-in, no plan rule picks it.
-inline constexpr int kVariants = 25;
+inline constexpr int kVariants = 24;
 /// Variant numbers with a kernel (17 / 18: removed in session 9b; 22: removed in sessions 9d and 10; see above).
 constexpr bool variant_built(int v) { return v >= 0 && v < kVariants && v != 17 && v != 18 && v != 22; }
 inline constexpr int kVnmLeanVariant = 20;        ///< V:2:M (V = 128) lean paired, cluster split reduce (kernel10.cuh)
 inline constexpr int kVnmLeanReduceVariant = 21;  ///< variant 20 with the reduce kernel for its splits
 inline constexpr int kVnmDirectVariant = 23;      ///< variant 20 gathering from the X rows (no transpose)
-inline constexpr int kVnmFastRingVariant = 24;    ///< variant 20 with the full-chunk ring issue (kernel10.cuh kFastRing)
-/// Variants 20 / 21 / 23 / 24: the V:2:M lean paired kernel (kernel10.cuh).
-constexpr bool vlean_variant(int v) {
-  return v == kVnmLeanVariant || v == kVnmLeanReduceVariant || v == kVnmDirectVariant || v == kVnmFastRingVariant;
-}
+/// Variants 20 / 21 / 23: the V:2:M lean paired kernel (kernel10.cuh).
+constexpr bool vlean_variant(int v) { return v == kVnmLeanVariant || v == kVnmLeanReduceVariant || v == kVnmDirectVariant; }
 inline constexpr int kStreamVariant = 7;
 inline constexpr int kRingVariant = 8;
 inline constexpr int kAsyncVariant = 9;
@@ -335,8 +331,7 @@ inline constexpr int kWsStages = 8;              ///< variant 19: ring stages (o
 constexpr bool lean2_variant(int v) { return v == 13 || v == 14 || v == 15 || v == 16 || v == kLean2WsVariant; }
 /// Variants 14 / 15 / 16 / 19 / 20: the k splits of a group are one cluster, reduced through distributed shared memory.
 constexpr bool lean2_cluster_variant(int v) {
-  return v == 14 || v == 15 || v == 16 || v == kLean2WsVariant || v == kVnmLeanVariant || v == kVnmDirectVariant ||
-         v == kVnmFastRingVariant;
+  return v == 14 || v == 15 || v == 16 || v == kLean2WsVariant || v == kVnmLeanVariant || v == kVnmDirectVariant;
 }
 inline constexpr int kRingStages = 4;          ///< variant 8: record slots per warp (3 in flight)
 inline constexpr int kPairVariant = 10;

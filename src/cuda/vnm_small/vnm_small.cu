@@ -130,7 +130,6 @@ class Instance final : public detail::KernelInstance {
     const char* name = geom_.variant == sv::kVnmLeanVariant ? "V:2:M lean, two tiles per warp, cluster split reduce (V = 128, transposed X)"
                        : geom_.variant == sv::kVnmLeanReduceVariant ? "V:2:M lean, two tiles per warp, reduce kernel (V = 128, transposed X)"
                        : geom_.variant == sv::kVnmDirectVariant ? "V:2:M lean, two tiles per warp, cluster split reduce (V = 128, direct gather from the X rows)"
-                       : geom_.variant == sv::kVnmFastRingVariant ? "V:2:M lean, two tiles per warp, cluster split reduce (V = 128, transposed X, full-chunk ring issue)"
                        : kNames[geom_.variant] ? kNames[geom_.variant] : "?";
     const bool spread = sv::vlean_variant(geom_.variant) && geom_.ring_bytes == sv::kVleanSpreadRingBytes;
     return "variant " + std::to_string(geom_.variant) + " (" + name + (spread ? ", shared memory padded: <= 2 blocks per SM" : "") +
