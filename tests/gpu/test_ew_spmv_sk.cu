@@ -482,4 +482,147 @@ TEST(EwSpmvSkValsSmoke, SanitizerSmoke) {
   check_case({Pattern::element(2, 8), 70, 1030, DType::f16, DType::f16, 2, 1, false, 3, true, 32}, 7925);
   check_case({Pattern::element(1, 16), 33, 515, DType::bf16, DType::f32, 0, 1, true, 3, true, 32}, 7926);
 }
+
+// 3:32 (session 10h): N does not divide the 32-slot tile, so tiles start mid-window (phases 0, 2, 1
+// by t % 3; spmv_sk_kernel.cuh "N not dividing 32"). Every compiled form, f16 / bf16, k with a
+// partial last window and tiles % 3 in {0, 1, 2} (X padded to ceil(32 tiles / 3) windows).
+struct Sk332Form {
+  const char* kernel;
+  int ring;
+  bool vals;
+  int warps;
+  bool grid;
+  int waves;
+};
+const std::vector<Sk332Form>& sk332_forms() {
+  static const std::vector<Sk332Form> f = {
+      {"cuda:ew_spmv_sk", 0, false, 8, false, 1},    {"cuda:ew_spmv_sk4", 0, false, 8, false, 4},
+      {"cuda:ew_spmv_skr", 3, false, 8, false, 1},   {"cuda:ew_spmv_skr4", 4, false, 8, false, 1},
+      {"cuda:ew_spmv_skv", 3, true, 8, false, 1},    {"cuda:ew_spmv_skw", 3, true, 32, false, 1},
+      {"cuda:ew_spmv_skg", 0, false, 8, true, 1},    {"cuda:ew_spmv_skrg", 3, false, 8, true, 1},
+      {"cuda:ew_spmv_skwg", 3, true, 32, true, 1}};
+  return f;
+}
+
+TEST(EwSpmvSk332, EveryFormDtypeAndTail) {
+  EW_REQUIRE_DEVICE();
+  const Pattern p = Pattern::element(3, 32);
+  std::uint64_t seed = 10300;
+  for (const auto& f : sk332_forms()) {
+    SCOPED_TRACE(f.kernel);
+    ASSERT_NE(sew::find_spmv_sk(DType::f16, 3, 32, f.ring, f.vals, f.warps, f.grid), nullptr);
+    ASSERT_NE(sew::find_spmv_sk(DType::bf16, 3, 32, f.ring, f.vals, f.warps, f.grid), nullptr);
+    for (DType t : {DType::f16, DType::bf16})
+      // k = 9: 1 tile (X to 352 columns); 1001: 3 tiles; 4099: 13 (ends in phase 0); 2100: 7; 33: 1 + 1 window
+      for (auto shape : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 9}, {77, 1001}, {300, 4099}, {95, 2100}, {40, 33}})
+        check_case({p, shape.first, shape.second, t, t, 0, f.waves, false, f.ring, f.vals, f.warps, f.grid}, ++seed);
+    // 1 CTA (head / whole / tail groups), odd cuts, more warps than units; misaligned X; output dtypes.
+    for (int grid : {1, 3, 17, 400})
+      check_case({p, 1000, 2050, DType::f16, DType::f16, grid, 1, false, f.ring, f.vals, f.warps, f.grid}, ++seed);
+    check_case({p, 333, 1027, DType::bf16, DType::bf16, 5, 1, true, f.ring, f.vals, f.warps, f.grid}, ++seed);
+    check_case({p, 257, 3001, DType::f16, DType::f32, 0, 1, false, f.ring, f.vals, f.warps, f.grid}, ++seed);
+    check_case({p, 257, 3001, DType::bf16, DType::f16, 0, 1, false, f.ring, f.vals, f.warps, f.grid}, ++seed);
+  }
+  // A decode-sized row: 12288 columns = 384 windows, 1152 slots, 36 tiles.
+  check_case({p, 2048, 12288, DType::f16, DType::f16}, ++seed);
+  check_case({p, 2048, 12288, DType::bf16, DType::bf16, 0, 1, false, 3, true, 32, true}, ++seed);
+}
+
+TEST(EwSpmvSk332, NanInfInEveryPhase) {
+  EW_REQUIRE_DEVICE();
+  const Pattern p = Pattern::element(3, 32);
+  for (DType t : {DType::f16, DType::bf16})
+    for (const auto& f : sk332_forms()) {
+      SCOPED_TRACE(std::string(f.kernel) + " " + std::string(to_string(t)));
+      const std::int64_t n = 64, k = 1100;  // 35 windows (the last of 12 columns), 105 slots, 4 tiles
+      auto w = random_ew(p, n, k, t, 10701);
+      auto x = random_matrix(t, 1, k, 10702);
+      const auto& l = w.layout;
+      // Row 5: Inf at the column of its slot 0 (tile 0, phase 0); row 9: NaN at slot 40 (tile 1, phase 2:
+      // slot 8 of the tile, window 13); row 20: Inf at slot 70 (tile 2, phase 1: slot 6, window 23).
+      const auto col = [&](std::int64_t r, std::int64_t s) {
+        return (s / 3) * 32 + std::int64_t(get_packed(w.indices.data() + r * l.index_row_bytes, s, l.index_bits));
+      };
+      x.set(0, col(5, 0), INFINITY);
+      x.set(0, col(9, 40), NAN);
+      x.set(0, col(20, 70), -INFINITY);
+      SkCase c{p, n, k, t, t, 3, f.waves, false, f.ring, f.vals, f.warps, f.grid};
+      std::vector<std::byte> y;
+      run_sk(w, x, c, y);
+      if (::testing::Test::HasFatalFailure()) return;
+      const auto ref = oracle(x, w);
+      const auto cmp = compare(y, t, ref);
+      EXPECT_EQ(cmp.class_mismatch, 0);
+      EXPECT_EQ(cmp.unwritten, 0);
+      EXPECT_LT(cmp.rel_err, tolerance(t));
+      for (int r : {5, 9, 20}) EXPECT_FALSE(std::isfinite(load_as_float(t, y.data(), r))) << "row " << r;
+      std::int64_t nonfinite = 0;
+      for (double v : ref) nonfinite += !std::isfinite(v);
+      EXPECT_LT(nonfinite, n);
+    }
+}
+
+TEST(EwSpmvSk332, ForcedPlansAndRaced) {
+  EW_REQUIRE_DEVICE();
+  const Pattern p = Pattern::element(3, 32);
+  std::uint64_t seed = 10800;
+  for (const auto& f : sk332_forms()) {
+    if (std::string(f.kernel) == "cuda:ew_spmv_skr4") continue;  // not a plan candidate (the kernel tests run it)
+    for (DType t : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(std::string(f.kernel) + " " + std::string(to_string(t)));
+      const std::int64_t n = 999, k = 2051;
+      const auto w = random_ew(p, n, k, t, ++seed);
+      const auto x = random_matrix(t, 1, k, ++seed);
+      const Plan plan = Plan::create(w, cuda_desc(1, t, f.kernel));
+      EXPECT_EQ(plan.kernel(), f.kernel);
+      std::vector<std::byte> y;
+      run_plan_thrice(plan, x, std::size_t(n) * dtype_size(t), y);
+      if (::testing::Test::HasFatalFailure()) return;
+      const auto cmp = compare(y, t, oracle(x, w));
+      EXPECT_EQ(cmp.unwritten, 0);
+      EXPECT_EQ(cmp.class_mismatch, 0);
+      EXPECT_LT(cmp.rel_err, tolerance(t));
+    }
+  }
+  for (DType t : {DType::f16, DType::bf16}) {
+    const auto w = random_ew(p, 4096, 4096, t, ++seed);
+    const auto x = random_matrix(t, 1, 4096, ++seed);
+    const Plan plan = Plan::create(w, cuda_desc(1, t));
+    SCOPED_TRACE(plan.reason());
+    // The stream-K forms race beside the CUDA-core ew_spmv (its generic b = 5 instance).
+    for (const char* k : {"cuda:ew_spmv_sk [", "cuda:ew_spmv_skr [", "cuda:ew_spmv_skw [", "cuda:ew_spmv_skrg [",
+                          "cuda:ew_spmv_skwg ["})
+      EXPECT_NE(plan.reason().find(k), std::string::npos) << k;
+    EXPECT_EQ(plan.reason().find("cuda:ew_spmv_sk4 ["), std::string::npos);
+    std::vector<std::byte> y;
+    run_plan_thrice(plan, x, std::size_t(4096) * dtype_size(t), y);
+    if (::testing::Test::HasFatalFailure()) return;
+    const auto cmp = compare(y, t, oracle(x, w));
+    EXPECT_EQ(cmp.unwritten, 0);
+    EXPECT_LT(cmp.rel_err, tolerance(t));
+  }
+  // N not dividing 32 is compiled for 3:32 only; f32 has no stream-K form.
+  EXPECT_EQ(sew::find_spmv_sk(DType::f16, 3, 16), nullptr);
+  EXPECT_EQ(sew::find_spmv_sk(DType::f16, 5, 32), nullptr);
+  const auto l = sew::SpmvLayout::of(ew_layout(p, 64, 4099), DType::f32);
+  EXPECT_NE(sew::spmv_sk_unsupported(l, DType::f32, 1), "");
+  // X past k: ceil(32 tiles / 3) windows (13 tiles -> 139 windows = 4448 columns).
+  sew::SkArgs a;
+  (void)sew::plan_spmv_sk(sew::SpmvLayout::of(ew_layout(p, 64, 4099), DType::f16), DType::f16, 132, 1, a);
+  EXPECT_EQ(a.x_cols, 139 * 32);
+}
+
+// Small 3:32 cases for compute-sanitizer: every phase, partial groups, ranges shorter than a ring,
+// misaligned X, the grid order.
+TEST(EwSpmvSk332Smoke, SanitizerSmoke) {
+  EW_REQUIRE_DEVICE();
+  const Pattern p = Pattern::element(3, 32);
+  std::uint64_t seed = 10900;
+  for (const auto& f : sk332_forms()) {
+    SCOPED_TRACE(f.kernel);
+    check_case({p, 70, 1030, DType::f16, DType::f16, 3, 1, false, f.ring, f.vals, f.warps, f.grid}, ++seed);
+    check_case({p, 33, 515, DType::bf16, DType::f32, 0, 1, true, f.ring, f.vals, f.warps, f.grid}, ++seed);
+    check_case({p, 40, 300, DType::f16, DType::f16, 50, 1, false, f.ring, f.vals, f.warps, f.grid}, ++seed);
+  }
+}
 }  // namespace

@@ -42,8 +42,8 @@ using SkOccupancyFn = int (*)(int smem_bytes);
 /// `warps`: warps per CTA, 8, or 32 with `vals_only` (compiled: (0|3|4, false, 8), (3, true, 8 | 32)).
 constexpr int kSkMaxXBytes = 96 * 1024;  ///< X (k columns in the weight dtype) must fit this
 
-/// The compiled instance for (dtype, N, M), or null (f16 / bf16 and N | 32 patterns of
-/// spmv_instances.def only).
+/// The compiled instance for (dtype, N, M), or null (f16 / bf16 and the patterns of
+/// spmv_sk_instances.def only: those of spmv_instances.def and 3:32).
 /// `grid`: the grid-ordered instance (SkTraits::GRID; compiled for (0, false, 8), (3, false, 8),
 /// (3, true, 32): "cuda:ew_spmv_skg" / "_skrg" / "_skwg"); its weight must be reordered by
 /// spmv_sk_grid_order for the planned grid.

@@ -26,7 +26,7 @@ Entry find_typed(int pn, int pm) {
     using Tr = SkTraits<T, spmv_bits(M), N, M, kSkXBulk, true, kSkEndSerial, RING, -1, 0, IREG, WARPS, GRID>; \
     return {&launch_spmv_sk<Tr>, &occupancy_spmv_sk<Tr>};                         \
   }
-#include "cuda/ew/spmv_instances.def"
+#include "cuda/ew/spmv_sk_instances.def"
 #undef SPEC
   return {};
 }
@@ -52,8 +52,9 @@ Entry find_entry(DType dtype, int pn, int pm, int ring, bool vals_only, int warp
   return {};
 }
 
-/// Columns of X kept in shared memory: up to the end of the last tile's last window.
-long long x_cols(const SpmvLayout& l) { return l.tiles * 32 / l.n * l.m; }
+/// Columns of X kept in shared memory: up to the end of the last tile's last window (a tile may end
+/// mid-window when N does not divide 32: ceil).
+long long x_cols(const SpmvLayout& l) { return (l.tiles * 32 + l.n - 1) / l.n * l.m; }
 
 }  // namespace
 

@@ -1,5 +1,5 @@
-// sparsenm — ew_spmv_sk instances: f16, the compile-time patterns of spmv_instances.def.
+// sparsenm — ew_spmv_sk instances: f16, the compile-time patterns of spmv_sk_instances.def.
 #include "cuda/ew/spmv_sk_launch.cuh"
 #define SPEC(N, M) SPARSENM_EW_SPMV_SK_INSTANCE(__half, N, M)
-#include "cuda/ew/spmv_instances.def"
+#include "cuda/ew/spmv_sk_instances.def"
 #undef SPEC

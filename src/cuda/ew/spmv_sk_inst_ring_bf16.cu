@@ -4,5 +4,5 @@
 #define SPEC(N, M)                                    \
   SPARSENM_EW_SPMV_SK_INSTANCE_R(__nv_bfloat16, N, M, 3)   \
   SPARSENM_EW_SPMV_SK_INSTANCE_R(__nv_bfloat16, N, M, 4)
-#include "cuda/ew/spmv_instances.def"
+#include "cuda/ew/spmv_sk_instances.def"
 #undef SPEC

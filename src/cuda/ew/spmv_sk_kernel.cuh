@@ -31,7 +31,18 @@
 //   again), so "cuda:ew_spmv_sk4" is opt-in.
 // Shared-memory reads of X: all lanes read slot j of their rows, which lies in one M-window, i.e.
 //   in M consecutive 2-byte columns: conflict-free (at most M / 2 distinct words, broadcast).
-// Limits: k * 2 bytes of X per CTA (<= 96 KiB here), patterns with N | 32 compiled (N, M folded in).
+// Limits: k * 2 bytes of X per CTA (<= 96 KiB here), the patterns of spmv_sk_instances.def compiled
+//   (N, M folded in).
+// N not dividing 32 (session 10h, 3:32; docs/PERF.md "Session 10h (s10sk332)"): the packed layout cuts
+//   a row's slots into 32-slot tiles whatever N is, so at N = 3 a tile starts mid-window: tile t's first
+//   slot 32 t lies in window w0 = 32 t / N at offset rem = 32 t - N w0, and slot j in window
+//   w0 + (rem + j) / N. rem takes N / gcd(32, N) values (0, 2, 1 at N = 3), so the products are compiled
+//   once per value (SkTraits::kPhases copies, REM a template argument: the window offset stays an LDS
+//   immediate, nothing per slot is added) and the tile picks its copy with a warp-uniform branch on rem
+//   (one multiply-high division per tile). X in shared memory covers ceil(32 tiles / N) windows, so the
+//   zero slots that pad the last tile read zeros past k. N | 32: one phase, the code of before.
+//   Measured (H200, 949e5ba, m = 1 3:32): the plan's skw / skrg 18.0 us (76 % of copy bandwidth) at 28672 x 8192
+//   and 14.1 us (62 %) at 12288^2, against 23.3 / 22.0 us for the CUDA-core ew_spmv.
 // RING (session 6, docs/PERF.md): 0 = the shipped two-tile register ring above. RING = 3 / 4: each
 //   warp owns a ring of RING tiles in shared memory after X (SkArgs::ring_off), filled by per-lane
 //   16-byte `cp.async.cg` (L2 only, one commit group per tile) in the packed layout's own order, so
@@ -173,7 +184,13 @@ struct SkTraits {
   static constexpr int kIdxVec = B % 4 == 0 ? 4 : (B % 2 == 0 ? 2 : 1);
   static constexpr int kIdxLoads = B / kIdxVec;
   static_assert(sizeof(T) == 2, "ew_spmv_sk serves f16 / bf16");
-  static_assert(NN > 0 && kSlots % NN == 0, "N must divide the 32-slot tile");
+  /// Window phases of a tile (header comment, "N not dividing 32"): 1 when N | 32 (every tile starts
+  /// a window); else the offset of a tile's first slot in its window, (32 t) mod N, takes kPhases
+  /// values (multiples of gcd(32, N)), each with its own compile-time products (3 at N = 3).
+  static constexpr int kPhaseStep = NN_ % 32 == 0 ? 32 : (NN_ % 16 == 0 ? 16 : (NN_ % 8 == 0 ? 8 : (NN_ % 4 == 0 ? 4 : (NN_ % 2 == 0 ? 2 : 1))));
+  static constexpr int kPhases = NN_ / (kPhaseStep < NN_ ? kPhaseStep : NN_);
+  static_assert(NN > 0 && NN <= kSlots && (kSlots % NN == 0 || kPhases <= 4),
+                "N must divide the 32-slot tile, or have at most 4 window phases (code per phase)");
   static_assert(RING == 0 || RING >= 2, "a shared-memory ring needs at least two stages");
   static_assert(!IREG || RING > 0, "register index words go with a shared-memory value ring");
   static constexpr int kValBytes = kVecs * 32 * 16;          ///< one tile's value vectors (contiguous)
@@ -301,9 +318,10 @@ __device__ __forceinline__ float x_to_f(unsigned short bits) {
   else return __uint_as_float(std::uint32_t(bits) << 16);
 }
 
-/// acc += the tile's 32 products; t: tile index within the row.
-template <class Tr>
-__device__ __forceinline__ void compute(const Tile<Tr>& tile, float& acc, const unsigned short* xs, int t) {
+/// acc += the tile's 32 products. w0: the window of the tile's first slot; REM: that slot's offset
+/// in its window (0 when N | 32), so slot j lies in window w0 + (REM + j) / N (compile-time offset).
+template <class Tr, int REM>
+__device__ __forceinline__ void compute_at(const Tile<Tr>& tile, float& acc, const unsigned short* xs, int w0) {
   if constexpr (!Tr::kCompute) {
     std::uint32_t f = 0;
 #pragma unroll
@@ -315,17 +333,17 @@ __device__ __forceinline__ void compute(const Tile<Tr>& tile, float& acc, const 
     // The tile's first window as a 32-bit shared address, once; per slot only the field, one
     // shift-add into that base and the LDS with the window offset as its immediate (the shipped
     // form lets ptxas recompute t * window bytes and merge it into each field: ~2 more per slot).
-    const unsigned tb = unsigned(__cvta_generic_to_shared(xs)) + unsigned(t * (Tr::kSlots / Tr::NN) * Tr::MM * 2);
+    const unsigned tb = unsigned(__cvta_generic_to_shared(xs)) + unsigned(w0 * Tr::MM * 2);
 #pragma unroll
     for (int j = 0; j < Tr::kSlots; ++j) {
       const float w = detail::value_at<typename Tr::Elem>(tile.v, j);
       const unsigned addr = tb + (detail::field<Tr::B>(tile.i, j) << 1);
       unsigned short bits;
-      asm volatile("ld.shared.u16 %0, [%1];" : "=h"(bits) : "r"(addr + unsigned((j / Tr::NN) * Tr::MM * 2)));
+      asm volatile("ld.shared.u16 %0, [%1];" : "=h"(bits) : "r"(addr + unsigned(((REM + j) / Tr::NN) * Tr::MM * 2)));
       acc = fmaf(w, x_to_f<typename Tr::Elem>(bits), acc);
     }
   } else {
-    const unsigned short* base = xs + (t * (Tr::kSlots / Tr::NN)) * Tr::MM;
+    const unsigned short* base = xs + w0 * Tr::MM;
 #pragma unroll
     for (int j = 0; j < Tr::kSlots; ++j) {
       const float w = detail::value_at<typename Tr::Elem>(tile.v, j);
@@ -333,9 +351,32 @@ __device__ __forceinline__ void compute(const Tile<Tr>& tile, float& acc, const 
         acc = fmaf(w, 1.0f, acc + float(detail::field<Tr::B>(tile.i, j) == 0xffu));
       } else {
         const unsigned idx = detail::field<Tr::B>(tile.i, j);
-        acc = fmaf(w, x_to_f<typename Tr::Elem>(base[(j / Tr::NN) * Tr::MM + idx]), acc);
+        acc = fmaf(w, x_to_f<typename Tr::Elem>(base[((REM + j) / Tr::NN) * Tr::MM + idx]), acc);
       }
     }
+  }
+}
+
+/// N not dividing 32: the products of the tile's phase (warp-uniform branch; REM = R * kPhaseStep).
+template <class Tr, int R>
+__device__ __forceinline__ void compute_phase(const Tile<Tr>& tile, float& acc, const unsigned short* xs, int w0,
+                                              int rem) {
+  if constexpr (R + 1 < Tr::kPhases) {
+    if (rem == R * Tr::kPhaseStep) compute_at<Tr, R * Tr::kPhaseStep>(tile, acc, xs, w0);
+    else compute_phase<Tr, R + 1>(tile, acc, xs, w0, rem);
+  } else {
+    compute_at<Tr, R * Tr::kPhaseStep>(tile, acc, xs, w0);
+  }
+}
+
+/// acc += the tile's 32 products; t: tile index within the row.
+template <class Tr>
+__device__ __forceinline__ void compute(const Tile<Tr>& tile, float& acc, const unsigned short* xs, int t) {
+  if constexpr (Tr::kSlots % Tr::NN == 0) {
+    compute_at<Tr, 0>(tile, acc, xs, t * (Tr::kSlots / Tr::NN));  // every tile starts a window
+  } else {
+    const unsigned s0 = unsigned(t) * unsigned(Tr::kSlots), w0 = s0 / unsigned(Tr::NN);  // t >= 0
+    compute_phase<Tr, 0>(tile, acc, xs, int(w0), int(s0 - w0 * unsigned(Tr::NN)));
   }
 }
 
