@@ -36,6 +36,14 @@ bool have_device() {
 #define REQUIRE_DEVICE() \
   if (!have_device()) GTEST_SKIP() << "no CUDA device: GPU test skipped"
 
+/// Attribute `a` of the current device (compute capability major, SM count).
+int device_attr(cudaDeviceAttr a) {
+  int dev = 0, v = 0;
+  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
+  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&v, a, dev));
+  return v;
+}
+
 struct Problem {
   CondensedMatrix w;
   DenseMatrix x;
@@ -332,9 +340,7 @@ TEST(VnmSmallGpu, PlanRuleHw24TakesVariant19WhereFourteenSplits) {
   // the partial-sum cap gives 14 two splits at m = 32 (19: two as well) and five at m = 16; n = 28672,
   // k = 128 (2 pairs): one split at every m (14 at m = 32, 12 at m = 8).
   REQUIRE_DEVICE();
-  int dev = 0, major = 0;
-  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
-  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  const int major = device_attr(cudaDevAttrComputeCapabilityMajor);
   if (major < 9) GTEST_SKIP() << "sm_90+ only: below, the plan maps the lean paired variants to 4";
   MatmulDesc d;
   d.x_dtype = DType::f16;
@@ -635,9 +641,7 @@ TEST(VnmSmallGpu, VenomLeanPairedIsThePlansChoiceForV128AtMFrom8) {
   // padded to <= 2 blocks per SM (these small n), 23 where it is not (below: 2 sms + 1 slabs); other V / M
   // unchanged (variant 4 at m < 8 for them); and it runs right.
   REQUIRE_DEVICE();
-  int dev = 0, major = 0;
-  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
-  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  const int major = device_attr(cudaDevAttrComputeCapabilityMajor);
   std::uint64_t seed = 23000;
   for (const Pattern& pat : {Pattern::venom(128, 8), Pattern::venom(128, 16), Pattern::venom(128, 32), Pattern::venom(64, 8)})
     for (std::int64_t m : {1, 7, 8, 16, 32}) {
@@ -654,8 +658,7 @@ TEST(VnmSmallGpu, VenomLeanPairedIsThePlansChoiceForV128AtMFrom8) {
       run_and_check_at(pr, DType::f16, {0, -1}, pat.str() + " plan's choice m=" + std::to_string(m), 0);
     }
   if (major < 9) return;
-  int sms = 0;
-  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int sms = device_attr(cudaDevAttrMultiProcessorCount);
   for (std::int64_t m : {16, 32}) {  // 2 sms + 1 slabs at one split: 20 unpadded -> the plan takes 23
     Problem big = make_problem(Pattern::venom(128, 16), DType::f16, m, 128 * (2 * std::int64_t(sms) + 1), 16 * 16 * 2 + 3, ++seed);
     MatmulDesc d;
@@ -676,10 +679,8 @@ TEST(VnmSmallGpu, VenomLeanPairedSpreadPaddingByGridSize) {
   // one block more than 2 per SM at one split (unpadded), n = 296 (3 slabs, any split count <= 8:
   // padded, clusters of 3 / 8 included). Both are run (poisoned y, twice) against the fp64 reference.
   REQUIRE_DEVICE();
-  int dev = 0, sms = 0, major = 0;
-  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
-  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  const int sms = device_attr(cudaDevAttrMultiProcessorCount);
+  const int major = device_attr(cudaDevAttrComputeCapabilityMajor);
   if (major < 9) GTEST_SKIP() << "variants 20 / 21 need sm_90+ (they run variant 4 below)";
   std::uint64_t seed = 24000;
   for (const int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant})
@@ -730,9 +731,7 @@ TEST(VnmSmallGpu, VenomLeanDirectGather) {
   // aligned), splits 0 (rule) / 1 / 3 (cluster). Checked against the fp64 reference on poisoned y, twice each,
   // and bitwise against variant 20 on the same inputs (same staged values, same mma order).
   REQUIRE_DEVICE();
-  int dev = 0, major = 0;
-  SPARSENM_CUDA_CHECK(cudaGetDevice(&dev));
-  SPARSENM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  const int major = device_attr(cudaDevAttrComputeCapabilityMajor);
   std::uint64_t seed = 25000;
   const int v = vnm_small::kVnmDirectVariant;
   for (DType t : {DType::f16, DType::bf16})
