@@ -50,11 +50,10 @@ struct Problem {
   std::vector<double> ref, scale;  // fp64 product and sum |w x| per element
 };
 
-Problem make_problem(const Pattern& p, DType t, std::int64_t m, std::int64_t n, std::int64_t k, std::uint64_t seed) {
-  Problem pr;
-  DenseMatrix d = random_pattern_matrix(p, t, n, k, seed, 0.05);
-  pr.w = condense(d.view(), p);
-  pr.x = random_matrix(t, m, k, seed * 31 + 5);
+/// The fp64 reference of pr (over the stored slots whose column is < k; a stored slot times NaN / Inf in X is
+/// NaN / Inf even when the stored value is 0) and the per-element sum |w x| the tolerance scales with.
+void set_reference(Problem& pr) {
+  const std::int64_t m = pr.x.rows(), n = pr.w.rows(), k = pr.x.cols();
   pr.ref.assign(std::size_t(m * n), 0.0);
   pr.scale.assign(std::size_t(m * n), 0.0);
   for (std::int64_t r = 0; r < n; ++r) {
@@ -74,6 +73,14 @@ Problem make_problem(const Pattern& p, DType t, std::int64_t m, std::int64_t n, 
       pr.scale[std::size_t(i * n + r)] = sc;
     }
   }
+}
+
+Problem make_problem(const Pattern& p, DType t, std::int64_t m, std::int64_t n, std::int64_t k, std::uint64_t seed) {
+  Problem pr;
+  DenseMatrix d = random_pattern_matrix(p, t, n, k, seed, 0.05);
+  pr.w = condense(d.view(), p);
+  pr.x = random_matrix(t, m, k, seed * 31 + 5);
+  set_reference(pr);
   return pr;
 }
 
@@ -275,24 +282,42 @@ TEST(VnmSmallGpu, NanInfInXPropagateThroughStoredSlotsOnly) {
         Problem pr = make_problem(pat, t, m, n, k, ++seed);
         const float specials[3] = {NAN, INFINITY, -INFINITY};
         for (int q = 0; q < 6; ++q) pr.x.set((q * 7) % m, (q * 97 + 13) % k, specials[q % 3]);
-        // recompute the fp64 reference with the specials (same loop as make_problem)
-        for (std::int64_t r = 0; r < n; ++r)
-          for (std::int64_t i = 0; i < m; ++i) {
-            double acc = 0, sc = 0;
-            for (std::int64_t s2 = 0; s2 < pr.w.layout.value_cols; ++s2) {
-              const std::int64_t c = pr.w.column_of(r, s2);
-              if (c >= k) continue;
-              const double v = double(pr.w.value(r, s2)), xv = pr.x.at(i, c);
-              acc += v * xv;
-              sc += std::fabs(v * xv);
-            }
-            pr.ref[std::size_t(i * n + r)] = acc;
-            pr.scale[std::size_t(i * n + r)] = sc;
-          }
+        set_reference(pr);
         int specials_in_ref = 0;
         for (double v : pr.ref) specials_in_ref += !std::isfinite(v);
         ASSERT_GT(specials_in_ref, 0) << "the test must produce non-finite outputs";
         run_and_check(pr, DType::f32, {}, pat.str() + " " + std::string(to_string(t)) + " m=" + std::to_string(m));
+      }
+}
+
+TEST(VnmSmallGpu, VenomLeanNanInfInXPastKAndInColumnZero) {
+  // The V = 128 lean paired variants (20 / 21 / 23): the last pair's windows run past k (k % M != 0), and the
+  // direct gather of 23 sends a column >= k to column 0 and zeroes it by a mask. With NaN / +-Inf in column 0
+  // (and elsewhere) a lost mask would turn rows whose stored slots never read column 0 into NaN; the reference
+  // is NaN / Inf exactly where a stored slot reads a special (review of session 10). f16 / bf16, m = 1 / 9 / 32,
+  // splits 1 / 3 (cluster split reduce).
+  REQUIRE_DEVICE();
+  const int major = device_attr(cudaDevAttrComputeCapabilityMajor);
+  std::uint64_t seed = 26000;
+  const float specials[3] = {NAN, INFINITY, -INFINITY};
+  for (int M : {8, 16})
+    for (DType t : {DType::f16, DType::bf16})
+      for (std::int64_t m : {1, 9, 32}) {
+        const Pattern pat = Pattern::venom(128, M);
+        const std::int64_t n = 128 + 40, k = std::int64_t(M) * (16 * 20 + 3) - 5;
+        Problem pr = make_problem(pat, t, m, n, k, ++seed);
+        for (std::int64_t i = 0; i < m; i += 4) pr.x.set(i, 0, specials[(i / 4) % 3]);
+        for (int q = 0; q < 4; ++q) pr.x.set((q * 5) % m, (q * 131 + 29) % k, specials[q % 3]);
+        set_reference(pr);
+        int specials_in_ref = 0, finite_in_ref = 0;
+        for (double v : pr.ref) (std::isfinite(v) ? finite_in_ref : specials_in_ref) += 1;
+        ASSERT_GT(specials_in_ref, 0) << "the test must produce non-finite outputs";
+        ASSERT_GT(finite_in_ref, 0) << "the test must keep finite outputs (rows that never read a special)";
+        for (int v : {vnm_small::kVnmLeanVariant, vnm_small::kVnmLeanReduceVariant, vnm_small::kVnmDirectVariant})
+          for (int splits : {1, 3})
+            run_and_check(pr, DType::f32, {splits, v},
+                          pat.str() + " " + std::string(to_string(t)) + " m=" + std::to_string(m) + " v" + std::to_string(v) +
+                              " splits=" + std::to_string(splits) + (major >= 9 ? "" : " (sm < 90: variant 4)"));
       }
 }
 
