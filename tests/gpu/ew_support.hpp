@@ -151,6 +151,14 @@ inline Compare compare(const std::vector<std::byte>& got, DType yt, const std::v
 
 inline double tolerance(DType yt) { return yt == DType::f32 ? 2e-5 : yt == DType::f16 ? 2e-3 : 8e-3; }
 
+/// The three checks of a full comparison with the oracle: NaN / Inf exactly where the oracle has them, every
+/// element written, the relative error within the dtype's tolerance (the caller's SCOPED_TRACE names the case).
+inline void expect_close(const Compare& cmp, DType yt) {
+  EXPECT_EQ(cmp.class_mismatch, 0);
+  EXPECT_EQ(cmp.unwritten, 0);
+  EXPECT_LT(cmp.rel_err, tolerance(yt));
+}
+
 /// Device memory for a test; a failed cudaMalloc throws (with the CUDA error) instead of leaving p null.
 struct DeviceMem {
   void* p = nullptr;
